@@ -1,0 +1,176 @@
+// A seeded, realistic command stream for the matching core, pre-encoded into
+// command slots so that a benchmark times matching only.
+//
+// The stream starts with `restingOrders` non-crossing limits around the mid (the
+// warm-up book, not timed), then a timed mix:
+//   restPct   resting limits 1..spread ticks from a slowly moving mid
+//   cancelPct cancels of random resting orders
+//   crossPct  IOC orders crossing the opposite best by a few ticks
+//   the rest  modifies (new price near the old one, or a smaller quantity)
+// While generating, the stream is run through a scratch engine so that cancels and
+// modifies always name an order that is resting at that moment, and the
+// generator knows when a maker was filled.
+
+import { EventKind, Opcode, OrderState, OrderType, Side, TimeInForce } from '../../core/codes.ts';
+import { COMMAND_SLOT_BYTES, CommandFloat, CommandWord, packCurrency, packHeader, slotViews, type SlotViews } from '../../core/command-slot.ts';
+import { MatchingEngine } from '../../core/matching-engine.ts';
+import { SeededRandom } from './seeded-random.ts';
+
+export interface StreamOptions {
+  seed: number;
+  restingOrders: number;
+  commands: number;
+  restPct: number;
+  cancelPct: number;
+  crossPct: number;
+  /** Price step in nanos (a tick of 0.01). */
+  tickNanos?: number;
+  /** Resting orders are placed up to this many ticks from the mid. */
+  spreadTicks?: number;
+  /** Crossing orders take 1..crossQuantityMax units (sizes how many makers they sweep). */
+  crossQuantityMax?: number;
+  orderCapacity?: number;
+}
+
+export interface CommandStream {
+  views: SlotViews;
+  /** Slots [0, warmup) build the initial book; [warmup, total) are the timed mix. */
+  warmup: number;
+  total: number;
+  counts: { rest: number; cancel: number; cross: number; modify: number };
+}
+
+const INSTRUMENT = [0x11111111, 0x11114111, 0x81111111, 0x11111111];
+const PARTICIPANT = [0x0aaaaaaa, 0x00004000, 0x80000000, 0x00000001];
+const ACCOUNT = [0x0bbbbbbb, 0x00004000, 0x80000000, 0x00000001];
+const USD = packCurrency('USD');
+
+export function buildCoreStream(options: StreamOptions): CommandStream {
+  const tick = options.tickNanos ?? 10_000_000;
+  const spread = options.spreadTicks ?? 500;
+  const total = options.restingOrders + options.commands;
+  const views = slotViews(new ArrayBuffer(total * COMMAND_SLOT_BYTES));
+  const random = new SeededRandom(options.seed);
+  const engine = new MatchingEngine({ orderCapacity: options.orderCapacity ?? 1 << 21, instrumentCapacity: 4 });
+  // Live resting orders by order number, with swap-remove in O(1).
+  const live: number[] = [];
+  const livePos = new Map<number, number>();
+  const livePrice = new Map<number, number>();
+  const liveQuantity = new Map<number, number>();
+  const add = (n: number, price: number, quantity: number): void => {
+    livePos.set(n, live.length);
+    live.push(n);
+    livePrice.set(n, price);
+    liveQuantity.set(n, quantity);
+  };
+  const remove = (n: number): void => {
+    const at = livePos.get(n);
+    if (at === undefined) return;
+    const last = live.pop()!;
+    if (last !== n) {
+      live[at] = last;
+      livePos.set(last, at);
+    }
+    livePos.delete(n);
+    livePrice.delete(n);
+    liveQuantity.delete(n);
+  };
+  let mid = 10_000 * tick; // 100.00
+  let nextOrder = 1;
+  const counts = { rest: 0, cancel: 0, cross: 0, modify: 0 };
+
+  for (let i = 0; i < total; i++) {
+    const byteOffset = i * COMMAND_SLOT_BYTES;
+    const w = byteOffset >> 2;
+    const f = byteOffset >> 3;
+    const words = views.words;
+    const floats = views.floats;
+    for (let k = 0; k < 4; k++) {
+      words[w + CommandWord.INSTRUMENT_ID + k] = INSTRUMENT[k]!;
+      words[w + CommandWord.PARTICIPANT_ID + k] = PARTICIPANT[k]!;
+      words[w + CommandWord.ACCOUNT_ID + k] = ACCOUNT[k]!;
+    }
+    words[w + CommandWord.RUN] = 1;
+    words[w + CommandWord.SESSION] = 1;
+    words[w + CommandWord.CURRENCY] = USD;
+    words[w + CommandWord.COMMAND_ID] = 0x0c0c0c0c;
+    words[w + CommandWord.COMMAND_ID + 3] = i;
+    floats[f + CommandFloat.TIMESTAMP_US] = 1_700_000_000_000_000 + i;
+    if (random.chance(0.001)) mid += random.chance(0.5) ? tick : -tick;
+
+    const roll = i < options.restingOrders ? 0 : random.below(100);
+    let target = -1;
+    if (roll < options.restPct || live.length === 0) {
+      const side = random.chance(0.5) ? Side.BUY : Side.SELL;
+      // Distance from the mid: mostly close, a long tail out to `spread` ticks.
+      const distance = Math.min(spread, 1 + random.below(random.chance(0.8) ? 20 : spread));
+      const price = side === Side.BUY ? mid - distance * tick : mid + distance * tick;
+      const hidden = random.chance(0.05);
+      writeSubmit(words, floats, w, f, nextOrder++, side, hidden ? OrderType.LIMIT_HIDDEN : OrderType.LIMIT, TimeInForce.DAY, price, random.between(1, 100));
+      if (i >= options.restingOrders) counts.rest++;
+    } else if (roll < options.restPct + options.cancelPct) {
+      target = live[random.below(live.length)]!;
+      writeTarget(words, w, Opcode.CANCEL, target);
+      counts.cancel++;
+    } else if (roll < options.restPct + options.cancelPct + options.crossPct) {
+      const side = random.chance(0.5) ? Side.BUY : Side.SELL;
+      const best = engine.levels.best(side === Side.BUY ? 1 : 0);
+      const bestPrice = best < 0 ? mid : engine.levels.price(best);
+      const price = side === Side.BUY ? bestPrice + random.between(0, 3) * tick : bestPrice - random.between(0, 3) * tick;
+      writeSubmit(words, floats, w, f, nextOrder++, side, OrderType.LIMIT, TimeInForce.IOC, Math.max(tick, price), random.between(1, options.crossQuantityMax ?? 300));
+      counts.cross++;
+    } else {
+      target = live[random.below(live.length)]!;
+      writeTarget(words, w, Opcode.MODIFY, target);
+      const price = livePrice.get(target)!;
+      const quantity = liveQuantity.get(target)!;
+      const reduce = random.chance(0.5) && quantity > 1;
+      floats[f + CommandFloat.PRICE_NANOS] = reduce ? price : price + (price < mid ? -tick : tick);
+      floats[f + CommandFloat.QUANTITY_UNITS] = reduce ? quantity - 1 : quantity + random.between(1, 10);
+      counts.modify++;
+    }
+    engine.process(words, floats, byteOffset);
+    track(engine, add, remove);
+  }
+  return { views, warmup: options.restingOrders, total, counts };
+}
+
+function track(engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void): void {
+  const events = engine.events;
+  const orders = engine.orders;
+  for (let e = 0; e < events.count; e++) {
+    const kind = events.kind[e];
+    if (kind !== EventKind.ACCEPTED && kind !== EventKind.EXECUTION) continue;
+    const slot = events.order[e]!;
+    const n = orders.words[orders.idAt(slot) + 3]!;
+    const state = events.state[e]!;
+    if (state === OrderState.OPEN || state === OrderState.PARTIALLY_FILLED) {
+      remove(n);
+      add(n, orders.price(slot), orders.quantity(slot));
+    } else {
+      remove(n);
+    }
+  }
+}
+
+function writeSubmit(
+  words: Int32Array, floats: Float64Array, w: number, f: number, n: number,
+  side: number, orderType: number, timeInForce: number, price: number, quantity: number,
+): void {
+  words[w + CommandWord.HEADER] = packHeader(Opcode.SUBMIT, side, orderType, timeInForce);
+  setOrderId(words, w, n);
+  floats[f + CommandFloat.PRICE_NANOS] = price;
+  floats[f + CommandFloat.QUANTITY_UNITS] = quantity;
+}
+
+function writeTarget(words: Int32Array, w: number, opcode: number, n: number): void {
+  words[w + CommandWord.HEADER] = packHeader(opcode, 0, 0, 0);
+  setOrderId(words, w, n);
+}
+
+function setOrderId(words: Int32Array, w: number, n: number): void {
+  words[w + CommandWord.ORDER_ID] = 0x0d0d0d0d;
+  words[w + CommandWord.ORDER_ID + 1] = 0x00004000;
+  words[w + CommandWord.ORDER_ID + 2] = 0x80000000 | 0;
+  words[w + CommandWord.ORDER_ID + 3] = n;
+}

@@ -1,0 +1,34 @@
+// Integer hashing for the open-addressed tables of the engine. Deterministic
+// (recovery by replay relies on it) and allocation-free.
+
+/** Mixes four 32-bit words (a UUID) into a well-spread 32-bit value. */
+export function hashWords(a: number, b: number, c: number, d: number): number {
+  let h = Math.imul(a ^ 0x2545f491, 0x9e3779b1);
+  h = Math.imul(h ^ b ^ (h >>> 15), 0x85ebca77);
+  h = Math.imul(h ^ c ^ (h >>> 13), 0xc2b2ae3d);
+  h = Math.imul(h ^ d ^ (h >>> 16), 0x27d4eb2f);
+  return h ^ (h >>> 15);
+}
+
+const LOW_WORD_DIVISOR = 4_294_967_296;
+
+/**
+ * Mixes an integer (below 2^53, a price in nanos) and a small integer (a
+ * book-side key) into a 32-bit value. `value % 2^32` and the quotient are exact on
+ * integers, so no float bit tricks are needed.
+ */
+export function hashPrice(value: number, key: number): number {
+  const low = value % LOW_WORD_DIVISOR | 0;
+  const high = ((value - (value % LOW_WORD_DIVISOR)) / LOW_WORD_DIVISOR) | 0;
+  let h = Math.imul(low ^ 0x61c88647, 0x9e3779b1);
+  h = Math.imul(h ^ high ^ (h >>> 15), 0x85ebca77);
+  h = Math.imul(h ^ key ^ (h >>> 13), 0xc2b2ae3d);
+  return h ^ (h >>> 16);
+}
+
+/** Smallest power of two >= value (value >= 1, < 2^30). */
+export function powerOfTwoAtLeast(value: number): number {
+  let size = 1;
+  while (size < value) size *= 2;
+  return size;
+}

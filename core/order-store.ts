@@ -1,0 +1,288 @@
+// Order storage for one shard: fixed 64-byte records (one cache line per order)
+// in one ArrayBuffer, a free stack, a FIFO of retired (terminal) orders and an
+// open-addressed index from orderId to slot. Everything is allocated once, at
+// start-up; submitting an order writes into a record and allocates nothing.
+//
+// Record layout (byte offset, and index in the Int32 / Float64 / Uint8 view):
+//
+//    0 orderId 16 bytes     W 0..3      32 side, orderType,     B 32..35
+//   16 book i32             W 4            timeInForce, state u8
+//   20 level i32            W 5         36 owner i32            W 9
+//   24 prev i32             W 6         40 run i32              W 10
+//   28 next i32             W 7         44 session i32          W 11
+//                                       48 quantity i32         W 12
+//                                       52 filled i32           W 13
+//                                       56 price f64            F 7
+//
+// Quantities fit in 32 bits (QUANTITY_UNITS_MAX = 1e9 < 2^31). The engine order
+// number, read only for outcomes, lives in a side array.
+//
+// Terminal orders stay indexed (so a late cancel answers ORDER_NOT_OPEN and a
+// reused orderId answers DUPLICATE_ORDER_ID) until their record is needed again:
+// when the free stack is empty the oldest retired order is evicted. Only when
+// every record holds a resting order is the shard full.
+//
+// Memory latency, not arithmetic, bounds matching on a large book (a dependent
+// miss costs 130-210 ns on this machine, bench/results/core.json notes), so
+// prefetch() lets the caller touch, for a batch of queued commands, every line
+// the batch will need, with independent loads the CPU overlaps.
+
+import { OrderState } from './codes.ts';
+import { hashWords, powerOfTwoAtLeast } from './hash.ts';
+
+export const ORDER_RECORD_BYTES = 64;
+/** Shift from slot to the record's first Int32 word / Float64 / byte. */
+export const ORDER_WORD_SHIFT = 4;
+export const ORDER_FLOAT_SHIFT = 3;
+export const ORDER_BYTE_SHIFT = 6;
+
+export const OrderWord = {
+  ID: 0,
+  BOOK: 4,
+  LEVEL: 5,
+  PREV: 6,
+  NEXT: 7,
+  OWNER: 9,
+  RUN: 10,
+  SESSION: 11,
+  QUANTITY: 12,
+  FILLED: 13,
+} as const;
+export const OrderFloat = { PRICE: 7 } as const;
+export const OrderByte = { SIDE: 32, ORDER_TYPE: 33, TIME_IN_FORCE: 34, STATE: 35 } as const;
+
+/** Commands looked ahead by one prefetch() call at most. */
+export const PREFETCH_BATCH_MAX = 64;
+
+export class OrderStore {
+  readonly capacity: number;
+  readonly words: Int32Array;
+  readonly floats: Float64Array;
+  readonly bytes: Uint8Array;
+  /** Engine order number per slot (the sequence of the event that accepted it). */
+  readonly engineNo: Float64Array;
+
+  private readonly freeStack: Int32Array;
+  private freeTop: number;
+  private readonly retired: Int32Array;
+  private retiredHead = 0;
+  private retiredCount = 0;
+  /** Index: per bucket [hash of the id, slot + 1 (0 = empty)]; linear probing, load <= 0.5. */
+  private readonly table: Int32Array;
+  private readonly mask: number;
+  private missHash = 0;
+  private missBucket = -1;
+  private readonly prefetched = new Int32Array(PREFETCH_BATCH_MAX * 2);
+  /** Written by prefetch() so that its loads cannot be optimised away. */
+  prefetchSink = 0;
+
+  constructor(capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 26) {
+      throw new RangeError(`order capacity must be an integer in [1, 2^26], got ${capacity}`);
+    }
+    this.capacity = capacity;
+    const buffer = new ArrayBuffer(capacity * ORDER_RECORD_BYTES);
+    this.words = new Int32Array(buffer);
+    this.floats = new Float64Array(buffer);
+    this.bytes = new Uint8Array(buffer);
+    this.engineNo = new Float64Array(capacity);
+    this.freeStack = new Int32Array(capacity);
+    // Slot 0 on top: slots are handed out in ascending order.
+    for (let i = 0; i < capacity; i++) this.freeStack[i] = capacity - 1 - i;
+    this.freeTop = capacity;
+    this.retired = new Int32Array(capacity);
+    const tableSize = powerOfTwoAtLeast(capacity * 2);
+    this.table = new Int32Array(tableSize * 2);
+    this.mask = tableSize - 1;
+  }
+
+  /** Orders that are neither free nor retired: the resting orders. */
+  get restingCount(): number {
+    return this.capacity - this.freeTop - this.retiredCount;
+  }
+
+  get retainedTerminalCount(): number {
+    return this.retiredCount;
+  }
+
+  /** True when allocate() would succeed. */
+  canAllocate(): boolean {
+    return this.freeTop > 0 || this.retiredCount > 0;
+  }
+
+  // Field accessors for code off the matching path (queries, encoders, tests).
+  state(slot: number): number {
+    return this.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.STATE]!;
+  }
+  side(slot: number): number {
+    return this.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.SIDE]!;
+  }
+  orderType(slot: number): number {
+    return this.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.ORDER_TYPE]!;
+  }
+  timeInForce(slot: number): number {
+    return this.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.TIME_IN_FORCE]!;
+  }
+  word(slot: number, field: number): number {
+    return this.words[(slot << ORDER_WORD_SHIFT) + field]!;
+  }
+  price(slot: number): number {
+    return this.floats[(slot << ORDER_FLOAT_SHIFT) + OrderFloat.PRICE]!;
+  }
+  quantity(slot: number): number {
+    return this.words[(slot << ORDER_WORD_SHIFT) + OrderWord.QUANTITY]!;
+  }
+  filled(slot: number): number {
+    return this.words[(slot << ORDER_WORD_SHIFT) + OrderWord.FILLED]!;
+  }
+  /** Int32 index of the orderId's first word. */
+  idAt(slot: number): number {
+    return slot << ORDER_WORD_SHIFT;
+  }
+
+  /**
+   * Slot of the order with this id, or -1. A miss remembers where the id would go,
+   * so index() right after it (the submit path) does not probe again.
+   */
+  find(a: number, b: number, c: number, d: number): number {
+    const words = this.words;
+    const table = this.table;
+    const mask = this.mask;
+    const hash = hashWords(a, b, c, d);
+    let bucket = hash & mask;
+    for (;;) {
+      const entry = table[bucket * 2 + 1]!;
+      if (entry === 0) {
+        this.missHash = hash;
+        this.missBucket = bucket;
+        return -1;
+      }
+      // The stored hash screens out other ids without touching their records.
+      if (table[bucket * 2] === hash) {
+        const at = (entry - 1) << ORDER_WORD_SHIFT;
+        if (words[at] === a && words[at + 1] === b && words[at + 2] === c && words[at + 3] === d) return entry - 1;
+      }
+      bucket = (bucket + 1) & mask;
+    }
+  }
+
+  /**
+   * A slot for a new order, evicting the oldest retired order if no slot is free;
+   * -1 when every slot holds a resting order. The caller writes the id words and
+   * then calls index().
+   */
+  allocate(): number {
+    if (this.freeTop > 0) return this.freeStack[--this.freeTop]!;
+    if (this.retiredCount === 0) return -1;
+    const slot = this.retired[this.retiredHead]!;
+    this.retiredHead = this.retiredHead + 1 === this.capacity ? 0 : this.retiredHead + 1;
+    this.retiredCount--;
+    this.unindex(slot);
+    this.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.STATE] = OrderState.FREE;
+    return slot;
+  }
+
+  /**
+   * Adds a slot whose id words are written to the index. The id must be new and
+   * find() must have just missed on it (its probe position is reused).
+   */
+  index(slot: number): void {
+    let bucket = this.missBucket;
+    if (bucket < 0) {
+      // An eviction in between moved entries: probe again.
+      const at = slot << ORDER_WORD_SHIFT;
+      const words = this.words;
+      if (this.find(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!) >= 0) {
+        throw new Error(`order slot ${slot} is already indexed`);
+      }
+      bucket = this.missBucket;
+    }
+    this.table[bucket * 2] = this.missHash;
+    this.table[bucket * 2 + 1] = slot + 1;
+    this.missBucket = -1;
+  }
+
+  /** Marks a terminal order retired: it stays findable until its slot is reused. */
+  retire(slot: number): void {
+    let tail = this.retiredHead + this.retiredCount;
+    if (tail >= this.capacity) tail -= this.capacity;
+    this.retired[tail] = slot;
+    this.retiredCount++;
+  }
+
+  /**
+   * Touches what the next `count` command slots (orderId at words[idAt + k *
+   * strideWords]) will need: their index buckets, the records they name and those
+   * records' queue neighbours, and the records and buckets of the orders the next
+   * allocations would evict. A hint only: it changes no state.
+   */
+  prefetch(commandWords: Int32Array, idAt: number, count: number, strideWords: number): void {
+    const n = count < PREFETCH_BATCH_MAX ? count : PREFETCH_BATCH_MAX;
+    const table = this.table;
+    const mask = this.mask;
+    const words = this.words;
+    const found = this.prefetched;
+    let sink = 0;
+    // Stage 1: index buckets (independent loads).
+    for (let k = 0; k < n; k++) {
+      const at = idAt + k * strideWords;
+      const bucket = hashWords(commandWords[at]!, commandWords[at + 1]!, commandWords[at + 2]!, commandWords[at + 3]!) & mask;
+      found[k] = table[bucket * 2 + 1]!;
+    }
+    // Stage 2: records named by the commands, and eviction candidates.
+    let neighbours = 0;
+    for (let k = 0; k < n; k++) {
+      const entry = found[k]!;
+      if (entry > 0) {
+        const r = (entry - 1) << ORDER_WORD_SHIFT;
+        found[neighbours++] = words[r + OrderWord.PREV]!;
+        found[neighbours++] = words[r + OrderWord.NEXT]!;
+      }
+    }
+    if (this.freeTop < n) {
+      let head = this.retiredHead;
+      const evictions = n < this.retiredCount ? n : this.retiredCount;
+      for (let k = 0; k < evictions; k++) {
+        const r = this.retired[head]! << ORDER_WORD_SHIFT;
+        head = head + 1 === this.capacity ? 0 : head + 1;
+        sink += table[(hashWords(words[r]!, words[r + 1]!, words[r + 2]!, words[r + 3]!) & mask) * 2]!;
+      }
+    }
+    // Stage 3: queue neighbours (unlinking a cancelled order writes to them).
+    for (let k = 0; k < neighbours; k++) {
+      const slot = found[k]!;
+      if (slot >= 0) sink += words[(slot << ORDER_WORD_SHIFT) + OrderWord.LEVEL]!;
+    }
+    this.prefetchSink = sink;
+  }
+
+  /** Removes a slot from the index (backward-shift deletion keeps probes short). */
+  private unindex(slot: number): void {
+    this.missBucket = -1;
+    const words = this.words;
+    const table = this.table;
+    const mask = this.mask;
+    const at = slot << ORDER_WORD_SHIFT;
+    let hole = hashWords(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!) & mask;
+    while (table[hole * 2 + 1] !== slot + 1) {
+      if (table[hole * 2 + 1] === 0) throw new Error(`order slot ${slot} is not indexed`);
+      hole = (hole + 1) & mask;
+    }
+    let probe = hole;
+    for (;;) {
+      probe = (probe + 1) & mask;
+      const entry = table[probe * 2 + 1]!;
+      if (entry === 0) break;
+      const home = table[probe * 2]! & mask;
+      // Move the entry back into the hole unless its home lies cyclically in (hole, probe].
+      const homeInRange = hole <= probe ? home > hole && home <= probe : home > hole || home <= probe;
+      if (!homeInRange) {
+        table[hole * 2] = table[probe * 2]!;
+        table[hole * 2 + 1] = entry;
+        hole = probe;
+      }
+    }
+    table[hole * 2] = 0;
+    table[hole * 2 + 1] = 0;
+  }
+}

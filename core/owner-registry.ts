@@ -1,0 +1,100 @@
+// Interns (participantId, accountId) pairs to small owner numbers, per shard.
+// An order record then carries one 32-bit owner instead of 32 bytes of ids, which
+// keeps the record in one cache line. Owners are numbered in order of first
+// appearance, so a replay numbers them identically; they are never removed
+// (bounded by the capacity: an order from a new pair past it is rejected).
+
+import { hashWords, powerOfTwoAtLeast } from './hash.ts';
+
+export const OWNER_WORDS = 8;
+
+export class OwnerRegistry {
+  readonly capacity: number;
+  /** participantId words then accountId words, OWNER_WORDS per owner. */
+  readonly words: Int32Array;
+  private ownerCount = 0;
+  private readonly table: Int32Array;
+  private readonly mask: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+    this.words = new Int32Array(capacity * OWNER_WORDS);
+    const size = powerOfTwoAtLeast(capacity * 2);
+    this.table = new Int32Array(size);
+    this.mask = size - 1;
+  }
+
+  get count(): number {
+    return this.ownerCount;
+  }
+
+  get isFull(): boolean {
+    return this.ownerCount === this.capacity;
+  }
+
+  /** Owner number of the pair at source[participantAt..+3], source[accountAt..+3], or -1. */
+  find(source: Int32Array, participantAt: number, accountAt: number): number {
+    const words = this.words;
+    const table = this.table;
+    const mask = this.mask;
+    let bucket = this.hash(source, participantAt, accountAt) & mask;
+    for (;;) {
+      const entry = table[bucket]!;
+      if (entry === 0) return -1;
+      const at = (entry - 1) * OWNER_WORDS;
+      if (
+        words[at] === source[participantAt] &&
+        words[at + 1] === source[participantAt + 1] &&
+        words[at + 2] === source[participantAt + 2] &&
+        words[at + 3] === source[participantAt + 3] &&
+        words[at + 4] === source[accountAt] &&
+        words[at + 5] === source[accountAt + 1] &&
+        words[at + 6] === source[accountAt + 2] &&
+        words[at + 7] === source[accountAt + 3]
+      ) {
+        return entry - 1;
+      }
+      bucket = (bucket + 1) & mask;
+    }
+  }
+
+  /** Adds a pair known to be absent; the caller checked isFull. */
+  add(source: Int32Array, participantAt: number, accountAt: number): number {
+    if (this.ownerCount === this.capacity) throw new Error('owner registry is full');
+    const owner = this.ownerCount++;
+    const at = owner * OWNER_WORDS;
+    for (let k = 0; k < 4; k++) {
+      this.words[at + k] = source[participantAt + k]!;
+      this.words[at + 4 + k] = source[accountAt + k]!;
+    }
+    let bucket = this.hash(source, participantAt, accountAt) & this.mask;
+    while (this.table[bucket] !== 0) bucket = (bucket + 1) & this.mask;
+    this.table[bucket] = owner + 1;
+    return owner;
+  }
+
+  /** True when owner's pair equals the pair in source. */
+  matches(owner: number, source: Int32Array, participantAt: number, accountAt: number): boolean {
+    const words = this.words;
+    const at = owner * OWNER_WORDS;
+    return (
+      words[at] === source[participantAt] &&
+      words[at + 1] === source[participantAt + 1] &&
+      words[at + 2] === source[participantAt + 2] &&
+      words[at + 3] === source[participantAt + 3] &&
+      words[at + 4] === source[accountAt] &&
+      words[at + 5] === source[accountAt + 1] &&
+      words[at + 6] === source[accountAt + 2] &&
+      words[at + 7] === source[accountAt + 3]
+    );
+  }
+
+  private hash(source: Int32Array, participantAt: number, accountAt: number): number {
+    return hashWords(
+      source[participantAt]! ^ source[accountAt]!,
+      source[participantAt + 1]! ^ source[accountAt + 1]!,
+      source[participantAt + 2]! ^ Math.imul(source[accountAt + 2]!, 0x9e3779b1),
+      source[participantAt + 3]! ^ Math.imul(source[accountAt + 3]!, 0x85ebca77),
+    );
+  }
+}

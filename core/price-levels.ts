@@ -1,0 +1,325 @@
+// Price levels of every book of a shard. A level exists only while it holds at
+// least one resting order, so there are never more levels than resting orders.
+//
+//  - lookup (book side, price) -> level: open-addressed hash, O(1) expected;
+//  - best level per book side: an indexed binary min-heap keyed by price (bids by
+//    -price), O(log n) insert and removal anywhere, O(1) peek;
+//  - orders inside a level: two FIFO queues, queue 0 displayed (LIMIT) orders and
+//    queue 1 hidden (LIMIT_HIDDEN) ones behind them, so a queue number equals the
+//    OrderType code.
+//
+// A book side is addressed as `book * 2 + side`. Levels are 64-byte records (one
+// cache line) in one ArrayBuffer:
+//
+//    0 price f64            F 0       24 bookSide i32   W 6     40 tail[2] i32   W 10, 11
+//    8 quantity[2] f64      F 1, 2    28 heapPos i32    W 7     48 count[2] i32  W 12, 13
+//                                     32 head[2] i32    W 8, 9  56 (free)
+
+import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
+
+export const LEVEL_RECORD_BYTES = 64;
+export const LEVEL_WORD_SHIFT = 4;
+export const LEVEL_FLOAT_SHIFT = 3;
+export const LevelWord = { BOOK_SIDE: 6, HEAP_POS: 7, HEAD: 8, TAIL: 10, COUNT: 12 } as const;
+export const LevelFloat = { PRICE: 0, QUANTITY: 1 } as const;
+
+const HEAP_INITIAL = 64;
+const TABLE_INITIAL = 4096;
+
+export class PriceLevels {
+  readonly capacity: number;
+  readonly words: Int32Array;
+  readonly floats: Float64Array;
+
+  private readonly freeStack: Int32Array;
+  private freeTop: number;
+  /**
+   * (bookSide, price) -> level + 1. Starts small and doubles while more than half
+   * full, so a venue with a few thousand live levels probes a table that stays in
+   * cache; bounded by 2 x capacity.
+   */
+  private table: Int32Array;
+  private mask: number;
+  /** Per book side: heap of level ids, their keys, and its size. */
+  private readonly heapLevels: Int32Array[];
+  private readonly heapKeys: Float64Array[];
+  private readonly heapSize: Int32Array;
+
+  constructor(capacity: number, bookSideCount: number) {
+    this.capacity = capacity;
+    const buffer = new ArrayBuffer(capacity * LEVEL_RECORD_BYTES);
+    this.words = new Int32Array(buffer);
+    this.floats = new Float64Array(buffer);
+    this.freeStack = new Int32Array(capacity);
+    for (let i = 0; i < capacity; i++) this.freeStack[i] = capacity - 1 - i;
+    this.freeTop = capacity;
+    const tableSize = Math.min(TABLE_INITIAL, powerOfTwoAtLeast(capacity * 2));
+    this.table = new Int32Array(tableSize);
+    this.mask = tableSize - 1;
+    this.heapLevels = [];
+    this.heapKeys = [];
+    for (let i = 0; i < bookSideCount; i++) {
+      this.heapLevels.push(new Int32Array(HEAP_INITIAL));
+      this.heapKeys.push(new Float64Array(HEAP_INITIAL));
+    }
+    this.heapSize = new Int32Array(bookSideCount);
+  }
+
+  get liveCount(): number {
+    return this.capacity - this.freeTop;
+  }
+
+  levelCount(bookSide: number): number {
+    return this.heapSize[bookSide]!;
+  }
+
+  price(level: number): number {
+    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.PRICE]!;
+  }
+
+  /** Open quantity of one queue (0 displayed, 1 hidden). */
+  quantity(level: number, queue: number): number {
+    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.QUANTITY + queue]!;
+  }
+
+  count(level: number, queue: number): number {
+    return this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.COUNT + queue]!;
+  }
+
+  head(level: number, queue: number): number {
+    return this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAD + queue]!;
+  }
+
+  isEmpty(level: number): boolean {
+    const at = (level << LEVEL_WORD_SHIFT) + LevelWord.COUNT;
+    return this.words[at] === 0 && this.words[at + 1] === 0;
+  }
+
+  /** Best level of a book side (highest bid, lowest ask), or -1 when empty. */
+  best(bookSide: number): number {
+    return this.heapSize[bookSide] === 0 ? -1 : this.heapLevels[bookSide]![0]!;
+  }
+
+  find(bookSide: number, price: number): number {
+    const table = this.table;
+    const mask = this.mask;
+    const words = this.words;
+    const floats = this.floats;
+    let bucket = hashPrice(price, bookSide) & mask;
+    for (;;) {
+      const entry = table[bucket]!;
+      if (entry === 0) return -1;
+      const level = entry - 1;
+      if (
+        floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.PRICE] === price &&
+        words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE] === bookSide
+      ) {
+        return level;
+      }
+      bucket = (bucket + 1) & mask;
+    }
+  }
+
+  /** Creates an empty level; the caller guarantees (bookSide, price) is absent. */
+  create(bookSide: number, price: number): number {
+    if (this.freeTop === 0) throw new Error('price level capacity exhausted: more levels than resting orders');
+    const level = this.freeStack[--this.freeTop]!;
+    const w = level << LEVEL_WORD_SHIFT;
+    const f = level << LEVEL_FLOAT_SHIFT;
+    const words = this.words;
+    this.floats[f + LevelFloat.PRICE] = price;
+    this.floats[f + LevelFloat.QUANTITY] = 0;
+    this.floats[f + LevelFloat.QUANTITY + 1] = 0;
+    words[w + LevelWord.BOOK_SIDE] = bookSide;
+    words[w + LevelWord.HEAD] = words[w + LevelWord.HEAD + 1] = -1;
+    words[w + LevelWord.TAIL] = words[w + LevelWord.TAIL + 1] = -1;
+    words[w + LevelWord.COUNT] = words[w + LevelWord.COUNT + 1] = 0;
+    if ((this.liveCount + 1) * 2 > this.table.length) this.growTable();
+    this.insertIndex(level, bookSide, price);
+    this.heapInsert(bookSide, level, (bookSide & 1) === 0 ? -price : price);
+    return level;
+  }
+
+  /** Removes an empty level from its heap and the index and frees it. */
+  destroy(level: number): void {
+    const w = level << LEVEL_WORD_SHIFT;
+    this.heapRemove(this.words[w + LevelWord.BOOK_SIDE]!, this.words[w + LevelWord.HEAP_POS]!);
+    this.unindex(level);
+    this.freeStack[this.freeTop++] = level;
+  }
+
+  /**
+   * Walks a side's levels best first, calling visit(level) until it returns false
+   * or the side is exhausted. O(k log k) for k visited levels: a frontier heap of
+   * heap positions, ordered by key. For reads, not for matching.
+   */
+  walkBestFirst(bookSide: number, visit: (level: number) => boolean): void {
+    const size = this.heapSize[bookSide]!;
+    if (size === 0) return;
+    const levels = this.heapLevels[bookSide]!;
+    const keys = this.heapKeys[bookSide]!;
+    const frontier: number[] = [0];
+    while (frontier.length > 0) {
+      const position = popMin(frontier, keys);
+      if (!visit(levels[position]!)) return;
+      const left = position * 2 + 1;
+      if (left < size) pushMin(frontier, keys, left);
+      if (left + 1 < size) pushMin(frontier, keys, left + 1);
+    }
+  }
+
+  private insertIndex(level: number, bookSide: number, price: number): void {
+    const table = this.table;
+    const mask = this.mask;
+    let bucket = hashPrice(price, bookSide) & mask;
+    while (table[bucket] !== 0) bucket = (bucket + 1) & mask;
+    table[bucket] = level + 1;
+  }
+
+  /** Doubles the index (rare: when live levels pass half of it) and re-inserts every level. */
+  private growTable(): void {
+    const old = this.table;
+    this.table = new Int32Array(old.length * 2);
+    this.mask = this.table.length - 1;
+    for (let i = 0; i < old.length; i++) {
+      const entry = old[i]!;
+      if (entry !== 0) {
+        const level = entry - 1;
+        this.insertIndex(level, this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!, this.price(level));
+      }
+    }
+  }
+
+  private unindex(level: number): void {
+    const table = this.table;
+    const mask = this.mask;
+    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!) & mask;
+    while (table[hole] !== level + 1) {
+      if (table[hole] === 0) throw new Error(`price level ${level} is not indexed`);
+      hole = (hole + 1) & mask;
+    }
+    let probe = hole;
+    for (;;) {
+      probe = (probe + 1) & mask;
+      const entry = table[probe]!;
+      if (entry === 0) break;
+      const other = entry - 1;
+      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!) & mask;
+      // Move the entry back into the hole unless its home lies cyclically in (hole, probe].
+      const homeInRange = hole <= probe ? home > hole && home <= probe : home > hole || home <= probe;
+      if (!homeInRange) {
+        table[hole] = entry;
+        hole = probe;
+      }
+    }
+    table[hole] = 0;
+  }
+
+  private heapInsert(bookSide: number, level: number, key: number): void {
+    const size = this.heapSize[bookSide]!;
+    let levels = this.heapLevels[bookSide]!;
+    let keys = this.heapKeys[bookSide]!;
+    if (size === levels.length) {
+      // Doubling: amortised O(1); bounded by the level capacity.
+      const grownLevels = new Int32Array(size * 2);
+      const grownKeys = new Float64Array(size * 2);
+      grownLevels.set(levels);
+      grownKeys.set(keys);
+      this.heapLevels[bookSide] = levels = grownLevels;
+      this.heapKeys[bookSide] = keys = grownKeys;
+    }
+    this.heapSize[bookSide] = size + 1;
+    this.siftUp(levels, keys, size, level, key);
+  }
+
+  private heapRemove(bookSide: number, position: number): void {
+    const size = this.heapSize[bookSide]! - 1;
+    this.heapSize[bookSide] = size;
+    if (position === size) return;
+    const levels = this.heapLevels[bookSide]!;
+    const keys = this.heapKeys[bookSide]!;
+    const movedLevel = levels[size]!;
+    const movedKey = keys[size]!;
+    if (position > 0 && movedKey < keys[(position - 1) >> 1]!) {
+      this.siftUp(levels, keys, position, movedLevel, movedKey);
+    } else {
+      this.siftDown(levels, keys, size, position, movedLevel, movedKey);
+    }
+  }
+
+  private siftUp(levels: Int32Array, keys: Float64Array, position: number, level: number, key: number): void {
+    const words = this.words;
+    while (position > 0) {
+      const parent = (position - 1) >> 1;
+      const parentKey = keys[parent]!;
+      if (parentKey <= key) break;
+      const parentLevel = levels[parent]!;
+      levels[position] = parentLevel;
+      keys[position] = parentKey;
+      words[(parentLevel << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+      position = parent;
+    }
+    levels[position] = level;
+    keys[position] = key;
+    words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+  }
+
+  private siftDown(
+    levels: Int32Array,
+    keys: Float64Array,
+    size: number,
+    position: number,
+    level: number,
+    key: number,
+  ): void {
+    const words = this.words;
+    for (;;) {
+      let child = position * 2 + 1;
+      if (child >= size) break;
+      if (child + 1 < size && keys[child + 1]! < keys[child]!) child++;
+      const childKey = keys[child]!;
+      if (childKey >= key) break;
+      const childLevel = levels[child]!;
+      levels[position] = childLevel;
+      keys[position] = childKey;
+      words[(childLevel << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+      position = child;
+    }
+    levels[position] = level;
+    keys[position] = key;
+    words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+  }
+}
+
+function pushMin(frontier: number[], keys: Float64Array, position: number): void {
+  let i = frontier.length;
+  frontier.push(position);
+  const key = keys[position]!;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    const parentPosition = frontier[parent]!;
+    if (keys[parentPosition]! <= key) break;
+    frontier[i] = parentPosition;
+    i = parent;
+  }
+  frontier[i] = position;
+}
+
+function popMin(frontier: number[], keys: Float64Array): number {
+  const top = frontier[0]!;
+  const last = frontier.pop()!;
+  const size = frontier.length;
+  if (size === 0) return top;
+  const key = keys[last]!;
+  let i = 0;
+  for (;;) {
+    let child = i * 2 + 1;
+    if (child >= size) break;
+    if (child + 1 < size && keys[frontier[child + 1]!]! < keys[frontier[child]!]!) child++;
+    if (keys[frontier[child]!]! >= key) break;
+    frontier[i] = frontier[child]!;
+    i = child;
+  }
+  frontier[i] = last;
+  return top;
+}

@@ -1,0 +1,71 @@
+// UUIDs cross threads as 16 bytes: four 32-bit words, most significant first.
+// Parsing and formatting work on character codes; no regular expression and no
+// intermediate strings on the hot path.
+
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX_VALUE[48 + c] = c;
+for (let c = 0; c < 6; c++) {
+  HEX_VALUE[65 + c] = 10 + c;
+  HEX_VALUE[97 + c] = 10 + c;
+}
+const HEX_DIGITS = '0123456789abcdef';
+/** Character positions of the 32 hex digits in the canonical 36-character form. */
+const DIGIT_POSITIONS = [
+  0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34,
+  35,
+];
+const DASH = 45;
+
+/**
+ * Writes the four words of a canonical UUID ("8-4-4-4-12" hex, any case) to
+ * target[offset..offset+3]. Returns false, writing nothing useful, if the text is
+ * not a UUID.
+ */
+export function parseUuidInto(text: string, target: Int32Array, offset: number): boolean {
+  if (text.length !== 36) return false;
+  if (
+    text.charCodeAt(8) !== DASH ||
+    text.charCodeAt(13) !== DASH ||
+    text.charCodeAt(18) !== DASH ||
+    text.charCodeAt(23) !== DASH
+  ) {
+    return false;
+  }
+  for (let word = 0; word < 4; word++) {
+    let value = 0;
+    for (let digit = 0; digit < 8; digit++) {
+      const c = text.charCodeAt(DIGIT_POSITIONS[word * 8 + digit]!);
+      const v = c < 128 ? HEX_VALUE[c]! : -1;
+      if (v < 0) return false;
+      value = (value << 4) | v;
+    }
+    target[offset + word] = value;
+  }
+  return true;
+}
+
+export function isUuid(text: string): boolean {
+  return parseUuidInto(text, SCRATCH, 0);
+}
+const SCRATCH = new Int32Array(4);
+
+/** The four words of a UUID, or throws: for tests and start-up code, not the hot path. */
+export function uuidWords(text: string): Int32Array {
+  const words = new Int32Array(4);
+  if (!parseUuidInto(text, words, 0)) throw new TypeError(`not a UUID: ${text}`);
+  return words;
+}
+
+/** Lower-case canonical text of the UUID held in source[offset..offset+3]. */
+export function formatUuid(source: Int32Array, offset: number): string {
+  let out = '';
+  for (let word = 0; word < 4; word++) {
+    const value = source[offset + word]!;
+    for (let shift = 28; shift >= 0; shift -= 4) {
+      out += HEX_DIGITS[(value >>> shift) & 15];
+      const length = out.length;
+      if (length === 8 || length === 13 || length === 18 || length === 23) out += '-';
+    }
+  }
+  return out;
+}

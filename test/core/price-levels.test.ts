@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { PriceLevels } from '../../core/price-levels.ts';
+import { SeededRandom } from '../../bench/lib/seeded-random.ts';
+
+function bestFirst(levels: PriceLevels, bookSide: number): number[] {
+  const prices: number[] = [];
+  levels.walkBestFirst(bookSide, (level) => {
+    prices.push(levels.price(level));
+    return true;
+  });
+  return prices;
+}
+
+test('bids come out highest first and asks lowest first through random creates and destroys', () => {
+  const levels = new PriceLevels(4096, 4);
+  const random = new SeededRandom(5);
+  // Book sides 0..3 are (book 0, bid), (book 0, ask), (book 1, bid), (book 1, ask).
+  const reference = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
+  for (let step = 0; step < 20_000; step++) {
+    const bookSide = random.below(4);
+    const side = reference[bookSide]!;
+    const price = 1 + random.below(3000);
+    const existing = levels.find(bookSide, price);
+    assert.equal(existing, side.get(price) ?? -1);
+    if (existing >= 0) {
+      levels.destroy(existing);
+      side.delete(price);
+    } else if (levels.liveCount < levels.capacity) {
+      side.set(price, levels.create(bookSide, price));
+    }
+    if (step % 1000 === 0 || step === 19_999) {
+      for (let s = 0; s < 4; s++) {
+        const sorted = [...reference[s]!.keys()].sort((a, b) => ((s & 1) === 0 ? b - a : a - b));
+        assert.deepEqual(bestFirst(levels, s), sorted);
+        assert.equal(levels.best(s), sorted.length === 0 ? -1 : reference[s]!.get(sorted[0]!));
+        assert.equal(levels.levelCount(s), sorted.length);
+      }
+    }
+  }
+});
+
+test('the level index grows past its initial size and still finds every level', () => {
+  const levels = new PriceLevels(20_000, 2);
+  for (let price = 1; price <= 10_000; price++) levels.create(1, price * 7);
+  for (let price = 1; price <= 10_000; price++) assert.notEqual(levels.find(1, price * 7), -1);
+  assert.equal(levels.find(0, 7), -1, 'the same price on the other side is another level');
+  assert.deepEqual(bestFirst(levels, 1).slice(0, 3), [7, 14, 21]);
+});
+
+test('a walk stops when the visitor says so', () => {
+  const levels = new PriceLevels(16, 2);
+  for (const price of [5, 3, 9, 1]) levels.create(0, price);
+  const seen: number[] = [];
+  levels.walkBestFirst(0, (level) => {
+    seen.push(levels.price(level));
+    return seen.length < 2;
+  });
+  assert.deepEqual(seen, [9, 5]);
+});

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatUuid, isUuid, parseUuidInto, uuidWords } from '../../core/uuid.ts';
+import { SeededRandom } from '../../bench/lib/seeded-random.ts';
+
+test('a UUID parses to four big-endian words and formats back in lower case', () => {
+  const words = uuidWords('0123ABCD-4567-89ab-CDEF-0123456789ab');
+  assert.deepEqual([...words].map((w) => (w >>> 0).toString(16)), ['123abcd', '456789ab', 'cdef0123', '456789ab']);
+  assert.equal(formatUuid(words, 0), '0123abcd-4567-89ab-cdef-0123456789ab');
+});
+
+test('random UUIDs round-trip through words at any offset', () => {
+  const random = new SeededRandom(3);
+  const target = new Int32Array(12);
+  for (let i = 0; i < 2000; i++) {
+    const text = crypto.randomUUID();
+    const offset = random.below(9);
+    assert.ok(parseUuidInto(text, target, offset));
+    assert.equal(formatUuid(target, offset), text);
+  }
+});
+
+test('anything but the canonical 8-4-4-4-12 hex form is rejected', () => {
+  for (const text of [
+    '',
+    '0123abcd4567-89ab-cdef-0123456789ab',
+    '0123abcd-4567-89ab-cdef-0123456789a',
+    '0123abcd-4567-89ab-cdef-0123456789abc',
+    '0123abcg-4567-89ab-cdef-0123456789ab',
+    '{0123abcd-4567-89ab-cdef-0123456789a}',
+    '0123abcd_4567-89ab-cdef-0123456789ab',
+    '0123abcd-4567-89ab-cdef-0123456789aé',
+  ]) {
+    assert.equal(isUuid(text), false, text);
+  }
+  assert.throws(() => uuidWords('nope'), TypeError);
+});
