@@ -98,6 +98,11 @@ export class MatchingEngine {
     return this.events.count;
   }
 
+  /** Faults in the engine's memory ahead of use (see OrderStore.prefault); call before trading. */
+  prefault(): void {
+    this.orders.prefault();
+  }
+
   /**
    * Hint before processing `count` queued command slots starting at byteOffset:
    * loads, with independent accesses the CPU overlaps, the order-index buckets and

@@ -96,6 +96,18 @@ export class OrderStore {
     this.mask = tableSize - 1;
   }
 
+  /**
+   * Touches every page of the store once. Fresh ArrayBuffers are mapped lazily, so
+   * without this the first use of each 4 KiB page faults on the matching path
+   * (costly in a VM); a venue calls it at start-up, before taking orders.
+   */
+  prefault(): void {
+    if (this.freeTop !== this.capacity) throw new Error('prefault() must run before the first order');
+    for (const view of [this.bytes, this.engineNo, this.retired, this.table]) {
+      new Uint8Array(view.buffer, view.byteOffset, view.byteLength).fill(0);
+    }
+  }
+
   /** Orders that are neither free nor retired: the resting orders. */
   get restingCount(): number {
     return this.capacity - this.freeTop - this.retiredCount;

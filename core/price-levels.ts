@@ -25,13 +25,18 @@ export const LevelFloat = { PRICE: 0, QUANTITY: 1 } as const;
 
 const HEAP_INITIAL = 64;
 const TABLE_INITIAL = 4096;
+const POOL_INITIAL = 2048;
 
 export class PriceLevels {
-  readonly capacity: number;
-  readonly words: Int32Array;
-  readonly floats: Float64Array;
+  /** Most levels ever needed: one per resting order. */
+  readonly capacityMax: number;
+  /** Records allocated now; doubles on demand up to capacityMax (levels are few in practice). */
+  capacity: number;
+  /** Views over the records; replaced when the pool grows, so re-read them after create(). */
+  words: Int32Array;
+  floats: Float64Array;
 
-  private readonly freeStack: Int32Array;
+  private freeStack: Int32Array;
   private freeTop: number;
   /**
    * (bookSide, price) -> level + 1. Starts small and doubles while more than half
@@ -45,7 +50,9 @@ export class PriceLevels {
   private readonly heapKeys: Float64Array[];
   private readonly heapSize: Int32Array;
 
-  constructor(capacity: number, bookSideCount: number) {
+  constructor(capacityMax: number, bookSideCount: number) {
+    this.capacityMax = capacityMax;
+    const capacity = Math.min(POOL_INITIAL, capacityMax);
     this.capacity = capacity;
     const buffer = new ArrayBuffer(capacity * LEVEL_RECORD_BYTES);
     this.words = new Int32Array(buffer);
@@ -53,7 +60,7 @@ export class PriceLevels {
     this.freeStack = new Int32Array(capacity);
     for (let i = 0; i < capacity; i++) this.freeStack[i] = capacity - 1 - i;
     this.freeTop = capacity;
-    const tableSize = Math.min(TABLE_INITIAL, powerOfTwoAtLeast(capacity * 2));
+    const tableSize = Math.min(TABLE_INITIAL, powerOfTwoAtLeast(capacityMax * 2));
     this.table = new Int32Array(tableSize);
     this.mask = tableSize - 1;
     this.heapLevels = [];
@@ -122,7 +129,7 @@ export class PriceLevels {
 
   /** Creates an empty level; the caller guarantees (bookSide, price) is absent. */
   create(bookSide: number, price: number): number {
-    if (this.freeTop === 0) throw new Error('price level capacity exhausted: more levels than resting orders');
+    if (this.freeTop === 0) this.growPool();
     const level = this.freeStack[--this.freeTop]!;
     const w = level << LEVEL_WORD_SHIFT;
     const f = level << LEVEL_FLOAT_SHIFT;
@@ -166,6 +173,21 @@ export class PriceLevels {
       if (left < size) pushMin(frontier, keys, left);
       if (left + 1 < size) pushMin(frontier, keys, left + 1);
     }
+  }
+
+  /** Doubles the record pool (rare, bounded by capacityMax); level ids stay valid. */
+  private growPool(): void {
+    const old = this.capacity;
+    if (old === this.capacityMax) throw new Error('price level capacity exhausted: more levels than resting orders');
+    const capacity = Math.min(old * 2, this.capacityMax);
+    const buffer = new ArrayBuffer(capacity * LEVEL_RECORD_BYTES);
+    new Uint8Array(buffer).set(new Uint8Array(this.words.buffer));
+    this.words = new Int32Array(buffer);
+    this.floats = new Float64Array(buffer);
+    // Every old level is live (the stack was empty): the new ids are the free ones.
+    this.freeStack = new Int32Array(capacity);
+    for (let i = old; i < capacity; i++) this.freeStack[this.freeTop++] = capacity - 1 - (i - old);
+    this.capacity = capacity;
   }
 
   private insertIndex(level: number, bookSide: number, price: number): void {

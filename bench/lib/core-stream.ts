@@ -38,6 +38,8 @@ export interface CommandStream {
   warmup: number;
   total: number;
   counts: { rest: number; cancel: number; cross: number; modify: number };
+  /** What running the whole stream on a fresh engine must leave: a benchmark checks it. */
+  expected: { lastSequence: number; restingOrders: number; trades: number };
 }
 
 const INSTRUMENT = [0x11111111, 0x11114111, 0x81111111, 0x11111111];
@@ -77,6 +79,7 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
   };
   let mid = 10_000 * tick; // 100.00
   let nextOrder = 1;
+  let trades = 0;
   const counts = { rest: 0, cancel: 0, cross: 0, modify: 0 };
 
   for (let i = 0; i < total; i++) {
@@ -130,9 +133,16 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       counts.modify++;
     }
     engine.process(words, floats, byteOffset);
+    trades += engine.events.countOf(EventKind.TRADE);
     track(engine, add, remove);
   }
-  return { views, warmup: options.restingOrders, total, counts };
+  return {
+    views,
+    warmup: options.restingOrders,
+    total,
+    counts,
+    expected: { lastSequence: engine.sequence, restingOrders: engine.orders.restingCount, trades },
+  };
 }
 
 function track(engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void): void {

@@ -26,7 +26,7 @@ test('bids come out highest first and asks lowest first through random creates a
     if (existing >= 0) {
       levels.destroy(existing);
       side.delete(price);
-    } else if (levels.liveCount < levels.capacity) {
+    } else if (levels.liveCount < levels.capacityMax) {
       side.set(price, levels.create(bookSide, price));
     }
     if (step % 1000 === 0 || step === 19_999) {

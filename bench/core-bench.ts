@@ -1,0 +1,145 @@
+// Matching core alone: no HTTP, no threads. A seeded, realistic command stream
+// (resting limits near a moving mid, cancels of resting orders, crossing IOCs, a few
+// modifies) on a book kept near 100,000 resting orders, timed in chunks of 10,000
+// commands with tinybench. Writes bench/results/core.json and prints a table.
+//
+// Two ways of driving the engine are timed: one command at a time, and the way a
+// shard drains its rings (prefetch a batch of 32 queued commands, then process them).
+// Each full pass over the stream is verified against what the generator's own
+// engine produced (last sequence, resting orders), and one untimed pass checks the
+// trade count, so the figure is for work actually done.
+
+import { Bench } from 'tinybench';
+import os from 'node:os';
+import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
+import { EventKind } from '../core/codes.ts';
+import { MatchingEngine } from '../core/matching-engine.ts';
+import { buildCoreStream, type CommandStream } from './lib/core-stream.ts';
+import { writeResult } from './lib/results.ts';
+
+const CHUNK = 10_000;
+const PREFETCH_BATCH = 32;
+const ORDER_CAPACITY = 1 << 21;
+
+class StreamRunner {
+  private engine!: MatchingEngine;
+  private position = 0;
+  passes = 0;
+
+  constructor(private readonly stream: CommandStream, private readonly prefetchBatch: number) {
+    this.reset();
+  }
+
+  /** Fresh engine with the warm-up book; untimed (tinybench beforeEach). */
+  reset(): void {
+    this.engine = new MatchingEngine({ orderCapacity: ORDER_CAPACITY });
+    this.engine.prefault();
+    const { words, floats } = this.stream.views;
+    for (let i = 0; i < this.stream.warmup; i++) this.engine.process(words, floats, i * COMMAND_SLOT_BYTES);
+    this.position = this.stream.warmup;
+  }
+
+  resetIfDone(): void {
+    if (this.position < this.stream.total) return;
+    const { expected } = this.stream;
+    if (this.engine.sequence !== expected.lastSequence || this.engine.orders.restingCount !== expected.restingOrders) {
+      throw new Error(`pass ${this.passes} diverged: sequence ${this.engine.sequence}, resting ${this.engine.orders.restingCount}`);
+    }
+    this.passes++;
+    this.reset();
+  }
+
+  /** The timed work: the next CHUNK commands. */
+  runChunk(): void {
+    const { words, floats } = this.stream.views;
+    const engine = this.engine;
+    const end = Math.min(this.position + CHUNK, this.stream.total);
+    const batch = this.prefetchBatch;
+    if (batch <= 1) {
+      for (let i = this.position; i < end; i++) engine.process(words, floats, i * COMMAND_SLOT_BYTES);
+    } else {
+      for (let i = this.position; i < end; i += batch) {
+        const stop = Math.min(i + batch, end);
+        engine.prefetch(words, i * COMMAND_SLOT_BYTES, stop - i);
+        for (let j = i; j < stop; j++) engine.process(words, floats, j * COMMAND_SLOT_BYTES);
+      }
+    }
+    this.position = end;
+  }
+}
+
+function countTrades(stream: CommandStream): number {
+  const engine = new MatchingEngine({ orderCapacity: ORDER_CAPACITY });
+  let trades = 0;
+  for (let i = 0; i < stream.total; i++) {
+    engine.process(stream.views.words, stream.views.floats, i * COMMAND_SLOT_BYTES);
+    trades += engine.events.countOf(EventKind.TRADE);
+  }
+  return trades;
+}
+
+export async function runCoreBench(quick: boolean): Promise<void> {
+  const streamOptions = {
+    seed: 20261122,
+    restingOrders: 100_000,
+    commands: quick ? 400_000 : 2_000_000,
+    restPct: 58,
+    cancelPct: 30,
+    crossPct: 10,
+    crossQuantityMax: 400,
+  };
+  const started = performance.now();
+  const stream = buildCoreStream(streamOptions);
+  console.log(`core: stream of ${stream.total} commands built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (countTrades(stream) !== stream.expected.trades) throw new Error('trade count differs from the generator');
+
+  const runners: Record<string, StreamRunner> = {
+    'one command at a time': new StreamRunner(stream, 1),
+    [`prefetch, batches of ${PREFETCH_BATCH}`]: new StreamRunner(stream, PREFETCH_BATCH),
+  };
+  const bench = new Bench({ name: 'matching core', time: quick ? 1500 : 6000, warmupTime: quick ? 300 : 1000 });
+  for (const [name, runner] of Object.entries(runners)) {
+    bench.add(name, () => runner.runChunk(), { beforeEach: () => runner.resetIfDone() });
+  }
+  bench.runSync();
+
+  const tasks = bench.tasks.map((task) => {
+    const result = task.result;
+    if (result.state !== 'completed') throw new Error(`${task.name}: ${result.state}`);
+    const latency = result.latency;
+    return {
+      name: task.name,
+      commandsPerSecondMedian: Math.round((CHUNK / latency.p50) * 1000),
+      commandsPerSecondMean: Math.round((CHUNK / latency.mean) * 1000),
+      nanosPerCommandMedian: Number(((latency.p50 * 1e6) / CHUNK).toFixed(1)),
+      chunkMs: { p50: latency.p50, p99: latency.p99, min: latency.min, max: latency.max },
+      samples: latency.samplesCount,
+      fullPassesVerified: runners[task.name]!.passes,
+    };
+  });
+  console.table(
+    tasks.map((t) => ({
+      task: t.name,
+      'commands/s (median)': t.commandsPerSecondMedian.toLocaleString('en-US'),
+      'ns/command': t.nanosPerCommandMedian,
+      'chunk p99 ms': t.chunkMs.p99.toFixed(2),
+      samples: t.samples,
+    })),
+  );
+  writeResult('core', {
+    description: 'matching core alone, one thread, book kept near 100,000 resting orders',
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+    stream: {
+      ...streamOptions,
+      chunkCommands: CHUNK,
+      mix: stream.counts,
+      restingAfterStream: stream.expected.restingOrders,
+      tradesInStream: stream.expected.trades,
+    },
+    tasks,
+  });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await runCoreBench(process.argv.includes('--quick'));
+}

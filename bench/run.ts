@@ -1,0 +1,5 @@
+// `npm run bench [-- --quick]`: every benchmark, one JSON file each in bench/results/.
+import { runCoreBench } from './core-bench.ts';
+
+const quick = process.argv.includes('--quick');
+await runCoreBench(quick);
