@@ -4,7 +4,7 @@
 // These allocate their answers: they serve reads and tests, not matching.
 
 import type { MatchingEngine } from './matching-engine.ts';
-import { OrderWord } from './order-store.ts';
+import { ORDER_NEXT_WORD } from './order-store.ts';
 
 export const DEPTH_LEVELS_MAX = 50;
 
@@ -47,7 +47,7 @@ export function restingOrders(engine: MatchingEngine, book: number, side: number
   const out: number[] = [];
   levels.walkBestFirst(book * 2 + side, (level) => {
     for (let queue = 0; queue <= 1; queue++) {
-      for (let slot = levels.head(level, queue); slot >= 0; slot = orders.word(slot, OrderWord.NEXT)) out.push(slot);
+      for (let slot = levels.head(level, queue); slot >= 0; slot = orders.word(slot, ORDER_NEXT_WORD)) out.push(slot);
     }
     return true;
   });

@@ -1,30 +1,65 @@
 // Numeric codes shared by every thread. Cross-thread slots carry these numbers,
 // never strings; only the gateway turns them into names and HTTP answers.
 
-export const Side = { BUY: 0, SELL: 1 } as const;
+// Each code is a plain exported constant (hot code imports these: an imported const
+// folds to an immediate, an object property is a load), and the objects below group
+// the same constants for code that wants names.
+export const SIDE_BUY = 0;
+export const SIDE_SELL = 1;
+export const ORDER_TYPE_LIMIT = 0;
+export const ORDER_TYPE_LIMIT_HIDDEN = 1;
+export const TIME_IN_FORCE_DAY = 0;
+export const TIME_IN_FORCE_IOC = 1;
+export const OPCODE_SUBMIT = 1;
+export const OPCODE_CANCEL = 2;
+export const OPCODE_MODIFY = 3;
+export const STATE_FREE = 0;
+export const STATE_OPEN = 1;
+export const STATE_PARTIALLY_FILLED = 2;
+export const STATE_FILLED = 3;
+export const STATE_CANCELLED = 4;
+export const STATE_EXPIRED = 5;
+export const EVENT_ACCEPTED = 1;
+export const EVENT_REJECTED = 2;
+export const EVENT_EXECUTION = 3;
+export const EVENT_TRADE = 4;
+
+export const Side = { BUY: SIDE_BUY, SELL: SIDE_SELL } as const;
 export type Side = (typeof Side)[keyof typeof Side];
 export const SIDE_NAMES = ['BUY', 'SELL'] as const;
 
-export const OrderType = { LIMIT: 0, LIMIT_HIDDEN: 1 } as const;
+export const OrderType = { LIMIT: ORDER_TYPE_LIMIT, LIMIT_HIDDEN: ORDER_TYPE_LIMIT_HIDDEN } as const;
 export type OrderType = (typeof OrderType)[keyof typeof OrderType];
 export const ORDER_TYPE_NAMES = ['LIMIT', 'LIMIT_HIDDEN'] as const;
 
-export const TimeInForce = { DAY: 0, IOC: 1 } as const;
+export const TimeInForce = { DAY: TIME_IN_FORCE_DAY, IOC: TIME_IN_FORCE_IOC } as const;
 export type TimeInForce = (typeof TimeInForce)[keyof typeof TimeInForce];
 export const TIME_IN_FORCE_NAMES = ['DAY', 'IOC'] as const;
 
 /** Command opcodes (exchange-core style: small numbers; every one of these mutates state). */
-export const Opcode = { SUBMIT: 1, CANCEL: 2, MODIFY: 3 } as const;
+export const Opcode = { SUBMIT: OPCODE_SUBMIT, CANCEL: OPCODE_CANCEL, MODIFY: OPCODE_MODIFY } as const;
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
 export const OPCODE_NAMES: Record<number, string> = { 1: 'SubmitOrder', 2: 'CancelOrder', 3: 'ModifyOrder' };
 
 /** Order states. 0 marks a free pool slot. FILLED, CANCELLED and EXPIRED are terminal. */
-export const OrderState = { FREE: 0, OPEN: 1, PARTIALLY_FILLED: 2, FILLED: 3, CANCELLED: 4, EXPIRED: 5 } as const;
+export const OrderState = {
+  FREE: STATE_FREE,
+  OPEN: STATE_OPEN,
+  PARTIALLY_FILLED: STATE_PARTIALLY_FILLED,
+  FILLED: STATE_FILLED,
+  CANCELLED: STATE_CANCELLED,
+  EXPIRED: STATE_EXPIRED,
+} as const;
 export type OrderState = (typeof OrderState)[keyof typeof OrderState];
 export const ORDER_STATE_NAMES = ['FREE', 'OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED', 'EXPIRED'] as const;
 
 /** Event kinds written by the matching engine. */
-export const EventKind = { ACCEPTED: 1, REJECTED: 2, EXECUTION: 3, TRADE: 4 } as const;
+export const EventKind = {
+  ACCEPTED: EVENT_ACCEPTED,
+  REJECTED: EVENT_REJECTED,
+  EXECUTION: EVENT_EXECUTION,
+  TRADE: EVENT_TRADE,
+} as const;
 export type EventKind = (typeof EventKind)[keyof typeof EventKind];
 
 /**

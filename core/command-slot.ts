@@ -24,23 +24,22 @@ export const COMMAND_SLOT_BYTES = 128;
 export const COMMAND_SLOT_WORDS = COMMAND_SLOT_BYTES >> 2;
 export const COMMAND_SLOT_FLOATS = COMMAND_SLOT_BYTES >> 3;
 
-/** Int32 word offsets inside a slot. */
-export const CommandWord = {
-  HEADER: 0,
-  TOKEN: 1,
-  RUN: 2,
-  SESSION: 3,
-  COMMAND_ID: 4,
-  ORDER_ID: 8,
-  INSTRUMENT_ID: 12,
-  PARTICIPANT_ID: 16,
-  ACCOUNT_ID: 20,
-  CURRENCY: 24,
-  RESERVED: 25,
-} as const;
-
-/** Float64 offsets inside a slot. */
-export const CommandFloat = { PRICE_NANOS: 13, QUANTITY_UNITS: 14, TIMESTAMP_US: 15 } as const;
+// Int32 word and Float64 offsets inside a slot, as plain constants (an imported
+// const folds to an immediate in optimized code; an object property does not).
+export const COMMAND_HEADER_WORD = 0;
+export const COMMAND_TOKEN_WORD = 1;
+export const COMMAND_RUN_WORD = 2;
+export const COMMAND_SESSION_WORD = 3;
+export const COMMAND_ID_WORD = 4;
+export const COMMAND_ORDER_ID_WORD = 8;
+export const COMMAND_INSTRUMENT_ID_WORD = 12;
+export const COMMAND_PARTICIPANT_ID_WORD = 16;
+export const COMMAND_ACCOUNT_ID_WORD = 20;
+export const COMMAND_CURRENCY_WORD = 24;
+export const COMMAND_RESERVED_WORD = 25;
+export const COMMAND_PRICE_NANOS_FLOAT = 13;
+export const COMMAND_QUANTITY_UNITS_FLOAT = 14;
+export const COMMAND_TIMESTAMP_US_FLOAT = 15;
 
 export function packHeader(opcode: number, side: number, orderType: number, timeInForce: number): number {
   return opcode | (side << 8) | (orderType << 16) | (timeInForce << 24);
@@ -100,48 +99,48 @@ export function encodeCommand(command: CommandInput, views: SlotViews, byteOffse
   const w = byteOffset >> 2;
   const f = byteOffset >> 3;
   const { words, floats } = views;
-  words[w + CommandWord.HEADER] = packHeader(
+  words[w + COMMAND_HEADER_WORD] = packHeader(
     command.opcode,
     command.side ?? 0,
     command.orderType ?? 0,
     command.timeInForce ?? 0,
   );
-  words[w + CommandWord.TOKEN] = command.token ?? 0;
-  words[w + CommandWord.RUN] = command.runNo;
-  words[w + CommandWord.SESSION] = command.sessionNo;
-  writeUuid(words, w + CommandWord.COMMAND_ID, command.commandId, 'commandId');
-  writeUuid(words, w + CommandWord.ORDER_ID, command.orderId, 'orderId');
-  writeUuid(words, w + CommandWord.INSTRUMENT_ID, command.instrumentId, 'instrumentId');
-  writeUuid(words, w + CommandWord.PARTICIPANT_ID, command.participantId, 'participantId');
-  writeUuid(words, w + CommandWord.ACCOUNT_ID, command.accountId, 'accountId');
-  words[w + CommandWord.CURRENCY] = command.currency === undefined ? 0 : packCurrency(command.currency);
-  words[w + CommandWord.RESERVED] = 0;
-  floats[f + CommandFloat.PRICE_NANOS] = command.priceNanos ?? 0;
-  floats[f + CommandFloat.QUANTITY_UNITS] = command.quantityUnits ?? 0;
-  floats[f + CommandFloat.TIMESTAMP_US] = command.timestampUs;
+  words[w + COMMAND_TOKEN_WORD] = command.token ?? 0;
+  words[w + COMMAND_RUN_WORD] = command.runNo;
+  words[w + COMMAND_SESSION_WORD] = command.sessionNo;
+  writeUuid(words, w + COMMAND_ID_WORD, command.commandId, 'commandId');
+  writeUuid(words, w + COMMAND_ORDER_ID_WORD, command.orderId, 'orderId');
+  writeUuid(words, w + COMMAND_INSTRUMENT_ID_WORD, command.instrumentId, 'instrumentId');
+  writeUuid(words, w + COMMAND_PARTICIPANT_ID_WORD, command.participantId, 'participantId');
+  writeUuid(words, w + COMMAND_ACCOUNT_ID_WORD, command.accountId, 'accountId');
+  words[w + COMMAND_CURRENCY_WORD] = command.currency === undefined ? 0 : packCurrency(command.currency);
+  words[w + COMMAND_RESERVED_WORD] = 0;
+  floats[f + COMMAND_PRICE_NANOS_FLOAT] = command.priceNanos ?? 0;
+  floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = command.quantityUnits ?? 0;
+  floats[f + COMMAND_TIMESTAMP_US_FLOAT] = command.timestampUs;
 }
 
 export function decodeCommand(views: SlotViews, byteOffset: number): Required<CommandInput> {
   const w = byteOffset >> 2;
   const f = byteOffset >> 3;
   const { words, floats } = views;
-  const header = words[w + CommandWord.HEADER]!;
+  const header = words[w + COMMAND_HEADER_WORD]!;
   return {
     opcode: header & 0xff,
     side: (header >>> 8) & 0xff,
     orderType: (header >>> 16) & 0xff,
     timeInForce: (header >>> 24) & 0xff,
-    token: words[w + CommandWord.TOKEN]!,
-    runNo: words[w + CommandWord.RUN]!,
-    sessionNo: words[w + CommandWord.SESSION]!,
-    commandId: formatUuid(words, w + CommandWord.COMMAND_ID),
-    orderId: formatUuid(words, w + CommandWord.ORDER_ID),
-    instrumentId: formatUuid(words, w + CommandWord.INSTRUMENT_ID),
-    participantId: formatUuid(words, w + CommandWord.PARTICIPANT_ID),
-    accountId: formatUuid(words, w + CommandWord.ACCOUNT_ID),
-    currency: unpackCurrency(words[w + CommandWord.CURRENCY]!),
-    priceNanos: floats[f + CommandFloat.PRICE_NANOS]!,
-    quantityUnits: floats[f + CommandFloat.QUANTITY_UNITS]!,
-    timestampUs: floats[f + CommandFloat.TIMESTAMP_US]!,
+    token: words[w + COMMAND_TOKEN_WORD]!,
+    runNo: words[w + COMMAND_RUN_WORD]!,
+    sessionNo: words[w + COMMAND_SESSION_WORD]!,
+    commandId: formatUuid(words, w + COMMAND_ID_WORD),
+    orderId: formatUuid(words, w + COMMAND_ORDER_ID_WORD),
+    instrumentId: formatUuid(words, w + COMMAND_INSTRUMENT_ID_WORD),
+    participantId: formatUuid(words, w + COMMAND_PARTICIPANT_ID_WORD),
+    accountId: formatUuid(words, w + COMMAND_ACCOUNT_ID_WORD),
+    currency: unpackCurrency(words[w + COMMAND_CURRENCY_WORD]!),
+    priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
+    quantityUnits: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
+    timestampUs: floats[f + COMMAND_TIMESTAMP_US_FLOAT]!,
   };
 }

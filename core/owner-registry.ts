@@ -13,6 +13,7 @@ export class OwnerRegistry {
   /** participantId words then accountId words, OWNER_WORDS per owner. */
   readonly words: Int32Array;
   private ownerCount = 0;
+  private lastOwner = 0;
   private readonly table: Int32Array;
   private readonly mask: number;
 
@@ -34,6 +35,10 @@ export class OwnerRegistry {
 
   /** Owner number of the pair at source[participantAt..+3], source[accountAt..+3], or -1. */
   find(source: Int32Array, participantAt: number, accountAt: number): number {
+    // Consecutive orders mostly come from the same account: try the last one first.
+    if (this.lastOwner < this.ownerCount && this.matches(this.lastOwner, source, participantAt, accountAt)) {
+      return this.lastOwner;
+    }
     const words = this.words;
     const table = this.table;
     const mask = this.mask;
@@ -52,6 +57,7 @@ export class OwnerRegistry {
         words[at + 6] === source[accountAt + 2] &&
         words[at + 7] === source[accountAt + 3]
       ) {
+        this.lastOwner = entry - 1;
         return entry - 1;
       }
       bucket = (bucket + 1) & mask;

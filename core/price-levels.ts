@@ -20,8 +20,16 @@ import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
 export const LEVEL_RECORD_BYTES = 64;
 export const LEVEL_WORD_SHIFT = 4;
 export const LEVEL_FLOAT_SHIFT = 3;
-export const LevelWord = { BOOK_SIDE: 6, HEAP_POS: 7, HEAD: 8, TAIL: 10, COUNT: 12 } as const;
-export const LevelFloat = { PRICE: 0, QUANTITY: 1 } as const;
+// Plain constants, not object properties: see the note in order-store.ts.
+export const LEVEL_BOOK_SIDE_WORD = 6;
+export const LEVEL_HEAP_POS_WORD = 7;
+/** head, tail and count are pairs: + queue (0 displayed, 1 hidden). */
+export const LEVEL_HEAD_WORD = 8;
+export const LEVEL_TAIL_WORD = 10;
+export const LEVEL_COUNT_WORD = 12;
+export const LEVEL_PRICE_FLOAT = 0;
+/** A pair: + queue. */
+export const LEVEL_QUANTITY_FLOAT = 1;
 
 const HEAP_INITIAL = 64;
 const TABLE_INITIAL = 4096;
@@ -81,24 +89,24 @@ export class PriceLevels {
   }
 
   price(level: number): number {
-    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.PRICE]!;
+    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT]!;
   }
 
   /** Open quantity of one queue (0 displayed, 1 hidden). */
   quantity(level: number, queue: number): number {
-    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.QUANTITY + queue]!;
+    return this.floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_QUANTITY_FLOAT + queue]!;
   }
 
   count(level: number, queue: number): number {
-    return this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.COUNT + queue]!;
+    return this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_COUNT_WORD + queue]!;
   }
 
   head(level: number, queue: number): number {
-    return this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAD + queue]!;
+    return this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_HEAD_WORD + queue]!;
   }
 
   isEmpty(level: number): boolean {
-    const at = (level << LEVEL_WORD_SHIFT) + LevelWord.COUNT;
+    const at = (level << LEVEL_WORD_SHIFT) + LEVEL_COUNT_WORD;
     return this.words[at] === 0 && this.words[at + 1] === 0;
   }
 
@@ -118,8 +126,8 @@ export class PriceLevels {
       if (entry === 0) return -1;
       const level = entry - 1;
       if (
-        floats[(level << LEVEL_FLOAT_SHIFT) + LevelFloat.PRICE] === price &&
-        words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE] === bookSide
+        floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT] === price &&
+        words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD] === bookSide
       ) {
         return level;
       }
@@ -134,13 +142,13 @@ export class PriceLevels {
     const w = level << LEVEL_WORD_SHIFT;
     const f = level << LEVEL_FLOAT_SHIFT;
     const words = this.words;
-    this.floats[f + LevelFloat.PRICE] = price;
-    this.floats[f + LevelFloat.QUANTITY] = 0;
-    this.floats[f + LevelFloat.QUANTITY + 1] = 0;
-    words[w + LevelWord.BOOK_SIDE] = bookSide;
-    words[w + LevelWord.HEAD] = words[w + LevelWord.HEAD + 1] = -1;
-    words[w + LevelWord.TAIL] = words[w + LevelWord.TAIL + 1] = -1;
-    words[w + LevelWord.COUNT] = words[w + LevelWord.COUNT + 1] = 0;
+    this.floats[f + LEVEL_PRICE_FLOAT] = price;
+    this.floats[f + LEVEL_QUANTITY_FLOAT] = 0;
+    this.floats[f + LEVEL_QUANTITY_FLOAT + 1] = 0;
+    words[w + LEVEL_BOOK_SIDE_WORD] = bookSide;
+    words[w + LEVEL_HEAD_WORD] = words[w + LEVEL_HEAD_WORD + 1] = -1;
+    words[w + LEVEL_TAIL_WORD] = words[w + LEVEL_TAIL_WORD + 1] = -1;
+    words[w + LEVEL_COUNT_WORD] = words[w + LEVEL_COUNT_WORD + 1] = 0;
     if ((this.liveCount + 1) * 2 > this.table.length) this.growTable();
     this.insertIndex(level, bookSide, price);
     this.heapInsert(bookSide, level, (bookSide & 1) === 0 ? -price : price);
@@ -150,7 +158,7 @@ export class PriceLevels {
   /** Removes an empty level from its heap and the index and frees it. */
   destroy(level: number): void {
     const w = level << LEVEL_WORD_SHIFT;
-    this.heapRemove(this.words[w + LevelWord.BOOK_SIDE]!, this.words[w + LevelWord.HEAP_POS]!);
+    this.heapRemove(this.words[w + LEVEL_BOOK_SIDE_WORD]!, this.words[w + LEVEL_HEAP_POS_WORD]!);
     this.unindex(level);
     this.freeStack[this.freeTop++] = level;
   }
@@ -207,7 +215,7 @@ export class PriceLevels {
       const entry = old[i]!;
       if (entry !== 0) {
         const level = entry - 1;
-        this.insertIndex(level, this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!, this.price(level));
+        this.insertIndex(level, this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!, this.price(level));
       }
     }
   }
@@ -215,7 +223,7 @@ export class PriceLevels {
   private unindex(level: number): void {
     const table = this.table;
     const mask = this.mask;
-    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!) & mask;
+    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!) & mask;
     while (table[hole] !== level + 1) {
       if (table[hole] === 0) throw new Error(`price level ${level} is not indexed`);
       hole = (hole + 1) & mask;
@@ -226,7 +234,7 @@ export class PriceLevels {
       const entry = table[probe]!;
       if (entry === 0) break;
       const other = entry - 1;
-      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LevelWord.BOOK_SIDE]!) & mask;
+      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!) & mask;
       // Move the entry back into the hole unless its home lies cyclically in (hole, probe].
       const homeInRange = hole <= probe ? home > hole && home <= probe : home > hole || home <= probe;
       if (!homeInRange) {
@@ -278,12 +286,12 @@ export class PriceLevels {
       const parentLevel = levels[parent]!;
       levels[position] = parentLevel;
       keys[position] = parentKey;
-      words[(parentLevel << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+      words[(parentLevel << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
       position = parent;
     }
     levels[position] = level;
     keys[position] = key;
-    words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+    words[(level << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
   }
 
   private siftDown(
@@ -304,12 +312,12 @@ export class PriceLevels {
       const childLevel = levels[child]!;
       levels[position] = childLevel;
       keys[position] = childKey;
-      words[(childLevel << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+      words[(childLevel << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
       position = child;
     }
     levels[position] = level;
     keys[position] = key;
-    words[(level << LEVEL_WORD_SHIFT) + LevelWord.HEAP_POS] = position;
+    words[(level << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
   }
 }
 

@@ -12,7 +12,25 @@
 // generator knows when a maker was filled.
 
 import { EventKind, Opcode, OrderState, OrderType, Side, TimeInForce } from '../../core/codes.ts';
-import { COMMAND_SLOT_BYTES, CommandFloat, CommandWord, packCurrency, packHeader, slotViews, type SlotViews } from '../../core/command-slot.ts';
+import {
+  COMMAND_ACCOUNT_ID_WORD,
+  COMMAND_CURRENCY_WORD,
+  COMMAND_HEADER_WORD,
+  COMMAND_ID_WORD,
+  COMMAND_INSTRUMENT_ID_WORD,
+  COMMAND_ORDER_ID_WORD,
+  COMMAND_PARTICIPANT_ID_WORD,
+  COMMAND_PRICE_NANOS_FLOAT,
+  COMMAND_QUANTITY_UNITS_FLOAT,
+  COMMAND_RUN_WORD,
+  COMMAND_SESSION_WORD,
+  COMMAND_SLOT_BYTES,
+  COMMAND_TIMESTAMP_US_FLOAT,
+  packCurrency,
+  packHeader,
+  slotViews,
+  type SlotViews,
+} from '../../core/command-slot.ts';
 import { MatchingEngine } from '../../core/matching-engine.ts';
 import { SeededRandom } from './seeded-random.ts';
 
@@ -89,16 +107,16 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
     const words = views.words;
     const floats = views.floats;
     for (let k = 0; k < 4; k++) {
-      words[w + CommandWord.INSTRUMENT_ID + k] = INSTRUMENT[k]!;
-      words[w + CommandWord.PARTICIPANT_ID + k] = PARTICIPANT[k]!;
-      words[w + CommandWord.ACCOUNT_ID + k] = ACCOUNT[k]!;
+      words[w + COMMAND_INSTRUMENT_ID_WORD + k] = INSTRUMENT[k]!;
+      words[w + COMMAND_PARTICIPANT_ID_WORD + k] = PARTICIPANT[k]!;
+      words[w + COMMAND_ACCOUNT_ID_WORD + k] = ACCOUNT[k]!;
     }
-    words[w + CommandWord.RUN] = 1;
-    words[w + CommandWord.SESSION] = 1;
-    words[w + CommandWord.CURRENCY] = USD;
-    words[w + CommandWord.COMMAND_ID] = 0x0c0c0c0c;
-    words[w + CommandWord.COMMAND_ID + 3] = i;
-    floats[f + CommandFloat.TIMESTAMP_US] = 1_700_000_000_000_000 + i;
+    words[w + COMMAND_RUN_WORD] = 1;
+    words[w + COMMAND_SESSION_WORD] = 1;
+    words[w + COMMAND_CURRENCY_WORD] = USD;
+    words[w + COMMAND_ID_WORD] = 0x0c0c0c0c;
+    words[w + COMMAND_ID_WORD + 3] = i;
+    floats[f + COMMAND_TIMESTAMP_US_FLOAT] = 1_700_000_000_000_000 + i;
     if (random.chance(0.001)) mid += random.chance(0.5) ? tick : -tick;
 
     const roll = i < options.restingOrders ? 0 : random.below(100);
@@ -128,8 +146,8 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       const price = livePrice.get(target)!;
       const quantity = liveQuantity.get(target)!;
       const reduce = random.chance(0.5) && quantity > 1;
-      floats[f + CommandFloat.PRICE_NANOS] = reduce ? price : price + (price < mid ? -tick : tick);
-      floats[f + CommandFloat.QUANTITY_UNITS] = reduce ? quantity - 1 : quantity + random.between(1, 10);
+      floats[f + COMMAND_PRICE_NANOS_FLOAT] = reduce ? price : price + (price < mid ? -tick : tick);
+      floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = reduce ? quantity - 1 : quantity + random.between(1, 10);
       counts.modify++;
     }
     engine.process(words, floats, byteOffset);
@@ -167,20 +185,20 @@ function writeSubmit(
   words: Int32Array, floats: Float64Array, w: number, f: number, n: number,
   side: number, orderType: number, timeInForce: number, price: number, quantity: number,
 ): void {
-  words[w + CommandWord.HEADER] = packHeader(Opcode.SUBMIT, side, orderType, timeInForce);
+  words[w + COMMAND_HEADER_WORD] = packHeader(Opcode.SUBMIT, side, orderType, timeInForce);
   setOrderId(words, w, n);
-  floats[f + CommandFloat.PRICE_NANOS] = price;
-  floats[f + CommandFloat.QUANTITY_UNITS] = quantity;
+  floats[f + COMMAND_PRICE_NANOS_FLOAT] = price;
+  floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = quantity;
 }
 
 function writeTarget(words: Int32Array, w: number, opcode: number, n: number): void {
-  words[w + CommandWord.HEADER] = packHeader(opcode, 0, 0, 0);
+  words[w + COMMAND_HEADER_WORD] = packHeader(opcode, 0, 0, 0);
   setOrderId(words, w, n);
 }
 
 function setOrderId(words: Int32Array, w: number, n: number): void {
-  words[w + CommandWord.ORDER_ID] = 0x0d0d0d0d;
-  words[w + CommandWord.ORDER_ID + 1] = 0x00004000;
-  words[w + CommandWord.ORDER_ID + 2] = 0x80000000 | 0;
-  words[w + CommandWord.ORDER_ID + 3] = n;
+  words[w + COMMAND_ORDER_ID_WORD] = 0x0d0d0d0d;
+  words[w + COMMAND_ORDER_ID_WORD + 1] = 0x00004000;
+  words[w + COMMAND_ORDER_ID_WORD + 2] = 0x80000000 | 0;
+  words[w + COMMAND_ORDER_ID_WORD + 3] = n;
 }

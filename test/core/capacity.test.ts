@@ -1,10 +1,32 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { COMMAND_SLOT_BYTES, CommandFloat, CommandWord, packCurrency, packHeader, slotViews } from '../../core/command-slot.ts';
+import {
+  COMMAND_ACCOUNT_ID_WORD,
+  COMMAND_CURRENCY_WORD,
+  COMMAND_HEADER_WORD,
+  COMMAND_INSTRUMENT_ID_WORD,
+  COMMAND_ORDER_ID_WORD,
+  COMMAND_PARTICIPANT_ID_WORD,
+  COMMAND_PRICE_NANOS_FLOAT,
+  COMMAND_QUANTITY_UNITS_FLOAT,
+  COMMAND_RUN_WORD,
+  COMMAND_SESSION_WORD,
+  COMMAND_SLOT_BYTES,
+  packCurrency,
+  packHeader,
+  slotViews,
+} from '../../core/command-slot.ts';
 import { EventKind, Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { depth } from '../../core/book-queries.ts';
 import { MatchingEngine } from '../../core/matching-engine.ts';
-import { ACCOUNT_2, EngineDriver, idOf, INSTRUMENT_B, PARTICIPANT_2, type DecodedEvent } from '../support/engine-driver.ts';
+import {
+  ACCOUNT_2,
+  EngineDriver,
+  idOf,
+  INSTRUMENT_B,
+  PARTICIPANT_2,
+  type DecodedEvent,
+} from '../support/engine-driver.ts';
 
 const id = (n: number) => idOf(0xcafe, n);
 const codes = (events: DecodedEvent[]) => events.map((e) => (e.kind === 'rejected' ? e.code : e.kind));
@@ -64,18 +86,18 @@ test('one shard holds 1,000,000 resting orders and still matches them in priorit
   const capacity = 1_000_000;
   const engine = new MatchingEngine({ orderCapacity: capacity });
   const { words, floats } = slotViews(new ArrayBuffer(COMMAND_SLOT_BYTES));
-  words[CommandWord.RUN] = 1;
-  words[CommandWord.SESSION] = 1;
-  words[CommandWord.CURRENCY] = packCurrency('USD');
-  words[CommandWord.INSTRUMENT_ID] = 0x1234;
-  words[CommandWord.PARTICIPANT_ID] = 1;
-  words[CommandWord.ACCOUNT_ID] = 1;
-  words[CommandWord.ORDER_ID] = 0x77;
+  words[COMMAND_RUN_WORD] = 1;
+  words[COMMAND_SESSION_WORD] = 1;
+  words[COMMAND_CURRENCY_WORD] = packCurrency('USD');
+  words[COMMAND_INSTRUMENT_ID_WORD] = 0x1234;
+  words[COMMAND_PARTICIPANT_ID_WORD] = 1;
+  words[COMMAND_ACCOUNT_ID_WORD] = 1;
+  words[COMMAND_ORDER_ID_WORD] = 0x77;
   const run = (opcode: number, n: number, side: number, timeInForce: number, price: number, quantity: number): void => {
-    words[CommandWord.HEADER] = packHeader(opcode, side, OrderType.LIMIT, timeInForce);
-    words[CommandWord.ORDER_ID + 3] = n;
-    floats[CommandFloat.PRICE_NANOS] = price;
-    floats[CommandFloat.QUANTITY_UNITS] = quantity;
+    words[COMMAND_HEADER_WORD] = packHeader(opcode, side, OrderType.LIMIT, timeInForce);
+    words[COMMAND_ORDER_ID_WORD + 3] = n;
+    floats[COMMAND_PRICE_NANOS_FLOAT] = price;
+    floats[COMMAND_QUANTITY_UNITS_FLOAT] = quantity;
     engine.process(words, floats, 0);
   };
   // Asks at 10,000 prices from 1,000,000 nanos up, 100 orders each, of 1..3 units.
@@ -87,7 +109,7 @@ test('one shard holds 1,000,000 resting orders and still matches them in priorit
   }
   assert.equal(engine.orders.restingCount, capacity);
   assert.equal(engine.levels.liveCount, 10_000);
-  const book = engine.findBook(words, CommandWord.INSTRUMENT_ID);
+  const book = engine.findBook(words, COMMAND_INSTRUMENT_ID_WORD);
   let bestLevelUnits = 0;
   for (let n = 0; n < capacity; n += 10_000) bestLevelUnits += quantityOf(n);
   assert.deepEqual(depth(engine, book, Side.SELL, 1), [{ priceNanos: 1_000_000, quantityUnits: bestLevelUnits, orderCount: 100 }]);

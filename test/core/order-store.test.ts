@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { OrderState } from '../../core/codes.ts';
-import { OrderByte, OrderStore, ORDER_BYTE_SHIFT } from '../../core/order-store.ts';
+import { ORDER_BYTE_SHIFT, ORDER_STATE_BYTE, OrderStore } from '../../core/order-store.ts';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 
 /** Writes id words and indexes a fresh slot the way the engine does. */
@@ -10,7 +10,7 @@ function add(store: OrderStore, key: readonly number[]): number {
   const slot = store.allocate();
   if (slot < 0) return slot;
   store.words.set(key, store.idAt(slot));
-  store.bytes[(slot << ORDER_BYTE_SHIFT) + OrderByte.STATE] = OrderState.OPEN;
+  store.bytes[(slot << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE] = OrderState.OPEN;
   store.index(slot);
   return slot;
 }

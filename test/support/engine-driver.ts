@@ -1,7 +1,15 @@
 // Drives a MatchingEngine with plain objects and decodes its events into plain
 // objects with string ids: the shared vocabulary of the core tests.
 
-import { EventKind, ORDER_STATE_NAMES, Opcode, OrderType, rejectName, Side, TimeInForce } from '../../core/codes.ts';
+import {
+  EventKind,
+  ORDER_STATE_NAMES,
+  Opcode,
+  OrderType,
+  rejectName,
+  Side,
+  TimeInForce,
+} from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews, type CommandInput } from '../../core/command-slot.ts';
 import { restingOrders } from '../../core/book-queries.ts';
 import { MatchingEngine, type EngineOptions } from '../../core/matching-engine.ts';
