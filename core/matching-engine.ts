@@ -19,6 +19,7 @@ import * as commandSlot from './command-slot.ts';
 import { RejectCode } from './codes.ts';
 import * as codes from './codes.ts';
 import { EventBuffer } from './event-buffer.ts';
+import * as eventBuffer from './event-buffer.ts';
 import { isValidPriceNanos, isValidQuantityUnits } from './fixed-point.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 import { OrderStore } from './order-store.ts';
@@ -31,6 +32,21 @@ import * as priceLevels from './price-levels.ts';
 // a constant imported from another module: every use loads the module's cell. A
 // module-local const is folded to an immediate. Measured on a cached micro-benchmark
 // (submit + cancel on a small book): 178 -> 151 ns per command.
+const EVENT_AGGRESSOR_BYTE = eventBuffer.EVENT_AGGRESSOR_BYTE;
+const EVENT_BYTE_SHIFT = eventBuffer.EVENT_BYTE_SHIFT;
+const EVENT_CODE_WORD = eventBuffer.EVENT_CODE_WORD;
+const EVENT_COUNTERPARTY_WORD = eventBuffer.EVENT_COUNTERPARTY_WORD;
+const EVENT_FILLED_FLOAT = eventBuffer.EVENT_FILLED_FLOAT;
+const EVENT_FLOAT_SHIFT = eventBuffer.EVENT_FLOAT_SHIFT;
+const EVENT_KIND_BYTE = eventBuffer.EVENT_KIND_BYTE;
+const EVENT_LEAVES_FLOAT = eventBuffer.EVENT_LEAVES_FLOAT;
+const EVENT_ORDER_WORD = eventBuffer.EVENT_ORDER_WORD;
+const EVENT_PRICE_FLOAT = eventBuffer.EVENT_PRICE_FLOAT;
+const EVENT_QUANTITY_FLOAT = eventBuffer.EVENT_QUANTITY_FLOAT;
+const EVENT_RECORD_BYTES = eventBuffer.EVENT_RECORD_BYTES;
+const EVENT_SEQUENCE_FLOAT = eventBuffer.EVENT_SEQUENCE_FLOAT;
+const EVENT_STATE_BYTE = eventBuffer.EVENT_STATE_BYTE;
+const EVENT_WORD_SHIFT = eventBuffer.EVENT_WORD_SHIFT;
 const COMMAND_ACCOUNT_ID_WORD = commandSlot.COMMAND_ACCOUNT_ID_WORD;
 const COMMAND_CURRENCY_WORD = commandSlot.COMMAND_CURRENCY_WORD;
 const COMMAND_HEADER_WORD = commandSlot.COMMAND_HEADER_WORD;
@@ -515,11 +531,13 @@ export class MatchingEngine {
     const events = this.events;
     events.reserve(1);
     const i = events.count++;
-    events.kind[i] = EVENT_REJECTED;
-    events.sequence[i] = ++this.sequence;
-    events.order[i] = slot;
-    events.counterparty[i] = -1;
-    events.code[i] = code;
+    const b = i << EVENT_BYTE_SHIFT;
+    const w = i << EVENT_WORD_SHIFT;
+    events.bytes[b + EVENT_KIND_BYTE] = EVENT_REJECTED;
+    events.words[w + EVENT_ORDER_WORD] = slot;
+    events.words[w + EVENT_COUNTERPARTY_WORD] = -1;
+    events.words[w + EVENT_CODE_WORD] = code;
+    events.floats[(i << EVENT_FLOAT_SHIFT) + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
   }
 
   /** Issues the accepted outcome first (its sequence precedes the fills it causes). */
@@ -527,11 +545,12 @@ export class MatchingEngine {
     const events = this.events;
     events.reserve(1);
     const i = events.count++;
-    events.kind[i] = EVENT_ACCEPTED;
-    events.sequence[i] = ++this.sequence;
-    events.order[i] = slot;
-    events.counterparty[i] = -1;
-    events.code[i] = 0;
+    const w = i << EVENT_WORD_SHIFT;
+    events.bytes[(i << EVENT_BYTE_SHIFT) + EVENT_KIND_BYTE] = EVENT_ACCEPTED;
+    events.words[w + EVENT_ORDER_WORD] = slot;
+    events.words[w + EVENT_COUNTERPARTY_WORD] = -1;
+    events.words[w + EVENT_CODE_WORD] = 0;
+    events.floats[(i << EVENT_FLOAT_SHIFT) + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
     return i;
   }
 
@@ -543,11 +562,13 @@ export class MatchingEngine {
     const filled = o[r + ORDER_FILLED_WORD]!;
     const quantity = o[r + ORDER_QUANTITY_WORD]!;
     const state = this.orders.bytes[(slot << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE]!;
-    events.state[i] = state;
-    events.filled[i] = filled;
-    events.leaves[i] = state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? quantity - filled : 0;
-    events.price[i] = this.orders.floats[(slot << ORDER_FLOAT_SHIFT) + ORDER_PRICE_FLOAT]!;
-    events.quantity[i] = quantity;
+    const f = i << EVENT_FLOAT_SHIFT;
+    const ef = events.floats;
+    events.bytes[(i << EVENT_BYTE_SHIFT) + EVENT_STATE_BYTE] = state;
+    ef[f + EVENT_FILLED_FLOAT] = filled;
+    ef[f + EVENT_LEAVES_FLOAT] = state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? quantity - filled : 0;
+    ef[f + EVENT_PRICE_FLOAT] = this.orders.floats[(slot << ORDER_FLOAT_SHIFT) + ORDER_PRICE_FLOAT]!;
+    ef[f + EVENT_QUANTITY_FLOAT] = quantity;
   }
 
   /** Taker execution, maker execution, trade: three consecutive sequences. */
@@ -555,36 +576,46 @@ export class MatchingEngine {
     const events = this.events;
     const o = this.orders.words;
     events.reserve(3);
-    let i = events.count;
-    events.kind[i] = EVENT_EXECUTION;
-    events.sequence[i] = ++this.sequence;
-    events.order[i] = taker;
-    events.counterparty[i] = maker;
-    events.quantity[i] = fill;
-    events.price[i] = price;
-    events.filled[i] = o[(taker << ORDER_WORD_SHIFT) + ORDER_FILLED_WORD]!;
-    events.leaves[i] = takerLeaves;
-    events.state[i] = takerLeaves === 0 ? STATE_FILLED : STATE_PARTIALLY_FILLED;
-    i++;
+    const i = events.count;
+    events.count = i + 3;
+    const eb = events.bytes;
+    const ew = events.words;
+    const ef = events.floats;
+    let b = i << EVENT_BYTE_SHIFT;
+    let w = i << EVENT_WORD_SHIFT;
+    let f = i << EVENT_FLOAT_SHIFT;
+    eb[b + EVENT_KIND_BYTE] = EVENT_EXECUTION;
+    eb[b + EVENT_STATE_BYTE] = takerLeaves === 0 ? STATE_FILLED : STATE_PARTIALLY_FILLED;
+    ew[w + EVENT_ORDER_WORD] = taker;
+    ew[w + EVENT_COUNTERPARTY_WORD] = maker;
+    ef[f + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
+    ef[f + EVENT_QUANTITY_FLOAT] = fill;
+    ef[f + EVENT_PRICE_FLOAT] = price;
+    ef[f + EVENT_LEAVES_FLOAT] = takerLeaves;
+    ef[f + EVENT_FILLED_FLOAT] = o[(taker << ORDER_WORD_SHIFT) + ORDER_FILLED_WORD]!;
     const r = maker << ORDER_WORD_SHIFT;
     const makerFilled = o[r + ORDER_FILLED_WORD]!;
-    events.kind[i] = EVENT_EXECUTION;
-    events.sequence[i] = ++this.sequence;
-    events.order[i] = maker;
-    events.counterparty[i] = taker;
-    events.quantity[i] = fill;
-    events.price[i] = price;
-    events.filled[i] = makerFilled;
-    events.leaves[i] = o[r + ORDER_QUANTITY_WORD]! - makerFilled;
-    events.state[i] = this.orders.bytes[(maker << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE]!;
-    i++;
-    events.kind[i] = EVENT_TRADE;
-    events.sequence[i] = ++this.sequence;
-    events.order[i] = takerSide === SIDE_BUY ? taker : maker;
-    events.counterparty[i] = takerSide === SIDE_BUY ? maker : taker;
-    events.quantity[i] = fill;
-    events.price[i] = price;
-    events.aggressor[i] = takerSide;
-    events.count = i + 1;
+    b += EVENT_RECORD_BYTES;
+    w += EVENT_RECORD_BYTES >> 2;
+    f += EVENT_RECORD_BYTES >> 3;
+    eb[b + EVENT_KIND_BYTE] = EVENT_EXECUTION;
+    eb[b + EVENT_STATE_BYTE] = this.orders.bytes[(maker << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE]!;
+    ew[w + EVENT_ORDER_WORD] = maker;
+    ew[w + EVENT_COUNTERPARTY_WORD] = taker;
+    ef[f + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
+    ef[f + EVENT_QUANTITY_FLOAT] = fill;
+    ef[f + EVENT_PRICE_FLOAT] = price;
+    ef[f + EVENT_LEAVES_FLOAT] = o[r + ORDER_QUANTITY_WORD]! - makerFilled;
+    ef[f + EVENT_FILLED_FLOAT] = makerFilled;
+    b += EVENT_RECORD_BYTES;
+    w += EVENT_RECORD_BYTES >> 2;
+    f += EVENT_RECORD_BYTES >> 3;
+    eb[b + EVENT_KIND_BYTE] = EVENT_TRADE;
+    eb[b + EVENT_AGGRESSOR_BYTE] = takerSide;
+    ew[w + EVENT_ORDER_WORD] = takerSide === SIDE_BUY ? taker : maker;
+    ew[w + EVENT_COUNTERPARTY_WORD] = takerSide === SIDE_BUY ? maker : taker;
+    ef[f + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
+    ef[f + EVENT_QUANTITY_FLOAT] = fill;
+    ef[f + EVENT_PRICE_FLOAT] = price;
   }
 }

@@ -167,11 +167,11 @@ function track(engine: MatchingEngine, add: (n: number, p: number, q: number) =>
   const events = engine.events;
   const orders = engine.orders;
   for (let e = 0; e < events.count; e++) {
-    const kind = events.kind[e];
+    const kind = events.kind(e);
     if (kind !== EventKind.ACCEPTED && kind !== EventKind.EXECUTION) continue;
-    const slot = events.order[e]!;
+    const slot = events.order(e);
     const n = orders.words[orders.idAt(slot) + 3]!;
-    const state = events.state[e]!;
+    const state = events.state(e);
     if (state === OrderState.OPEN || state === OrderState.PARTIALLY_FILLED) {
       remove(n);
       add(n, orders.price(slot), orders.quantity(slot));

@@ -105,7 +105,7 @@ test('one shard holds 1,000,000 resting orders and still matches them in priorit
   const quantityOf = (n: number) => 1 + (n % 3);
   for (let n = 0; n < capacity; n++) {
     run(Opcode.SUBMIT, n, Side.SELL, TimeInForce.DAY, priceOf(n), quantityOf(n));
-    if (engine.events.kind[0] !== EventKind.ACCEPTED) assert.fail(`order ${n} was not accepted`);
+    if (engine.events.kind(0) !== EventKind.ACCEPTED) assert.fail(`order ${n} was not accepted`);
   }
   assert.equal(engine.orders.restingCount, capacity);
   assert.equal(engine.levels.liveCount, 10_000);
@@ -115,9 +115,9 @@ test('one shard holds 1,000,000 resting orders and still matches them in priorit
   assert.deepEqual(depth(engine, book, Side.SELL, 1), [{ priceNanos: 1_000_000, quantityUnits: bestLevelUnits, orderCount: 100 }]);
 
   run(Opcode.SUBMIT, capacity, Side.BUY, TimeInForce.IOC, 2_000_000, 1);
-  assert.equal(engine.events.code[0], 301, 'a full shard answers ORDER_CAPACITY_EXCEEDED');
+  assert.equal(engine.events.code(0), 301, 'a full shard answers ORDER_CAPACITY_EXCEEDED');
   run(Opcode.CANCEL, 5, 0, 0, 0, 0);
-  assert.equal(engine.events.kind[0], EventKind.ACCEPTED);
+  assert.equal(engine.events.kind(0), EventKind.ACCEPTED);
 
   // Sweep the two best levels exactly: 200 fills, oldest first within each price.
   const secondLevelOrders: number[] = [];
@@ -130,7 +130,7 @@ test('one shard holds 1,000,000 resting orders and still matches them in priorit
   const e = engine.events;
   const makers: number[] = [];
   for (let k = 0; k < e.count; k++) {
-    if (e.kind[k] === EventKind.TRADE) makers.push(engine.orders.words[engine.orders.idAt(e.counterparty[k]!) + 3]!);
+    if (e.kind(k) === EventKind.TRADE) makers.push(engine.orders.words[engine.orders.idAt(e.counterparty(k)) + 3]!);
   }
   const firstLevelOrders = Array.from({ length: 100 }, (_, k) => k * 10_000);
   assert.deepEqual(makers, [...firstLevelOrders, ...secondLevelOrders]);

@@ -51,8 +51,8 @@ function runAndRecord(seed: number): number[] {
   for (let i = 0; i < stream.total; i++) {
     engine.process(stream.views.words, stream.views.floats, i * COMMAND_SLOT_BYTES);
     for (let k = 0; k < e.count; k++) {
-      out.push(e.kind[k]!, e.sequence[k]!, e.order[k]!, e.code[k]!, e.quantity[k]!, e.price[k]!, e.state[k]!);
-      if (e.kind[k] !== EventKind.REJECTED) out.push(e.leaves[k]!, e.filled[k]!);
+      out.push(e.kind(k), e.sequence(k), e.order(k), e.code(k), e.quantity(k), e.price(k), e.state(k));
+      if (e.kind(k) !== EventKind.REJECTED) out.push(e.leaves(k), e.filled(k));
     }
   }
   return out;

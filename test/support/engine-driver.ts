@@ -152,36 +152,36 @@ export class EngineDriver {
     const e = this.engine.events;
     const out: DecodedEvent[] = [];
     for (let i = 0; i < e.count; i++) {
-      const sequence = e.sequence[i]!;
-      const slot = e.order[i]!;
-      switch (e.kind[i]) {
+      const sequence = e.sequence(i);
+      const slot = e.order(i);
+      switch (e.kind(i)) {
         case EventKind.ACCEPTED:
           out.push({
             kind: 'accepted',
             sequence,
             orderId: this.orderId(slot),
             engineOrderId: this.engine.orders.engineNo[slot]!,
-            state: ORDER_STATE_NAMES[e.state[i]!]!,
-            leaves: e.leaves[i]!,
-            filled: e.filled[i]!,
-            priceNanos: e.price[i]!,
-            quantityUnits: e.quantity[i]!,
+            state: ORDER_STATE_NAMES[e.state(i)]!,
+            leaves: e.leaves(i),
+            filled: e.filled(i),
+            priceNanos: e.price(i),
+            quantityUnits: e.quantity(i),
           });
           break;
         case EventKind.REJECTED:
-          out.push({ kind: 'rejected', sequence, orderId: commandOrderId, code: rejectName(e.code[i]!) });
+          out.push({ kind: 'rejected', sequence, orderId: commandOrderId, code: rejectName(e.code(i)) });
           break;
         case EventKind.EXECUTION:
           out.push({
             kind: 'execution',
             sequence,
             orderId: this.orderId(slot),
-            counterpartyOrderId: this.orderId(e.counterparty[i]!),
-            quantityUnits: e.quantity[i]!,
-            priceNanos: e.price[i]!,
-            leaves: e.leaves[i]!,
-            filled: e.filled[i]!,
-            state: ORDER_STATE_NAMES[e.state[i]!]!,
+            counterpartyOrderId: this.orderId(e.counterparty(i)),
+            quantityUnits: e.quantity(i),
+            priceNanos: e.price(i),
+            leaves: e.leaves(i),
+            filled: e.filled(i),
+            state: ORDER_STATE_NAMES[e.state(i)]!,
           });
           break;
         case EventKind.TRADE:
@@ -189,14 +189,14 @@ export class EngineDriver {
             kind: 'trade',
             sequence,
             buyOrderId: this.orderId(slot),
-            sellOrderId: this.orderId(e.counterparty[i]!),
-            quantityUnits: e.quantity[i]!,
-            priceNanos: e.price[i]!,
-            aggressor: e.aggressor[i] === Side.BUY ? 'BUY' : 'SELL',
+            sellOrderId: this.orderId(e.counterparty(i)),
+            quantityUnits: e.quantity(i),
+            priceNanos: e.price(i),
+            aggressor: e.aggressor(i) === Side.BUY ? 'BUY' : 'SELL',
           });
           break;
         default:
-          throw new Error(`unknown event kind ${e.kind[i]}`);
+          throw new Error(`unknown event kind ${e.kind(i)}`);
       }
     }
     return out;
