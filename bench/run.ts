@@ -1,5 +1,7 @@
 // `npm run bench [-- --quick]`: every benchmark, one JSON file each in bench/results/.
 import { runCoreBench } from './core-bench.ts';
+import { runMemoryLatencyBench } from './memory-latency-bench.ts';
 
 const quick = process.argv.includes('--quick');
+runMemoryLatencyBench();
 await runCoreBench(quick);

@@ -108,6 +108,12 @@ export interface EngineOptions {
   ownerCapacity?: number;
   /** Sequence of the last event already issued (recovery continues from it). */
   lastSequence?: number;
+  /**
+   * Mixed into every hash table's hash. Tables decide only where an entry sits, never
+   * what the engine outputs, so any seed gives the same events; a random one per
+   * process keeps clients from crafting ids that all probe the same buckets.
+   */
+  hashSeed?: number;
 }
 
 export const ORDER_CAPACITY_DEFAULT = 1 << 21;
@@ -120,6 +126,7 @@ export class MatchingEngine {
   readonly owners: OwnerRegistry;
   readonly events: EventBuffer;
   readonly instrumentCapacity: number;
+  private readonly hashSeed: number;
   /** Sequence of the last event issued; every event takes the next one. */
   sequence: number;
   /** instrumentId words per book. */
@@ -134,10 +141,11 @@ export class MatchingEngine {
   constructor(options: EngineOptions = {}) {
     const orderCapacity = options.orderCapacity ?? ORDER_CAPACITY_DEFAULT;
     this.instrumentCapacity = options.instrumentCapacity ?? INSTRUMENT_CAPACITY_DEFAULT;
-    this.orders = new OrderStore(orderCapacity);
-    this.owners = new OwnerRegistry(options.ownerCapacity ?? OWNER_CAPACITY_DEFAULT);
+    this.hashSeed = (options.hashSeed ?? 0) | 0;
+    this.orders = new OrderStore(orderCapacity, this.hashSeed);
+    this.owners = new OwnerRegistry(options.ownerCapacity ?? OWNER_CAPACITY_DEFAULT, this.hashSeed);
     // A level lives only while it holds a resting order: never more levels than orders.
-    this.levels = new PriceLevels(orderCapacity, this.instrumentCapacity * 2);
+    this.levels = new PriceLevels(orderCapacity, this.instrumentCapacity * 2, this.hashSeed);
     this.events = new EventBuffer(orderCapacity * 3 + 1);
     this.sequence = options.lastSequence ?? 0;
     this.instrument = new Int32Array(this.instrumentCapacity * 4);
@@ -195,7 +203,7 @@ export class MatchingEngine {
     }
     const table = this.bookTable;
     const mask = this.bookMask;
-    let bucket = hashWords(a, b, c, d) & mask;
+    let bucket = hashWords(a ^ this.hashSeed, b, c, d) & mask;
     for (;;) {
       const entry = table[bucket]!;
       if (entry === 0) return -1;
@@ -218,7 +226,7 @@ export class MatchingEngine {
     this.instrument[i + 3] = words[at + 3]!;
     this.currency[book] = currency;
     const mask = this.bookMask;
-    let bucket = hashWords(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!) & mask;
+    let bucket = hashWords(words[at]! ^ this.hashSeed, words[at + 1]!, words[at + 2]!, words[at + 3]!) & mask;
     while (this.bookTable[bucket] !== 0) bucket = (bucket + 1) & mask;
     this.bookTable[bucket] = book + 1;
     return book;

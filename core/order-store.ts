@@ -81,7 +81,11 @@ export class OrderStore {
   /** Written by prefetch() so that its loads cannot be optimised away. */
   prefetchSink = 0;
 
-  constructor(capacity: number) {
+  /** Mixed into every hash: a process-random seed keeps crafted ids from colliding. */
+  private readonly seed: number;
+
+  constructor(capacity: number, seed = 0) {
+    this.seed = seed | 0;
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 26) {
       throw new RangeError(`order capacity must be an integer in [1, 2^26], got ${capacity}`);
     }
@@ -165,7 +169,7 @@ export class OrderStore {
     const words = this.words;
     const table = this.table;
     const mask = this.mask;
-    const hash = hashWords(a, b, c, d);
+    const hash = hashWords(a ^ this.seed, b, c, d);
     let bucket = hash & mask;
     for (;;) {
       const entry = table[bucket * 2 + 1]!;
@@ -243,7 +247,7 @@ export class OrderStore {
     // Stage 1: index buckets (independent loads).
     for (let k = 0; k < n; k++) {
       const at = idAt + k * strideWords;
-      const bucket = hashWords(commandWords[at]!, commandWords[at + 1]!, commandWords[at + 2]!, commandWords[at + 3]!) & mask;
+      const bucket = hashWords(commandWords[at]! ^ this.seed, commandWords[at + 1]!, commandWords[at + 2]!, commandWords[at + 3]!) & mask;
       found[k] = table[bucket * 2 + 1]!;
     }
     // Stage 2: records named by the commands, and eviction candidates.
@@ -262,7 +266,7 @@ export class OrderStore {
       for (let k = 0; k < evictions; k++) {
         const r = this.retired[head]! << ORDER_WORD_SHIFT;
         head = head + 1 === this.capacity ? 0 : head + 1;
-        sink += table[(hashWords(words[r]!, words[r + 1]!, words[r + 2]!, words[r + 3]!) & mask) * 2]!;
+        sink += table[(hashWords(words[r]! ^ this.seed, words[r + 1]!, words[r + 2]!, words[r + 3]!) & mask) * 2]!;
       }
     }
     // Stage 3: queue neighbours (unlinking a cancelled order writes to them).
@@ -280,7 +284,7 @@ export class OrderStore {
     const table = this.table;
     const mask = this.mask;
     const at = slot << ORDER_WORD_SHIFT;
-    let hole = hashWords(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!) & mask;
+    let hole = hashWords(words[at]! ^ this.seed, words[at + 1]!, words[at + 2]!, words[at + 3]!) & mask;
     while (table[hole * 2 + 1] !== slot + 1) {
       if (table[hole * 2 + 1] === 0) throw new Error(`order slot ${slot} is not indexed`);
       hole = (hole + 1) & mask;

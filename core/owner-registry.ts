@@ -17,7 +17,10 @@ export class OwnerRegistry {
   private readonly table: Int32Array;
   private readonly mask: number;
 
-  constructor(capacity: number) {
+  private readonly seed: number;
+
+  constructor(capacity: number, seed = 0) {
+    this.seed = seed | 0;
     this.capacity = capacity;
     this.words = new Int32Array(capacity * OWNER_WORDS);
     const size = powerOfTwoAtLeast(capacity * 2);
@@ -97,7 +100,7 @@ export class OwnerRegistry {
 
   private hash(source: Int32Array, participantAt: number, accountAt: number): number {
     return hashWords(
-      source[participantAt]! ^ source[accountAt]!,
+      source[participantAt]! ^ source[accountAt]! ^ this.seed,
       source[participantAt + 1]! ^ source[accountAt + 1]!,
       source[participantAt + 2]! ^ Math.imul(source[accountAt + 2]!, 0x9e3779b1),
       source[participantAt + 3]! ^ Math.imul(source[accountAt + 3]!, 0x85ebca77),

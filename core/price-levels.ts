@@ -58,7 +58,10 @@ export class PriceLevels {
   private readonly heapKeys: Float64Array[];
   private readonly heapSize: Int32Array;
 
-  constructor(capacityMax: number, bookSideCount: number) {
+  private readonly seed: number;
+
+  constructor(capacityMax: number, bookSideCount: number, seed = 0) {
+    this.seed = seed | 0;
     this.capacityMax = capacityMax;
     const capacity = Math.min(POOL_INITIAL, capacityMax);
     this.capacity = capacity;
@@ -120,7 +123,7 @@ export class PriceLevels {
     const mask = this.mask;
     const words = this.words;
     const floats = this.floats;
-    let bucket = hashPrice(price, bookSide) & mask;
+    let bucket = hashPrice(price, bookSide ^ this.seed) & mask;
     for (;;) {
       const entry = table[bucket]!;
       if (entry === 0) return -1;
@@ -201,7 +204,7 @@ export class PriceLevels {
   private insertIndex(level: number, bookSide: number, price: number): void {
     const table = this.table;
     const mask = this.mask;
-    let bucket = hashPrice(price, bookSide) & mask;
+    let bucket = hashPrice(price, bookSide ^ this.seed) & mask;
     while (table[bucket] !== 0) bucket = (bucket + 1) & mask;
     table[bucket] = level + 1;
   }
@@ -223,7 +226,7 @@ export class PriceLevels {
   private unindex(level: number): void {
     const table = this.table;
     const mask = this.mask;
-    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!) & mask;
+    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]! ^ this.seed) & mask;
     while (table[hole] !== level + 1) {
       if (table[hole] === 0) throw new Error(`price level ${level} is not indexed`);
       hole = (hole + 1) & mask;
@@ -234,7 +237,7 @@ export class PriceLevels {
       const entry = table[probe]!;
       if (entry === 0) break;
       const other = entry - 1;
-      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!) & mask;
+      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]! ^ this.seed) & mask;
       // Move the entry back into the hole unless its home lies cyclically in (hole, probe].
       const homeInRange = hole <= probe ? home > hole && home <= probe : home > hole || home <= probe;
       if (!homeInRange) {

@@ -41,11 +41,11 @@ test('the engine resumes a stream from a given last sequence', () => {
 });
 
 /** Runs a stream and folds every event field into a digest-ready array. */
-function runAndRecord(seed: number): number[] {
+function runAndRecord(seed: number, hashSeed = 0): number[] {
   const stream = buildCoreStream({
     seed, restingOrders: 2000, commands: 20_000, restPct: 55, cancelPct: 30, crossPct: 12, orderCapacity: 8192,
   });
-  const engine = new MatchingEngine({ orderCapacity: 8192 });
+  const engine = new MatchingEngine({ orderCapacity: 8192, hashSeed });
   const out: number[] = [];
   const e = engine.events;
   for (let i = 0; i < stream.total; i++) {
@@ -64,4 +64,8 @@ test('the same command sequence always produces the same events', () => {
   assert.ok(first.length > 50_000);
   assert.deepEqual(second, first);
   assert.notDeepEqual(runAndRecord(12), first, 'a different stream gives different events');
+});
+
+test('the hash seed changes where entries sit, never what the engine outputs', () => {
+  assert.deepEqual(runAndRecord(13, 0x5eed1234), runAndRecord(13, 0));
 });
