@@ -42,24 +42,13 @@ export class OwnerRegistry {
     if (this.lastOwner < this.ownerCount && this.matches(this.lastOwner, source, participantAt, accountAt)) {
       return this.lastOwner;
     }
-    const words = this.words;
     const table = this.table;
     const mask = this.mask;
     let bucket = this.hash(source, participantAt, accountAt) & mask;
     for (;;) {
       const entry = table[bucket]!;
       if (entry === 0) return -1;
-      const at = (entry - 1) * OWNER_WORDS;
-      if (
-        words[at] === source[participantAt] &&
-        words[at + 1] === source[participantAt + 1] &&
-        words[at + 2] === source[participantAt + 2] &&
-        words[at + 3] === source[participantAt + 3] &&
-        words[at + 4] === source[accountAt] &&
-        words[at + 5] === source[accountAt + 1] &&
-        words[at + 6] === source[accountAt + 2] &&
-        words[at + 7] === source[accountAt + 3]
-      ) {
+      if (this.matches(entry - 1, source, participantAt, accountAt)) {
         this.lastOwner = entry - 1;
         return entry - 1;
       }
