@@ -1,13 +1,21 @@
 // Integer hashing for the open-addressed tables of the engine. Deterministic
 // (recovery by replay relies on it) and allocation-free.
 
-/** Mixes four 32-bit words (a UUID) into a well-spread 32-bit value. */
+/**
+ * Mixes four 32-bit words (a UUID) into a well-spread 32-bit value: one multiply per
+ * word, then murmur3's finaliser so that every input bit reaches the low bits that
+ * pick a bucket (patterned ids, such as sequential ones, spread evenly too).
+ */
 export function hashWords(a: number, b: number, c: number, d: number): number {
   let h = Math.imul(a ^ 0x2545f491, 0x9e3779b1);
   h = Math.imul(h ^ b ^ (h >>> 15), 0x85ebca77);
   h = Math.imul(h ^ c ^ (h >>> 13), 0xc2b2ae3d);
   h = Math.imul(h ^ d ^ (h >>> 16), 0x27d4eb2f);
-  return h ^ (h >>> 15);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
 }
 
 const TWO_POW_32 = 4_294_967_296;

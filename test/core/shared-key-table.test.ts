@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createSharedKeyTable, NOT_FOUND, SharedKeyTable } from '../../core/shared-key-table.ts';
+import { spawnWorker } from '../../core/worker-spawn.ts';
+
+const keyOf = (n: number) => Int32Array.of(n, 0x5eed, n * 31, ~n);
+
+function table(bucketCount: number, extraWords = 2): SharedKeyTable {
+  const shape = { bucketCount, extraWords };
+  return new SharedKeyTable(createSharedKeyTable(shape), shape);
+}
+
+test('insertIfAbsent inserts once and then answers the existing value and extra words', () => {
+  const t = table(16);
+  const out = new Int32Array(2);
+  assert.equal(t.insertIfAbsent(keyOf(1), 0, 10, Int32Array.of(7, 8)), NOT_FOUND);
+  assert.equal(t.insertIfAbsent(keyOf(1), 0, 11, Int32Array.of(0, 0), out), 10);
+  assert.deepEqual([...out], [7, 8]);
+  assert.equal(t.get(keyOf(1), 0), 10);
+  assert.equal(t.get(keyOf(2), 0), NOT_FOUND);
+});
+
+test('replace is a compare-and-set and remove needs the expected value', () => {
+  const t = table(16);
+  t.insertIfAbsent(keyOf(1), 0, 10);
+  assert.equal(t.replace(keyOf(1), 0, 99, 12), false);
+  assert.equal(t.replace(keyOf(1), 0, 10, 12), true);
+  assert.equal(t.get(keyOf(1), 0), 12);
+  assert.equal(t.remove(keyOf(1), 0, 10), false);
+  assert.equal(t.remove(keyOf(1), 0, 12), true);
+  assert.equal(t.get(keyOf(1), 0), NOT_FOUND);
+  t.put(keyOf(1), 0, 13);
+  assert.equal(t.get(keyOf(1), 0), 13);
+});
+
+test('a full bucket evicts its oldest entry and counts the eviction', () => {
+  const t = table(1); // a single bucket of 8 entries
+  for (let n = 0; n < 8; n++) t.insertIfAbsent(keyOf(n), 0, n);
+  assert.equal(t.evictions, 0);
+  t.insertIfAbsent(keyOf(8), 0, 8);
+  assert.equal(t.evictions, 1);
+  assert.equal(t.get(keyOf(0), 0), NOT_FOUND, 'the oldest went');
+  for (let n = 1; n <= 8; n++) assert.equal(t.get(keyOf(n), 0), n);
+});
+
+test('three threads racing to insert the same 20,000 keys: exactly one wins each key, all agree', async () => {
+  const shape = { bucketCount: 65536, extraWords: 1 }; // roomy: no bucket overflows, so no eviction
+  const buffer = createSharedKeyTable(shape);
+  const keys = 20_000;
+  const results = await Promise.all(
+    [1, 2, 3].map(
+      (racer) =>
+        new Promise<Int32Array>((resolve, reject) => {
+          const worker = spawnWorker(new URL('./fixtures/key-table-racer.worker.ts', import.meta.url), {
+            table: buffer, shape, racer, keys,
+          });
+          worker.once('message', resolve);
+          worker.once('error', reject);
+        }),
+    ),
+  );
+  const t = new SharedKeyTable(buffer, shape);
+  const extra = new Int32Array(1);
+  for (let n = 0; n < keys; n++) {
+    const winners = results.filter((seen) => seen[n] === NOT_FOUND).length;
+    assert.equal(winners, 1, `key ${n} won ${winners} times`);
+    const stored = t.get(keyOf(n), 0, extra);
+    assert.equal(stored % 1_000_000, n);
+    assert.equal(extra[0], Math.floor(stored / 1_000_000), 'value and extra words come from the same insert');
+    for (const seen of results) if (seen[n] !== NOT_FOUND) assert.equal(seen[n], stored);
+  }
+  assert.equal(t.evictions, 0);
+});
