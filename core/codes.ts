@@ -13,6 +13,10 @@ export const TIME_IN_FORCE_IOC = 1;
 export const OPCODE_SUBMIT = 1;
 export const OPCODE_CANCEL = 2;
 export const OPCODE_MODIFY = 3;
+/** A rejection decided before the engine (the code travels in the argument word), sequenced by the engine like any outcome. */
+export const OPCODE_REJECT = 4;
+/** Non-mutating: the shard thread answers an order's state without the engine sequencing anything. */
+export const OPCODE_QUERY = 5;
 export const STATE_FREE = 0;
 export const STATE_OPEN = 1;
 export const STATE_PARTIALLY_FILLED = 2;
@@ -37,9 +41,15 @@ export type TimeInForce = (typeof TimeInForce)[keyof typeof TimeInForce];
 export const TIME_IN_FORCE_NAMES = ['DAY', 'IOC'] as const;
 
 /** Command opcodes (exchange-core style: small numbers; every one of these mutates state). */
-export const Opcode = { SUBMIT: OPCODE_SUBMIT, CANCEL: OPCODE_CANCEL, MODIFY: OPCODE_MODIFY } as const;
+export const Opcode = {
+  SUBMIT: OPCODE_SUBMIT,
+  CANCEL: OPCODE_CANCEL,
+  MODIFY: OPCODE_MODIFY,
+  REJECT: OPCODE_REJECT,
+  QUERY: OPCODE_QUERY,
+} as const;
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
-export const OPCODE_NAMES: Record<number, string> = { 1: 'SubmitOrder', 2: 'CancelOrder', 3: 'ModifyOrder' };
+
 
 /** Order states. 0 marks a free pool slot. FILLED, CANCELLED and EXPIRED are terminal. */
 export const OrderState = {
@@ -101,6 +111,17 @@ const REJECT_CATALOG: Record<number, { name: string; reason: string }> = {
     reason: 'the shard holds its maximum number of participant and account pairs',
   },
 };
+
+export function isRejectCode(code: number): boolean {
+  return REJECT_CATALOG[code] !== undefined;
+}
+
+/** The numeric code of a reject name, or throws (tests and tools). */
+export function rejectCodeOf(name: string): number {
+  const entry = Object.entries(REJECT_CATALOG).find(([, value]) => value.name === name);
+  if (entry === undefined) throw new Error(`unknown reject name ${name}`);
+  return Number(entry[0]);
+}
 
 export function rejectName(code: number): string {
   const entry = REJECT_CATALOG[code];

@@ -12,10 +12,10 @@
 //       48 │ instrumentId   16 bytes                                           │
 //       64 │ participantId  16 bytes                                           │
 //       80 │ accountId      16 bytes                                           │
-//       96 │ currency u32 (three ASCII letters)  │ 100 reserved i32            │
+//       96 │ currency u32 (three ASCII letters)  │ 100 argument i32             │
 //      104 │ priceNanos f64 (integer)                                          │
 //      112 │ quantityUnits f64 (integer)                                       │
-//      120 │ timestampUs f64 (integer microseconds since the epoch)            │
+//      120 │ timestampUs f64: when the shard sequenced it (µs since the epoch)  │
 //      128 └───────────────────────────────────────────────────────────────────┘
 
 import { formatUuid, parseUuidInto } from './uuid.ts';
@@ -36,7 +36,8 @@ export const COMMAND_INSTRUMENT_ID_WORD = 12;
 export const COMMAND_PARTICIPANT_ID_WORD = 16;
 export const COMMAND_ACCOUNT_ID_WORD = 20;
 export const COMMAND_CURRENCY_WORD = 24;
-export const COMMAND_RESERVED_WORD = 25;
+/** REJECT: the reject code. */
+export const COMMAND_ARGUMENT_WORD = 25;
 export const COMMAND_PRICE_NANOS_FLOAT = 13;
 export const COMMAND_QUANTITY_UNITS_FLOAT = 14;
 export const COMMAND_TIMESTAMP_US_FLOAT = 15;
@@ -79,6 +80,7 @@ export interface CommandInput {
   priceNanos?: number;
   quantityUnits?: number;
   timestampUs: number;
+  argument?: number;
 }
 
 /** Two views over the same memory: what every slot reader and writer takes. */
@@ -114,7 +116,7 @@ export function encodeCommand(command: CommandInput, views: SlotViews, byteOffse
   writeUuid(words, w + COMMAND_PARTICIPANT_ID_WORD, command.participantId, 'participantId');
   writeUuid(words, w + COMMAND_ACCOUNT_ID_WORD, command.accountId, 'accountId');
   words[w + COMMAND_CURRENCY_WORD] = command.currency === undefined ? 0 : packCurrency(command.currency);
-  words[w + COMMAND_RESERVED_WORD] = 0;
+  words[w + COMMAND_ARGUMENT_WORD] = command.argument ?? 0;
   floats[f + COMMAND_PRICE_NANOS_FLOAT] = command.priceNanos ?? 0;
   floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = command.quantityUnits ?? 0;
   floats[f + COMMAND_TIMESTAMP_US_FLOAT] = command.timestampUs;
@@ -139,6 +141,7 @@ export function decodeCommand(views: SlotViews, byteOffset: number): Required<Co
     participantId: formatUuid(words, w + COMMAND_PARTICIPANT_ID_WORD),
     accountId: formatUuid(words, w + COMMAND_ACCOUNT_ID_WORD),
     currency: unpackCurrency(words[w + COMMAND_CURRENCY_WORD]!),
+    argument: words[w + COMMAND_ARGUMENT_WORD]!,
     priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
     quantityUnits: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
     timestampUs: floats[f + COMMAND_TIMESTAMP_US_FLOAT]!,

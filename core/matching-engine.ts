@@ -48,6 +48,7 @@ const EVENT_SEQUENCE_FLOAT = eventBuffer.EVENT_SEQUENCE_FLOAT;
 const EVENT_STATE_BYTE = eventBuffer.EVENT_STATE_BYTE;
 const EVENT_WORD_SHIFT = eventBuffer.EVENT_WORD_SHIFT;
 const COMMAND_ACCOUNT_ID_WORD = commandSlot.COMMAND_ACCOUNT_ID_WORD;
+const COMMAND_ARGUMENT_WORD = commandSlot.COMMAND_ARGUMENT_WORD;
 const COMMAND_CURRENCY_WORD = commandSlot.COMMAND_CURRENCY_WORD;
 const COMMAND_HEADER_WORD = commandSlot.COMMAND_HEADER_WORD;
 const COMMAND_INSTRUMENT_ID_WORD = commandSlot.COMMAND_INSTRUMENT_ID_WORD;
@@ -64,6 +65,7 @@ const EVENT_REJECTED = codes.EVENT_REJECTED;
 const EVENT_TRADE = codes.EVENT_TRADE;
 const OPCODE_CANCEL = codes.OPCODE_CANCEL;
 const OPCODE_MODIFY = codes.OPCODE_MODIFY;
+const OPCODE_REJECT = codes.OPCODE_REJECT;
 const OPCODE_SUBMIT = codes.OPCODE_SUBMIT;
 const ORDER_TYPE_LIMIT_HIDDEN = codes.ORDER_TYPE_LIMIT_HIDDEN;
 const SIDE_BUY = codes.SIDE_BUY;
@@ -170,7 +172,10 @@ export class MatchingEngine {
     if (opcode === OPCODE_SUBMIT) this.submit(words, floats, w, byteOffset >> 3);
     else if (opcode === OPCODE_CANCEL) this.cancel(words, w);
     else if (opcode === OPCODE_MODIFY) this.modify(words, floats, w, byteOffset >> 3);
-    else this.reject(-1, RejectCode.INVALID_COMMAND);
+    else if (opcode === OPCODE_REJECT) {
+      const code = words[w + COMMAND_ARGUMENT_WORD]!;
+      this.reject(-1, codes.isRejectCode(code) ? code : RejectCode.INVALID_COMMAND);
+    } else this.reject(-1, RejectCode.INVALID_COMMAND);
     return this.events.count;
   }
 

@@ -28,6 +28,7 @@ const command: Required<CommandInput> = {
   priceNanos: 8_999_999_999_999_999,
   quantityUnits: 1_000_000_000,
   timestampUs: 1_763_000_000_123_456,
+  argument: 202,
 };
 
 test('every field of a command survives encode and decode', () => {

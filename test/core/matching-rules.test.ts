@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Opcode, rejectCodeOf } from '../../core/codes.ts';
 import { EngineDriver, idOf, INSTRUMENT_B, type DecodedEvent } from '../support/engine-driver.ts';
 
 const id = (n: number) => idOf(0xa, n);
@@ -171,4 +172,20 @@ test('a command slot with an out-of-range value is rejected as INVALID_COMMAND',
     assert.deepEqual(events.map((e) => e.kind === 'rejected' && e.code), ['INVALID_COMMAND'], `${price} x ${quantity}`);
   }
   assert.deepEqual(d.book('BUY'), []);
+});
+
+test('a REJECT command is sequenced as a rejection with the code it carries, and changes nothing else', () => {
+  const d = new EngineDriver({ orderCapacity: 64 });
+  d.submit({ orderId: id(1), side: 'SELL', price: 100, quantity: 5 });
+  const events = d.run({
+    opcode: Opcode.REJECT, runNo: 1, sessionNo: 1, orderId: id(2), instrumentId: INSTRUMENT_B,
+    participantId: idOf(1, 1), accountId: idOf(1, 2), argument: rejectCodeOf('DUPLICATE_CLIENT_ORDER_ID'),
+  });
+  assert.deepEqual(events, [{ kind: 'rejected', sequence: 2, orderId: id(2), code: 'DUPLICATE_CLIENT_ORDER_ID' }]);
+  const unknown = d.run({
+    opcode: Opcode.REJECT, runNo: 1, sessionNo: 1, orderId: id(2), instrumentId: INSTRUMENT_B,
+    participantId: idOf(1, 1), accountId: idOf(1, 2), argument: 9999,
+  });
+  assert.deepEqual(unknown.map((e) => e.kind === 'rejected' && e.code), ['INVALID_COMMAND']);
+  assert.equal(d.book('SELL').length, 1);
 });
