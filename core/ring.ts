@@ -126,3 +126,8 @@ export class RingConsumer extends RingBase {
     Atomics.store(this.control, READ_WORD, this.read | 0);
   }
 }
+
+/** The consumer's read index of a ring, from any thread (a progress mark). */
+export function ringReadIndex(buffer: SharedArrayBuffer): number {
+  return Atomics.load(new Int32Array(buffer, 0, 32), READ_WORD) >>> 0;
+}

@@ -21,7 +21,7 @@ const id = (n: number) => idOf(0x5a, n);
 const base = {
   runNo: 1, sessionNo: 1, instrumentId: INSTRUMENT_A, participantId: PARTICIPANT_1, accountId: ACCOUNT_1, currency: 'USD',
 };
-const submit = (n: number, side: number, price: number, quantity: number, timeInForce = TimeInForce.DAY): Omit<CommandInput, 'token' | 'timestampUs'> => ({
+const submit = (n: number, side: number, price: number, quantity: number, timeInForce: number = TimeInForce.DAY): Omit<CommandInput, 'token' | 'timestampUs'> => ({
   ...base, opcode: Opcode.SUBMIT, commandId: id(1000 + n), orderId: id(n), side, orderType: OrderType.LIMIT, timeInForce, priceNanos: price, quantityUnits: quantity,
 });
 

@@ -1,0 +1,89 @@
+// Configuration from the environment, validated once at start-up with clear errors.
+// Every knob the API contract names, plus the bounds of the in-memory structures.
+
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+export const PROCESSING_MODES = ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] as const;
+export type ProcessingMode = (typeof PROCESSING_MODES)[number];
+
+export interface VenueConfig {
+  host: string;
+  port: number;
+  gatewayThreads: number;
+  matchingShards: number;
+  processingMode: ProcessingMode;
+  principalsFile: string;
+  venueRunId: string;
+  venueSessionId: string;
+  logLevel: string;
+  maxBodyBytes: number;
+  /** Command ring slots per gateway x shard (power of two). */
+  commandRingSlots: number;
+  /** Result ring records per shard x gateway (power of two). */
+  resultRingSlots: number;
+  /** Orders held per shard (resting plus retained terminal ones). */
+  orderCapacity: number;
+  /** Commands in flight per gateway thread before it answers 503. */
+  maxInFlight: number;
+  /** Command records each gateway keeps in shared memory (power of two). */
+  commandStoreRecords: number;
+  /** Bytes of response and status text each gateway keeps in shared memory. */
+  commandStoreArenaBytes: number;
+  /** Buckets (8 entries each) of the shared idempotency, command, order and clientOrderId tables. */
+  sharedTableBuckets: number;
+  shardBatchMax: number;
+}
+
+export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new Error(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function powerOfTwo(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = integer(env, name, fallback, min, max);
+  if ((value & (value - 1)) !== 0) throw new Error(`${name} must be a power of two, got ${value}`);
+  return value;
+}
+
+export function loadConfig(env: Env = process.env): VenueConfig {
+  const cores = os.availableParallelism();
+  const mode = env.PROCESSING_MODE ?? 'sync-result';
+  if (!(PROCESSING_MODES as readonly string[]).includes(mode)) {
+    throw new Error(`PROCESSING_MODE must be one of ${PROCESSING_MODES.join(', ')}, got "${mode}"`);
+  }
+  const venueRunId = env.VENUE_RUN_ID ?? 'run-local';
+  const venueSessionId = env.VENUE_SESSION_ID ?? 'session-1';
+  for (const [name, value] of [['VENUE_RUN_ID', venueRunId], ['VENUE_SESSION_ID', venueSessionId]] as const) {
+    if (!SESSION_ID_PATTERN.test(value)) throw new Error(`${name} must match ${SESSION_ID_PATTERN}, got "${value}"`);
+  }
+  return {
+    host: env.HOST ?? '127.0.0.1',
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    gatewayThreads: integer(env, 'GATEWAY_THREADS', Math.max(1, cores), 1, 64),
+    matchingShards: integer(env, 'MATCHING_SHARDS', Math.max(1, cores), 1, 64),
+    processingMode: mode as ProcessingMode,
+    principalsFile: env.PRINCIPALS_FILE ?? DEFAULT_PRINCIPALS_FILE,
+    venueRunId,
+    venueSessionId,
+    logLevel: env.LOG_LEVEL ?? 'info',
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 16 * 1024, 256, 1024 * 1024),
+    commandRingSlots: powerOfTwo(env, 'COMMAND_RING_SLOTS', 4096, 1, 1 << 20),
+    resultRingSlots: powerOfTwo(env, 'RESULT_RING_SLOTS', 16384, 16, 1 << 22),
+    orderCapacity: integer(env, 'ORDER_CAPACITY', 1 << 21, 16, 1 << 24),
+    maxInFlight: integer(env, 'MAX_IN_FLIGHT', 16384, 1, 1 << 20),
+    commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),
+    commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
+    sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),
+    shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
+  };
+}

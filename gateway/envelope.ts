@@ -1,0 +1,122 @@
+// Renders what the engine decided as the API's JSON: the result envelope, the
+// accepted pointer, and the ids and timestamps of events.
+//
+// Event ids are UUIDs (version 8, "custom") that encode the shard and the event's
+// sequence on the shard stream, so every id is unique on the venue's streams and a
+// replay reproduces it: eventId = E(shard, sequence). An execution's executionId and
+// a trade's tradeId are their eventIds; a trade's executionId is the incoming
+// order's execution, two sequences before the trade.
+
+import { EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, rejectName, rejectReason } from '../core/codes.ts';
+import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
+import type { ProcessingMode } from './config.ts';
+
+const TWO_POW_32 = 4_294_967_296;
+
+function hex(value: number, digits: number): string {
+  return value.toString(16).padStart(digits, '0');
+}
+
+export function eventIdOf(shard: number, sequence: number): string {
+  const high = Math.floor(sequence / TWO_POW_32); // < 2^21
+  const low = sequence >>> 0;
+  return `${hex((0xe0000000 | shard) >>> 0, 8)}-${hex(high >>> 12, 4)}-8${hex(high & 0xfff, 3)}-8000-${hex(0, 4)}${hex(low, 8)}`;
+}
+
+/** RFC 3339 UTC with microseconds, from integer microseconds since the epoch. */
+export function occurredAtOf(microseconds: number): string {
+  const millis = Math.floor(microseconds / 1000);
+  const iso = new Date(millis).toISOString(); // 2026-11-22T03:00:00.123Z
+  return `${iso.slice(0, 23)}${String(microseconds - millis * 1000).padStart(3, '0')}Z`;
+}
+
+export function engineOrderIdOf(shard: number, engineNo: number): string {
+  return `${shard}-${engineNo}`;
+}
+
+export interface RenderContext {
+  shard: number;
+  instrumentId: string;
+  currency: string;
+  /** The order a rejection names when the engine saw none (cancel by an unknown clientOrderId): null. */
+  rejectedOrderId?: string | null;
+}
+
+export interface RenderedOutcome {
+  json: string;
+  accepted: boolean;
+  rejectCode: string;
+  rejectCodeNumber: number;
+  /** Sequence of the outcome event: the command's position on the shard stream. */
+  streamSequence: number;
+}
+
+export function renderEnvelope(context: RenderContext, header: ResultHeader, events: ResultEvent[]): RenderedOutcome {
+  const { shard, instrumentId, currency } = context;
+  const occurredAt = occurredAtOf(header.timestampUs);
+  const first = events[0];
+  if (first === undefined) throw new Error('a command result without an outcome event');
+  let outcome: Record<string, unknown>;
+  if (first.kind === EVENT_ACCEPTED) {
+    outcome = {
+      accepted: {
+        eventId: eventIdOf(shard, first.sequence),
+        orderId: first.orderA,
+        engineOrderId: engineOrderIdOf(shard, header.engineOrderId),
+        occurredAt,
+      },
+    };
+  } else if (first.kind === EVENT_REJECTED) {
+    outcome = {
+      rejected: {
+        eventId: eventIdOf(shard, first.sequence),
+        orderId: context.rejectedOrderId === undefined ? first.orderA : context.rejectedOrderId,
+        code: rejectName(first.code),
+        reason: rejectReason(first.code),
+        occurredAt,
+      },
+    };
+  } else {
+    throw new Error(`a command result starting with event kind ${first.kind}`);
+  }
+  const executions: unknown[] = [];
+  const trades: unknown[] = [];
+  for (let i = 1; i < events.length; i++) {
+    const event = events[i]!;
+    const eventId = eventIdOf(shard, event.sequence);
+    if (event.kind === EVENT_EXECUTION) {
+      executions.push({
+        eventId,
+        executionId: eventId,
+        orderId: event.orderA,
+        instrumentId,
+        quantity: { units: String(event.quantity) },
+        executionPrice: { nanos: String(event.price), currency },
+        occurredAt,
+      });
+    } else if (event.kind === EVENT_TRADE) {
+      trades.push({
+        eventId,
+        tradeId: eventId,
+        executionId: eventIdOf(shard, event.sequence - 2),
+        buyOrderId: event.orderA,
+        sellOrderId: event.orderB,
+        instrumentId,
+        quantity: { units: String(event.quantity) },
+        price: { nanos: String(event.price), currency },
+        occurredAt,
+      });
+    }
+  }
+  return {
+    json: JSON.stringify({ outcome, executions, trades }),
+    accepted: first.kind === EVENT_ACCEPTED,
+    rejectCode: first.kind === EVENT_REJECTED ? rejectName(first.code) : '',
+    rejectCodeNumber: first.kind === EVENT_REJECTED ? first.code : 0,
+    streamSequence: first.sequence,
+  };
+}
+
+export function renderPointer(commandId: string, mode: ProcessingMode): string {
+  return JSON.stringify({ commandId, status: 'ACCEPTED', processingMode: mode, statusUrl: `/api/v1/commands/${commandId}` });
+}

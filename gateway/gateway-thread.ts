@@ -1,0 +1,96 @@
+// Worker entry of a gateway thread: one uWebSockets.js app on the shared port, the
+// order flow, and the loop that reads results from the shards. The loop sleeps on
+// the thread's doorbell (Atomics.waitAsync) when nothing is in flight, so an idle
+// gateway costs no CPU.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import pino from 'pino';
+import uWS from 'uWebSockets.js';
+import type { VenueConfig } from './config.ts';
+import { buildApp } from './http-server.ts';
+import { buildOpenApi } from './openapi.ts';
+import { OrderFlow } from './order-flow.ts';
+import { Principals } from './principals.ts';
+import { SessionRegistry, type VenueSession } from './sessions.ts';
+import { RequestValidator } from './validation.ts';
+import type { VenueMemory } from './venue-memory.ts';
+
+export interface GatewayThreadData {
+  gatewayId: number;
+  port: number;
+  config: VenueConfig;
+  memory: VenueMemory;
+  session: VenueSession;
+}
+
+export type GatewayMessage = { type: 'ready'; gatewayId: number; port: number } | { type: 'drained'; gatewayId: number } | { type: 'error'; message: string };
+
+const DRAIN_TIMEOUT_MS = 15_000;
+
+const data = workerData as GatewayThreadData;
+const { config, memory, gatewayId } = data;
+const logger = pino({ level: config.logLevel, base: { thread: `gateway-${gatewayId}` } });
+const sessions = new SessionRegistry(data.session);
+const flow = new OrderFlow(gatewayId, config, memory, sessions);
+const app = buildApp({
+  config,
+  flow,
+  principals: Principals.load(config.principalsFile),
+  validator: new RequestValidator(),
+  sessions,
+  openApiJson: JSON.stringify(buildOpenApi()),
+  venueControl: new Int32Array(memory.venueControl),
+});
+let listenSocket: uWS.us_listen_socket | null = null;
+let running = true;
+
+app.listen(config.host, data.port, (socket) => {
+  if (socket === false) {
+    parentPort!.postMessage({ type: 'error', message: `gateway ${gatewayId} cannot listen on ${config.host}:${data.port}` } satisfies GatewayMessage);
+    return;
+  }
+  listenSocket = socket;
+  const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+  logger.debug({ port }, 'gateway listening');
+  parentPort!.postMessage({ type: 'ready', gatewayId, port } satisfies GatewayMessage);
+});
+
+async function resultLoop(): Promise<void> {
+  while (running) {
+    if (flow.pollResults() > 0) {
+      await yieldToLoop(); // let uWS write the answers and take new requests
+      continue;
+    }
+    const seen = flow.doorbell.prepareSleep();
+    if (flow.resultsWaiting()) {
+      flow.doorbell.wake();
+      continue;
+    }
+    // Replays waiting on another thread's command are checked every 2 ms.
+    await flow.doorbell.sleepAsync(seen, flow.waiting > 0 ? 2 : 1000);
+  }
+}
+
+resultLoop().catch((error: unknown) => {
+  logger.fatal({ err: error }, 'result loop failed');
+  process.exit(1);
+});
+
+parentPort!.on('message', (message: { type: string }) => {
+  if (message.type !== 'drain') return;
+  if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
+  listenSocket = null;
+  const started = Date.now();
+  const check = () => {
+    if (flow.inFlight === 0 || Date.now() - started > DRAIN_TIMEOUT_MS) {
+      if (flow.inFlight > 0) logger.warn({ inFlight: flow.inFlight }, 'drain timed out with commands in flight');
+      running = false;
+      flow.doorbell.ringAlways();
+      parentPort!.postMessage({ type: 'drained', gatewayId } satisfies GatewayMessage);
+    } else {
+      setTimeout(check, 5);
+    }
+  };
+  check();
+});

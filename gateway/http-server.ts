@@ -1,0 +1,215 @@
+// The HTTP surface of one gateway thread on uWebSockets.js: routes, authentication,
+// body reading with a size bound, validation, authorization, then the order flow.
+// Check order (API contract): authentication 401, role 403, size 413, shape 400,
+// participant/account 403, then idempotency and the engine.
+
+import uWS from 'uWebSockets.js';
+import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
+import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, STATUS_LINES } from './error-catalog.ts';
+import type { OrderFlow, Reply } from './order-flow.ts';
+import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
+import type { SessionRegistry } from './sessions.ts';
+import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
+import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
+
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const HEADER_VALUE_MAX = 128;
+
+export interface HttpDependencies {
+  config: VenueConfig;
+  flow: OrderFlow;
+  principals: Principals;
+  validator: RequestValidator;
+  sessions: SessionRegistry;
+  openApiJson: string;
+  /** Venue control words: [0] ready, [1] draining. */
+  venueControl: Int32Array;
+}
+
+/** A uWebSockets.js response behind the Reply interface: answers once, never after an abort. */
+class UwsReply implements Reply {
+  aborted = false;
+  private done = false;
+
+  constructor(private readonly res: uWS.HttpResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+    });
+  }
+
+  send(status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    this.res.cork(() => {
+      this.res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
+      for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      this.res.end(body);
+    });
+  }
+}
+
+function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+  res.cork(() => {
+    res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
+    for (const name in headers) res.writeHeader(name, headers[name]!);
+    res.end(body);
+  });
+}
+
+function failNow(res: uWS.HttpResponse, code: ErrorCode, message: string, details?: ErrorDetail[]): void {
+  sendNow(res, ERRORS[code].status, errorBody(code, message, details));
+}
+
+const ORDER_ROUTES: Array<[string, OrderRoute, number]> = [
+  ['/api/v1/orders/submit', 'submit', ROUTE_SUBMIT],
+  ['/api/v1/orders/cancel', 'cancel', ROUTE_CANCEL],
+  ['/api/v1/orders/modify', 'modify', ROUTE_MODIFY],
+  ['/api/v1/orders/cancel-by-client-order', 'cancel-by-client-order', ROUTE_CANCEL_BY_CLIENT_ORDER],
+];
+
+export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
+  const { config, flow, principals, validator, sessions, venueControl } = deps;
+  const app = uWS.App();
+
+  /** Authenticates and checks the role; answers and returns null on failure. */
+  const admit = (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission): Principal | null => {
+    const principal = principals.authenticate(req.getHeader('authorization'));
+    if (principal === null) {
+      failNow(res, 'UNAUTHENTICATED', 'a valid Authorization: Bearer token is required');
+      return null;
+    }
+    if (!principal.permissions.has(permission)) {
+      failNow(res, 'FORBIDDEN', `the ${[...principal.roles].join('/')} role may not use this route`);
+      return null;
+    }
+    return principal;
+  };
+
+  app.get('/healthz', (res) => sendNow(res, 200, '{"status":"ok"}'));
+  app.get('/readyz', (res) => {
+    if (Atomics.load(venueControl, 0) === 1 && Atomics.load(venueControl, 1) === 0) sendNow(res, 200, '{"status":"ready"}');
+    else failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting');
+  });
+
+  for (const [path, route, routeCode] of ORDER_ROUTES) {
+    app.post(path, (res, req) => {
+      if (Atomics.load(venueControl, 1) === 1) {
+        failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
+        return;
+      }
+      const principal = admit(res, req, 'orders');
+      if (principal === null) return;
+      const clientId = req.getHeader('x-client-id');
+      const idempotencyKey = req.getHeader('idempotency-key');
+      const modeHeader = req.getHeader('x-processing-mode');
+      const declaredLength = Number(req.getHeader('content-length') || '0');
+      if (declaredLength > config.maxBodyBytes) {
+        failNow(res, 'PAYLOAD_TOO_LARGE', `the body may not exceed ${config.maxBodyBytes} bytes`);
+        return;
+      }
+      const reply = new UwsReply(res);
+      readBody(res, config.maxBodyBytes, reply, (raw) => {
+        const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(raw.toString('utf8'));
+        } catch {
+          reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
+          return;
+        }
+        const result = validator.validate<SubmitBody | TargetBody | CancelByClientOrderBody>(route, parsed);
+        const details = [...headerProblems, ...(result.ok ? [] : result.details)];
+        if (!result.ok || details.length > 0) {
+          reply.send(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+          return;
+        }
+        const forbidden = authorizationProblem(principal, result.body);
+        if (forbidden !== null) {
+          reply.send(403, errorBody('FORBIDDEN', forbidden));
+          return;
+        }
+        flow.handle({
+          route: routeCode,
+          principal,
+          clientId,
+          idempotencyKey,
+          mode: (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode,
+          body: result.body,
+          priceNanos: result.priceNanos,
+          quantityUnits: result.quantityUnits,
+          reply,
+        });
+      });
+    });
+    app.any(path, (res) => failNow(res, 'METHOD_NOT_ALLOWED', `${path} takes POST`));
+  }
+
+  app.get('/api/v1/commands/:commandId', (res, req) => {
+    const principal = admit(res, req, 'command-status-own');
+    if (principal === null) return;
+    const view = flow.statusView(req.getParameter(0), principal, principal.permissions.has('command-status-any'));
+    if (view === null) failNow(res, 'NOT_FOUND', 'no such command');
+    else sendNow(res, 200, view);
+  });
+
+  app.get('/api/v1/venue/session', (res, req) => {
+    if (admit(res, req, 'public') === null) return;
+    sendNow(res, 200, JSON.stringify(sessions.active));
+  });
+
+  app.get('/api/v1/openapi.json', (res, req) => {
+    if (admit(res, req, 'public') === null) return;
+    sendNow(res, 200, deps.openApiJson);
+  });
+
+  // /internal/... handlers are never reachable from the public listener.
+  app.any('/internal/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
+  app.any('/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
+  return app;
+}
+
+/** Collects the body up to `max` bytes; answers 413 beyond it. */
+function readBody(res: uWS.HttpResponse, max: number, reply: Reply, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  res.onData((chunk, isLast) => {
+    if (finished) return;
+    size += chunk.byteLength;
+    if (size > max) {
+      finished = true;
+      reply.send(413, errorBody('PAYLOAD_TOO_LARGE', `the body may not exceed ${max} bytes`), { ...JSON_HEADERS, Connection: 'close' });
+      return;
+    }
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) {
+      finished = true;
+      done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    }
+  });
+}
+
+function checkOrderHeaders(clientId: string, idempotencyKey: string, mode: string): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  const printable = /^[\x21-\x7e]+$/;
+  if (clientId === '') details.push({ field: 'X-Client-Id', message: 'the X-Client-Id header is required' });
+  else if (clientId.length > HEADER_VALUE_MAX || !printable.test(clientId)) {
+    details.push({ field: 'X-Client-Id', message: `X-Client-Id must be 1 to ${HEADER_VALUE_MAX} visible ASCII characters` });
+  }
+  if (idempotencyKey === '') details.push({ field: 'Idempotency-Key', message: 'the Idempotency-Key header is required' });
+  else if (idempotencyKey.length > HEADER_VALUE_MAX || !printable.test(idempotencyKey)) {
+    details.push({ field: 'Idempotency-Key', message: `Idempotency-Key must be 1 to ${HEADER_VALUE_MAX} visible ASCII characters` });
+  }
+  if (mode !== '' && !(PROCESSING_MODES as readonly string[]).includes(mode)) {
+    details.push({ field: 'X-Processing-Mode', message: `X-Processing-Mode must be one of ${PROCESSING_MODES.join(', ')}` });
+  }
+  return details;
+}
+
+/** The participant and account of the body must be the principal's. */
+function authorizationProblem(principal: Principal, body: SubmitBody | TargetBody | CancelByClientOrderBody): string | null {
+  if ('accountId' in body) {
+    return mayActFor(principal, body.participantId, body.accountId) ? null : 'you may not act for this participant and account';
+  }
+  return mayActFor(principal, body.participantId) ? null : 'you may not act for this participant';
+}

@@ -1,0 +1,119 @@
+// The OpenAPI 3.1 document, built from the same schema objects the gateway validates
+// with (schemas.ts). Served at GET /api/v1/openapi.json.
+
+import {
+  acceptedPointerSchema,
+  cancelByClientOrderSchema,
+  cancelOrderSchema,
+  commandStatusSchema,
+  errorSchema,
+  modifyOrderSchema,
+  resultEnvelopeSchema,
+  submitOrderSchema,
+  venueSessionSchema,
+} from './schemas.ts';
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown) => ({ 'application/json': { schema } });
+const error = (description: string) => ({ description, content: json(ref('Error')) });
+
+function strip<T extends { $id?: string }>(schema: T): Omit<T, '$id'> {
+  const { $id: _id, ...rest } = schema;
+  return rest;
+}
+
+const orderHeaders = [
+  { name: 'X-Client-Id', in: 'header', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } },
+  {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: true,
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+    description: 'scope (principal, X-Client-Id, Idempotency-Key): the same payload replays the original answer byte for byte; another payload is 409',
+  },
+  {
+    name: 'X-Processing-Mode',
+    in: 'header',
+    required: false,
+    schema: { enum: ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] },
+    description: 'overrides PROCESSING_MODE for this request',
+  },
+];
+
+function orderOperation(summary: string, schemaName: string) {
+  return {
+    post: {
+      summary,
+      security: [{ bearer: [] }],
+      parameters: orderHeaders,
+      requestBody: { required: true, content: json(ref(schemaName)) },
+      responses: {
+        200: { description: 'sync-result: the outcome (a business rejection is also 200, with outcome.rejected)', content: json(ref('ResultEnvelope')) },
+        202: { description: 'captured-ack, stream-ack, accepted-async: the accepted pointer', content: json(ref('AcceptedPointer')) },
+        400: error('validation failed, missing X-Client-Id or Idempotency-Key, or the body is not JSON; nothing is recorded'),
+        401: error('missing or unknown bearer token'),
+        403: error('the role may not use this route, or the participant/account is not yours'),
+        409: error('IDEMPOTENCY_CONFLICT: the key was used with another payload, or the commandId by another command'),
+        413: error('the body is larger than MAX_BODY_BYTES'),
+        503: error('OVERLOADED or UNAVAILABLE: not accepted; retry later with the same Idempotency-Key (Retry-After)'),
+      },
+    },
+  };
+}
+
+export function buildOpenApi(): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status and venue session (this release).' },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        SubmitOrder: strip(submitOrderSchema),
+        ModifyOrder: strip(modifyOrderSchema),
+        CancelOrder: strip(cancelOrderSchema),
+        CancelByClientOrder: strip(cancelByClientOrderSchema),
+        ResultEnvelope: strip(resultEnvelopeSchema),
+        AcceptedPointer: strip(acceptedPointerSchema),
+        CommandStatus: strip(commandStatusSchema),
+        VenueSession: strip(venueSessionSchema),
+        Error: strip(errorSchema),
+      },
+    },
+    paths: {
+      '/api/v1/orders/submit': orderOperation('Submit a limit order', 'SubmitOrder'),
+      '/api/v1/orders/cancel': orderOperation('Cancel an order (full target context)', 'CancelOrder'),
+      '/api/v1/orders/modify': orderOperation('Modify an order: new total quantity and price', 'ModifyOrder'),
+      '/api/v1/orders/cancel-by-client-order': orderOperation('Cancel the open order of a clientOrderId', 'CancelByClientOrder'),
+      '/api/v1/commands/{commandId}': {
+        get: {
+          summary: 'Command status (traders: their own commands; operators: any)',
+          security: [{ bearer: [] }],
+          parameters: [{ name: 'commandId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          responses: {
+            200: { description: 'the command status view', content: json(ref('CommandStatus')) },
+            401: error('missing or unknown bearer token'),
+            403: error('the role may not read command status'),
+            404: error('no such command (or not yours)'),
+          },
+        },
+      },
+      '/api/v1/venue/session': {
+        get: {
+          summary: 'The active venue session',
+          security: [{ bearer: [] }],
+          responses: { 200: { description: 'runId, venueSessionId, startedAt', content: json(ref('VenueSession')) }, 401: error('missing or unknown bearer token') },
+        },
+      },
+      '/api/v1/openapi.json': {
+        get: { summary: 'This document', security: [{ bearer: [] }], responses: { 200: { description: 'OpenAPI 3.1' }, 401: error('missing or unknown bearer token') } },
+      },
+      '/healthz': { get: { summary: 'Liveness: 200 while the process lives', responses: { 200: { description: '{ "status": "ok" }' } } } },
+      '/readyz': {
+        get: {
+          summary: 'Readiness: 200 once every thread is up, 503 while starting or draining',
+          responses: { 200: { description: '{ "status": "ready" }' }, 503: error('not ready') },
+        },
+      },
+    },
+  };
+}

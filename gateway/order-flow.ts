@@ -1,0 +1,626 @@
+// The order-command path of one gateway thread, after a request is authenticated,
+// validated and authorized: idempotency, routing to a shard, the command slot on
+// the ring, and the answer when the shard's result comes back.
+//
+//   claim the idempotency scope and the commandId (shared tables, all gateways)
+//     -> replay the original answer (or wait for it), or 409 for another payload
+//   resolve what the route needs (order directory, clientOrderId claims)
+//   write one 128-byte slot on the ring to the shard; ring full -> undo, 503
+//   async modes answer 202 now; sync-result (and stream-ack) answer on the result
+//
+// Business rejections decided here (a duplicate clientOrderId, an unknown
+// clientOrderId, an orderId already used on another shard) are sent to a shard as a
+// REJECT command, so that they too are sequenced, canonical outcomes.
+
+import { createHash } from 'node:crypto';
+import {
+  COMMAND_ACCOUNT_ID_WORD,
+  COMMAND_ARGUMENT_WORD,
+  COMMAND_CURRENCY_WORD,
+  COMMAND_HEADER_WORD,
+  COMMAND_ID_WORD,
+  COMMAND_INSTRUMENT_ID_WORD,
+  COMMAND_ORDER_ID_WORD,
+  COMMAND_PARTICIPANT_ID_WORD,
+  COMMAND_PRICE_NANOS_FLOAT,
+  COMMAND_QUANTITY_UNITS_FLOAT,
+  COMMAND_RUN_WORD,
+  COMMAND_SESSION_WORD,
+  COMMAND_SLOT_BYTES,
+  COMMAND_TIMESTAMP_US_FLOAT,
+  COMMAND_TOKEN_WORD,
+  packCurrency,
+  packHeader,
+  unpackCurrency,
+} from '../core/command-slot.ts';
+import {
+  OPCODE_CANCEL,
+  OPCODE_MODIFY,
+  OPCODE_QUERY,
+  OPCODE_REJECT,
+  OPCODE_SUBMIT,
+  ORDER_TYPE_LIMIT,
+  ORDER_TYPE_LIMIT_HIDDEN,
+  rejectCodeOf,
+  SIDE_BUY,
+  SIDE_SELL,
+  STATE_OPEN,
+  STATE_PARTIALLY_FILLED,
+  TIME_IN_FORCE_DAY,
+  TIME_IN_FORCE_IOC,
+} from '../core/codes.ts';
+import { Doorbell } from '../core/doorbell.ts';
+import { ResultReader } from '../core/result-reader.ts';
+import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
+import { ringReadIndex, RingProducer } from '../core/ring.ts';
+import { shardOf } from '../core/shard-map.ts';
+import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
+import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
+import { CommandStore, RESULT, type CommandSnapshot } from './command-store.ts';
+import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
+import { renderEnvelope, renderPointer } from './envelope.ts';
+import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
+import { mayActFor, type Principal } from './principals.ts';
+import type { SessionRegistry } from './sessions.ts';
+import { renderStatusView, ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
+import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
+import { attachTable, recordRef, refGateway, refIndex, type VenueMemory } from './venue-memory.ts';
+
+/** How a request is answered; implemented over a uWebSockets.js response. */
+export interface Reply {
+  send(status: number, body: string | Uint8Array, headers?: Record<string, string>): void;
+  readonly aborted: boolean;
+}
+
+export interface OrderRequest {
+  route: number;
+  principal: Principal;
+  clientId: string;
+  idempotencyKey: string;
+  mode: ProcessingMode;
+  body: SubmitBody | TargetBody | CancelByClientOrderBody;
+  priceNanos: number;
+  quantityUnits: number;
+  reply: Reply;
+}
+
+/** Everything needed to write one command slot. */
+interface SlotCommand {
+  opcode: number;
+  header: number;
+  runNo: number;
+  sessionNo: number;
+  commandId: Int32Array;
+  orderId: Int32Array;
+  instrumentId: Int32Array;
+  participantId: Int32Array;
+  accountId: Int32Array;
+  currency: number;
+  priceNanos: number;
+  quantityUnits: number;
+  argument: number;
+}
+
+/** A command (or query) waiting for its shard's result. */
+interface Pending {
+  token: number;
+  reply: Reply | null;
+  recordIndex: number;
+  mode: number;
+  shard: number;
+  instrumentId: string;
+  currency: string;
+  commandId: string;
+  /** What to undo or keep when the result comes: the claims this command made. */
+  orderDirectoryKey: Int32Array | null;
+  clientOrderKey: Int32Array | null;
+  rejectedOrderIdNull: boolean;
+  /** Set for a state query: called with the order's state instead of rendering. */
+  onQuery: ((state: number) => void) | null;
+}
+
+/** A replay that found the original command still in flight. */
+interface Waiter {
+  reply: Reply;
+  ref: number;
+  commandId: Int32Array;
+  deadlineMs: number;
+}
+
+const RETRY_AFTER = { 'Retry-After': '1' };
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const WAIT_FOR_ORIGINAL_MS = 10_000;
+const ZERO_UUID = new Int32Array(4);
+
+function digest(...parts: string[]): Buffer {
+  const hash = createHash('sha256');
+  parts.forEach((part, k) => {
+    if (k > 0) hash.update('\u0000');
+    hash.update(part);
+  });
+  return hash.digest();
+}
+
+/** JSON with object keys sorted: the same payload hashes the same whatever its key order. */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.keys(value as Record<string, unknown>).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+  return `{${entries.join(',')}}`;
+}
+
+function wordsOf(buffer: Buffer): Int32Array {
+  const words = new Int32Array(4);
+  for (let k = 0; k < 4; k++) words[k] = buffer.readInt32BE(k * 4);
+  return words;
+}
+
+function sameWords(a: Int32Array, b: Int32Array): boolean {
+  return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
+}
+
+export class OrderFlow {
+  private readonly gatewayId: number;
+  private readonly config: VenueConfig;
+  private readonly memory: VenueMemory;
+  private readonly sessions: SessionRegistry;
+  private readonly idempotency: SharedKeyTable;
+  private readonly commandIds: SharedKeyTable;
+  private readonly orderDirectory: SharedKeyTable;
+  private readonly clientOrders: SharedKeyTable;
+  private readonly stores: CommandStore[];
+  private readonly store: CommandStore;
+  private readonly rings: RingProducer[];
+  private readonly readers: ResultReader[];
+  private readonly shardBells: Doorbell[];
+  readonly doorbell: Doorbell;
+  private readonly pending = new Map<number, Pending>();
+  private readonly waiters: Waiter[] = [];
+  private nextToken = 1;
+
+  constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry) {
+    this.gatewayId = gatewayId;
+    this.config = config;
+    this.memory = memory;
+    this.sessions = sessions;
+    this.idempotency = attachTable(memory, 'idempotency');
+    this.commandIds = attachTable(memory, 'commandIds');
+    this.orderDirectory = attachTable(memory, 'orderDirectory');
+    this.clientOrders = attachTable(memory, 'clientOrders');
+    this.stores = memory.commandStores.map((buffer) => new CommandStore(buffer, memory.storeRecords));
+    this.store = this.stores[gatewayId]!;
+    this.rings = memory.commandRings[gatewayId]!.map((buffer) => new RingProducer(buffer, COMMAND_SLOT_BYTES));
+    this.readers = memory.resultRings.map((perGateway) => new ResultReader(perGateway[gatewayId]!));
+    this.shardBells = memory.shardDoorbells.map((buffer) => new Doorbell(buffer));
+    this.doorbell = new Doorbell(memory.gatewayDoorbells[gatewayId]!);
+  }
+
+  get inFlight(): number {
+    return this.pending.size + this.waiters.length;
+  }
+
+  /** True when a result ring has something to read. */
+  resultsWaiting(): boolean {
+    return this.readers.some((reader) => reader.ring.available() > 0);
+  }
+
+  // ---- taking a command ----
+
+  handle(request: OrderRequest): void {
+    const { body, route, reply } = request;
+    const payload = digest(String(route), canonicalJson(body));
+    const payloadWords = wordsOf(payload);
+    const scope = wordsOf(digest(request.principal.principalId, request.clientId, request.idempotencyKey));
+    const commandId = uuidWords(body.commandId);
+    const index = this.store.create({
+      processingMode: PROCESSING_MODES.indexOf(request.mode),
+      route,
+      principal: request.principal.index,
+      commandId: body.commandId,
+      orderId: 'orderId' in body ? body.orderId : null,
+      instrumentId: 'instrumentId' in body ? body.instrumentId : null,
+      payloadHash: payload,
+      clientId: request.clientId,
+      idempotencyKey: request.idempotencyKey,
+      receivedAtUs: Math.round((performance.timeOrigin + performance.now()) * 1000),
+    });
+    const ref = recordRef(this.gatewayId, index);
+    const existingPayload = new Int32Array(4);
+    const existing = this.idempotency.insertIfAbsent(scope, 0, ref, payloadWords, existingPayload);
+    if (existing !== NOT_FOUND) {
+      this.store.void(index);
+      if (!sameWords(existingPayload, payloadWords)) {
+        this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+        return;
+      }
+      this.replayOrWait(reply, existing, commandId);
+      return;
+    }
+    if (this.commandIds.insertIfAbsent(commandId, 0, ref) !== NOT_FOUND) {
+      this.idempotency.remove(scope, 0, ref);
+      this.store.void(index);
+      this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+      return;
+    }
+    const undoClaims = () => {
+      this.idempotency.remove(scope, 0, ref);
+      this.commandIds.remove(commandId, 0, ref);
+      this.store.void(index);
+    };
+    if (route === ROUTE_SUBMIT) this.submit(request, index, ref, commandId, undoClaims);
+    else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, index, commandId, undoClaims);
+    else this.target(request, index, commandId, undoClaims);
+  }
+
+  private submit(request: OrderRequest, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
+    const body = request.body as SubmitBody;
+    const instrument = uuidWords(body.instrumentId);
+    const orderId = uuidWords(body.orderId);
+    const shard = shardOf(instrument, 0, this.memory.shardCount);
+    const [runNo, sessionNo] = this.sessions.activeNumbers();
+    const command: SlotCommand = {
+      opcode: OPCODE_SUBMIT,
+      header: packHeader(
+        OPCODE_SUBMIT,
+        body.side === 'BUY' ? SIDE_BUY : SIDE_SELL,
+        body.orderType === 'LIMIT' ? ORDER_TYPE_LIMIT : ORDER_TYPE_LIMIT_HIDDEN,
+        body.timeInForce === 'DAY' ? TIME_IN_FORCE_DAY : TIME_IN_FORCE_IOC,
+      ),
+      runNo,
+      sessionNo,
+      commandId,
+      orderId,
+      instrumentId: instrument,
+      participantId: uuidWords(body.participantId),
+      accountId: uuidWords(body.accountId),
+      currency: packCurrency(body.currency),
+      priceNanos: request.priceNanos,
+      quantityUnits: request.quantityUnits,
+      argument: 0,
+    };
+    const pending = this.newPending(request, index, shard, body.instrumentId, body.currency, body.commandId);
+    const proceed = (clientOrderKey: Int32Array | null) => {
+      pending.clientOrderKey = clientOrderKey;
+      // An orderId known anywhere on the venue is a duplicate even when its shard differs.
+      if (this.orderDirectory.insertIfAbsent(orderId, 0, shard) !== NOT_FOUND) {
+        this.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_ORDER_ID') }, undoClaims);
+        return;
+      }
+      pending.orderDirectoryKey = orderId;
+      this.dispatch(pending, command, undoClaims);
+    };
+    if (body.clientOrderId === undefined) {
+      proceed(null);
+      return;
+    }
+    const key = wordsOf(digest(body.participantId.toLowerCase(), body.clientOrderId));
+    const extra = new Int32Array(14);
+    extra.set(orderId, 0);
+    extra.set(instrument, 4);
+    extra.set(command.accountId, 8);
+    extra[12] = runNo;
+    extra[13] = sessionNo;
+    const existingExtra = new Int32Array(14);
+    const existing = this.clientOrders.insertIfAbsent(key, 0, ref, extra, existingExtra);
+    if (existing === NOT_FOUND) {
+      proceed(key);
+      return;
+    }
+    const duplicate = () =>
+      this.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_CLIENT_ORDER_ID') }, undoClaims);
+    const replaceClaim = () => (this.clientOrders.replace(key, 0, existing, ref, extra) ? proceed(key) : duplicate());
+    // Is the order holding this clientOrderId still open? Its record says so while it
+    // has no result; afterwards only its shard knows.
+    const heldOrder = existingExtra.subarray(0, 4);
+    const held = this.stores[refGateway(existing)]?.read(refIndex(existing));
+    if (held !== undefined && held !== null && held.orderId !== null && sameWords(uuidWords(held.orderId), heldOrder)) {
+      if (held.resultStatus === RESULT.NONE) return duplicate();
+      if (held.resultStatus === RESULT.REJECTED) return replaceClaim();
+    }
+    const heldShard = this.orderDirectory.get(heldOrder, 0);
+    this.query(heldShard === NOT_FOUND ? shardOf(existingExtra, 4, this.memory.shardCount) : heldShard, heldOrder, (state) =>
+      state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim(),
+    );
+  }
+
+  private target(request: OrderRequest, index: number, commandId: Int32Array, undoClaims: () => void): void {
+    const body = request.body as TargetBody;
+    const orderId = uuidWords(body.orderId);
+    const instrument = uuidWords(body.instrumentId);
+    const [runNo, sessionNo] = this.sessions.numbersOf(body.runId, body.venueSessionId);
+    const modify = request.route === ROUTE_MODIFY;
+    const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
+    const known = this.orderDirectory.get(orderId, 0);
+    const shard = known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
+    const pending = this.newPending(request, index, shard, body.instrumentId, '', body.commandId);
+    this.dispatch(
+      pending,
+      {
+        opcode,
+        header: packHeader(opcode, 0, 0, 0),
+        runNo,
+        sessionNo,
+        commandId,
+        orderId,
+        instrumentId: instrument,
+        participantId: uuidWords(body.participantId),
+        accountId: uuidWords(body.accountId),
+        currency: 0,
+        priceNanos: modify ? request.priceNanos : 0,
+        quantityUnits: modify ? request.quantityUnits : 0,
+        argument: 0,
+      },
+      undoClaims,
+    );
+  }
+
+  /** Resolves (participantId, clientOrderId) and sends a normal cancel for the order found. */
+  private cancelByClientOrder(request: OrderRequest, index: number, commandId: Int32Array, undoClaims: () => void): void {
+    const body = request.body as CancelByClientOrderBody;
+    const participant = uuidWords(body.participantId);
+    const extra = new Int32Array(14);
+    const found = this.clientOrders.get(wordsOf(digest(body.participantId.toLowerCase(), body.clientOrderId)), 0, extra);
+    if (found === NOT_FOUND) {
+      const shard = shardOf(participant, 0, this.memory.shardCount);
+      const pending = this.newPending(request, index, shard, '', '', body.commandId);
+      pending.rejectedOrderIdNull = true;
+      this.dispatch(
+        pending,
+        {
+          opcode: OPCODE_REJECT,
+          header: packHeader(OPCODE_REJECT, 0, 0, 0),
+          runNo: -1,
+          sessionNo: -1,
+          commandId,
+          orderId: ZERO_UUID,
+          instrumentId: ZERO_UUID,
+          participantId: participant,
+          accountId: ZERO_UUID,
+          currency: 0,
+          priceNanos: 0,
+          quantityUnits: 0,
+          argument: rejectCodeOf('ORDER_NOT_FOUND'),
+        },
+        undoClaims,
+      );
+      return;
+    }
+    const orderId = extra.slice(0, 4);
+    const instrument = extra.slice(4, 8);
+    const account = extra.slice(8, 12);
+    const accountText = formatWords(account);
+    if (!mayActFor(request.principal, body.participantId, accountText)) {
+      undoClaims();
+      this.fail(request.reply, 'FORBIDDEN', 'the order of this clientOrderId belongs to an account you may not act for');
+      return;
+    }
+    const known = this.orderDirectory.get(orderId, 0);
+    const shard = known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
+    const pending = this.newPending(request, index, shard, formatWords(instrument), '', body.commandId);
+    this.dispatch(
+      pending,
+      {
+        opcode: OPCODE_CANCEL,
+        header: packHeader(OPCODE_CANCEL, 0, 0, 0),
+        runNo: extra[12]!,
+        sessionNo: extra[13]!,
+        commandId,
+        orderId,
+        instrumentId: instrument,
+        participantId: participant,
+        accountId: account,
+        currency: 0,
+        priceNanos: 0,
+        quantityUnits: 0,
+        argument: 0,
+      },
+      undoClaims,
+    );
+  }
+
+  private newPending(request: OrderRequest, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {
+    return {
+      token: 0,
+      reply: request.reply,
+      recordIndex: index,
+      mode: PROCESSING_MODES.indexOf(request.mode),
+      shard,
+      instrumentId,
+      currency,
+      commandId,
+      orderDirectoryKey: null,
+      clientOrderKey: null,
+      rejectedOrderIdNull: false,
+      onQuery: null,
+    };
+  }
+
+  /** Writes the slot and registers the pending result; undoes every claim on 503. */
+  private dispatch(pending: Pending, command: SlotCommand, undoClaims: () => void): void {
+    const ring = this.rings[pending.shard]!;
+    if (ring.freeSlots() === 0 || this.pending.size >= this.config.maxInFlight) {
+      undoClaims();
+      if (pending.orderDirectoryKey !== null) this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
+      if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+      if (pending.reply !== null) this.fail(pending.reply, 'OVERLOADED', 'the venue is at capacity; retry with the same Idempotency-Key', RETRY_AFTER);
+      return;
+    }
+    const ringIndex = this.write(ring, pending, command);
+    this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : formatWords(command.orderId));
+    const mode = PROCESSING_MODES[pending.mode]!;
+    if ((mode === 'accepted-async' || mode === 'captured-ack') && pending.reply !== null) {
+      const body = renderPointer(pending.commandId, mode);
+      this.store.setResponse(pending.recordIndex, 202, body);
+      this.send(pending.reply, 202, body);
+      pending.reply = null;
+    }
+  }
+
+  private write(ring: RingProducer, pending: Pending, command: SlotCommand): number {
+    const token = this.nextToken;
+    this.nextToken = this.nextToken >= 0x7fffffff ? 1 : this.nextToken + 1;
+    pending.token = token;
+    this.pending.set(token, pending);
+    const ringIndex = ring.nextIndex;
+    const offset = ring.slotOffset(ringIndex);
+    const w = offset >> 2;
+    const f = offset >> 3;
+    const words = ring.words;
+    words[w + COMMAND_HEADER_WORD] = command.header;
+    words[w + COMMAND_TOKEN_WORD] = token;
+    words[w + COMMAND_RUN_WORD] = command.runNo;
+    words[w + COMMAND_SESSION_WORD] = command.sessionNo;
+    words.set(command.commandId, w + COMMAND_ID_WORD);
+    words.set(command.orderId, w + COMMAND_ORDER_ID_WORD);
+    words.set(command.instrumentId, w + COMMAND_INSTRUMENT_ID_WORD);
+    words.set(command.participantId, w + COMMAND_PARTICIPANT_ID_WORD);
+    words.set(command.accountId, w + COMMAND_ACCOUNT_ID_WORD);
+    words[w + COMMAND_CURRENCY_WORD] = command.currency;
+    words[w + COMMAND_ARGUMENT_WORD] = command.argument;
+    ring.floats[f + COMMAND_PRICE_NANOS_FLOAT] = command.priceNanos;
+    ring.floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = command.quantityUnits;
+    ring.floats[f + COMMAND_TIMESTAMP_US_FLOAT] = 0;
+    ring.publish(1);
+    this.shardBells[pending.shard]!.ring();
+    return ringIndex;
+  }
+
+  /** Asks a shard for an order's state (not sequenced); `then` runs with the answer. */
+  private query(shard: number, orderId: Int32Array, then: (state: number) => void): void {
+    const pending: Pending = {
+      token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '',
+      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then,
+    };
+    const ring = this.rings[shard]!;
+    if (ring.freeSlots() === 0) {
+      then(STATE_OPEN); // cannot tell: the safe answer is "still open" (a duplicate reject)
+      return;
+    }
+    this.write(ring, pending, {
+      opcode: OPCODE_QUERY, header: packHeader(OPCODE_QUERY, 0, 0, 0), runNo: 0, sessionNo: 0, commandId: ZERO_UUID, orderId,
+      instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: 0,
+    });
+  }
+
+  // ---- results ----
+
+  /** Reads every result ring once; returns the records read. */
+  pollResults(): number {
+    let read = 0;
+    for (let shard = 0; shard < this.readers.length; shard++) {
+      read += this.readers[shard]!.poll((header, events) => this.complete(shard, header, events));
+    }
+    if (this.waiters.length > 0) this.checkWaiters();
+    return read;
+  }
+
+  private complete(shard: number, header: ResultHeader, events: ResultEvent[]): void {
+    const pending = this.pending.get(header.token);
+    if (pending === undefined) throw new Error(`result for unknown token ${header.token} from shard ${shard}`);
+    this.pending.delete(header.token);
+    if (pending.onQuery !== null) {
+      pending.onQuery(header.queryState);
+      return;
+    }
+    const currency = pending.currency !== '' ? pending.currency : header.currency !== 0 ? unpackCurrency(header.currency) : '';
+    const outcome = renderEnvelope(
+      { shard, instrumentId: pending.instrumentId, currency, ...(pending.rejectedOrderIdNull ? { rejectedOrderId: null } : {}) },
+      header,
+      events,
+    );
+    if (!outcome.accepted) {
+      // A submit that did not enter the book leaves no claim on its orderId or clientOrderId,
+      // except when it was rejected precisely because another order holds them.
+      if (pending.orderDirectoryKey !== null && outcome.rejectCode !== 'DUPLICATE_ORDER_ID') {
+        this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
+      }
+      if (pending.clientOrderKey !== null && outcome.rejectCode !== 'DUPLICATE_CLIENT_ORDER_ID') {
+        this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+      }
+    }
+    this.store.setResult(pending.recordIndex, {
+      accepted: outcome.accepted,
+      rejectCode: outcome.rejectCodeNumber,
+      streamSequence: outcome.streamSequence,
+      batch: header.batch,
+      completedAtUs: header.timestampUs,
+      envelope: outcome.json,
+    });
+    if (pending.reply === null) return;
+    const mode = PROCESSING_MODES[pending.mode]!;
+    const [status, body] = mode === 'sync-result' ? [200, outcome.json] : [202, renderPointer(pending.commandId, mode)];
+    this.store.setResponse(pending.recordIndex, status, body);
+    this.send(pending.reply, status, body);
+  }
+
+  // ---- replays and status ----
+
+  private replayOrWait(reply: Reply, ref: number, commandId: Int32Array): void {
+    const snapshot = this.snapshotOf(ref, commandId);
+    if (snapshot === null) {
+      this.fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
+      return;
+    }
+    if (snapshot.response !== null) {
+      this.send(reply, snapshot.responseStatus, snapshot.response);
+      return;
+    }
+    this.waiters.push({ reply, ref, commandId, deadlineMs: Date.now() + WAIT_FOR_ORIGINAL_MS });
+  }
+
+  /** Answers replays whose original has been answered meanwhile; gives up after a bound. */
+  checkWaiters(): void {
+    const now = Date.now();
+    for (let k = this.waiters.length - 1; k >= 0; k--) {
+      const waiter = this.waiters[k]!;
+      const snapshot = this.snapshotOf(waiter.ref, waiter.commandId);
+      if (snapshot !== null && snapshot.response === null && now < waiter.deadlineMs && !waiter.reply.aborted) continue;
+      this.waiters.splice(k, 1);
+      if (snapshot === null || snapshot.response === null) {
+        this.fail(waiter.reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
+      } else {
+        this.send(waiter.reply, snapshot.responseStatus, snapshot.response);
+      }
+    }
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  private snapshotOf(ref: number, commandId?: Int32Array): CommandSnapshot | null {
+    const store = this.stores[refGateway(ref)];
+    return store === undefined ? null : store.read(refIndex(ref), commandId);
+  }
+
+  /** GET /api/v1/commands/{commandId}: the status view, or null if unknown (or not the caller's). */
+  statusView(commandIdText: string, principal: Principal, any: boolean): string | null {
+    const commandId = new Int32Array(4);
+    if (!parseUuidInto(commandIdText, commandId, 0)) return null;
+    const ref = this.commandIds.get(commandId, 0);
+    if (ref === NOT_FOUND) return null;
+    const snapshot = this.snapshotOf(ref, commandId);
+    if (snapshot === null || (!any && snapshot.principal !== principal.index)) return null;
+    let taken = false;
+    if (snapshot.shard >= 0) {
+      const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
+      taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+    }
+    return renderStatusView(snapshot, taken);
+  }
+
+  // ---- answers ----
+
+  private send(reply: Reply, status: number, body: string | Uint8Array, headers?: Record<string, string>): void {
+    if (reply.aborted) return;
+    reply.send(status, body, headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...headers });
+  }
+
+  private fail(reply: Reply, code: ErrorCode, message: string, headers?: Record<string, string>): void {
+    this.send(reply, ERRORS[code].status, errorBody(code, message), headers);
+  }
+}
+
+function formatWords(words: Int32Array): string {
+  return formatUuid(words, 0);
+}

@@ -1,0 +1,120 @@
+// Request validation: the schemas of schemas.ts compiled once per thread with ajv,
+// then the checks a schema cannot express (exact price and quantity ranges through
+// the fixed-point parser). Every failure becomes a 400 with field-level details.
+
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { parseErrorReason, parsePriceNanos, parseQuantityUnits } from '../core/fixed-point.ts';
+import { isUuid } from '../core/uuid.ts';
+import type { ErrorDetail } from './error-catalog.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from './schemas.ts';
+
+// ajv-formats is CommonJS with a default export; under ESM interop it arrives as the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
+
+export type OrderRoute = 'submit' | 'cancel' | 'modify' | 'cancel-by-client-order';
+
+export interface SubmitBody {
+  commandId: string;
+  traceId: string;
+  causationId: string;
+  correlationId: string;
+  actorId: string;
+  occurredAt: string;
+  orderId: string;
+  instrumentId: string;
+  participantId: string;
+  accountId: string;
+  side: 'BUY' | 'SELL';
+  orderType: 'LIMIT' | 'LIMIT_HIDDEN';
+  quantityUnits: string;
+  limitPrice: string;
+  currency: string;
+  timeInForce: 'DAY' | 'IOC';
+  clientOrderId?: string;
+}
+
+export interface TargetBody {
+  commandId: string;
+  traceId: string;
+  causationId: string;
+  correlationId: string;
+  actorId: string;
+  occurredAt: string;
+  orderId: string;
+  runId: string;
+  venueSessionId: string;
+  instrumentId: string;
+  participantId: string;
+  accountId: string;
+  quantityUnits?: string;
+  limitPrice?: string;
+  reason?: string;
+}
+
+export interface CancelByClientOrderBody {
+  commandId: string;
+  traceId: string;
+  causationId: string;
+  correlationId: string;
+  actorId: string;
+  occurredAt: string;
+  participantId: string;
+  clientOrderId: string;
+  reason: string;
+}
+
+export type ValidationResult<T> = { ok: true; body: T; priceNanos: number; quantityUnits: number } | { ok: false; details: ErrorDetail[] };
+
+export class RequestValidator {
+  private readonly validators: Record<OrderRoute, ValidateFunction>;
+
+  constructor() {
+    const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false });
+    addFormats(ajv, ['date-time']);
+    ajv.addFormat('uuid', { type: 'string', validate: isUuid });
+    this.validators = {
+      submit: ajv.compile(submitOrderSchema),
+      cancel: ajv.compile(cancelOrderSchema),
+      modify: ajv.compile(modifyOrderSchema),
+      'cancel-by-client-order': ajv.compile(cancelByClientOrderSchema),
+    };
+  }
+
+  validate<T>(route: OrderRoute, body: unknown): ValidationResult<T> {
+    const validator = this.validators[route];
+    if (!validator(body)) return { ok: false, details: (validator.errors ?? []).map(toDetail) };
+    const values = body as { quantityUnits?: string; limitPrice?: string };
+    const details: ErrorDetail[] = [];
+    let priceNanos = 0;
+    let quantityUnits = 0;
+    if (values.limitPrice !== undefined) {
+      priceNanos = parsePriceNanos(values.limitPrice);
+      if (priceNanos < 0) details.push({ field: 'limitPrice', message: `limitPrice ${parseErrorReason(priceNanos)}` });
+    }
+    if (values.quantityUnits !== undefined) {
+      quantityUnits = parseQuantityUnits(values.quantityUnits);
+      if (quantityUnits < 0) details.push({ field: 'quantityUnits', message: `quantityUnits ${parseErrorReason(quantityUnits)}` });
+    }
+    if (details.length > 0) return { ok: false, details };
+    return { ok: true, body: body as T, priceNanos, quantityUnits };
+  }
+}
+
+function toDetail(error: ErrorObject): ErrorDetail {
+  const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (error.keyword === 'additionalProperties') {
+    const extra = String((error.params as { additionalProperty: string }).additionalProperty);
+    return { field: path === '' ? extra : `${path}.${extra}`, message: `unknown field ${extra}` };
+  }
+  if (error.keyword === 'required') {
+    const missing = String((error.params as { missingProperty: string }).missingProperty);
+    return { field: path === '' ? missing : `${path}.${missing}`, message: `${missing} is required` };
+  }
+  const field = path === '' ? '(body)' : path;
+  if (error.keyword === 'format') return { field, message: `${field} must be ${error.params.format === 'uuid' ? 'a UUID' : 'an RFC 3339 date-time'}` };
+  if (error.keyword === 'enum') {
+    return { field, message: `${field} must be one of ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` };
+  }
+  return { field, message: `${field} ${error.message ?? 'is invalid'}` };
+}

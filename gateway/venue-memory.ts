@@ -1,0 +1,95 @@
+// Every piece of shared memory the venue's threads use, created once by the main
+// thread and handed to each worker. Rings run gateway -> shard (commands) and
+// shard -> gateway (results), one per pair; the tables and command stores are shared
+// by all gateway threads.
+
+import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
+import { Doorbell } from '../core/doorbell.ts';
+import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
+import { createRingBuffer } from '../core/ring.ts';
+import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
+import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
+import { commandStoreBytes } from './command-store.ts';
+import type { VenueConfig } from './config.ts';
+
+/** Extra words per entry of each shared table. */
+export const TABLE_EXTRA_WORDS = {
+  /** scope digest -> record ref; extra: the first 16 bytes of the payload hash. */
+  idempotency: 4,
+  /** commandId -> record ref. */
+  commandIds: 0,
+  /** orderId -> shard. */
+  orderDirectory: 0,
+  /** (participantId, clientOrderId) digest -> record ref; extra: orderId, instrumentId, accountId, runNo, sessionNo. */
+  clientOrders: 14,
+} as const;
+
+export type TableName = keyof typeof TABLE_EXTRA_WORDS;
+
+/** Words of the venue control block. */
+export const VENUE_READY_WORD = 0;
+export const VENUE_DRAINING_WORD = 1;
+export const VENUE_CONTROL_BYTES = 64;
+
+export interface VenueMemory {
+  gatewayCount: number;
+  shardCount: number;
+  tableBuckets: number;
+  storeRecords: number;
+  /** [gateway][shard] */
+  commandRings: SharedArrayBuffer[][];
+  /** [shard][gateway] */
+  resultRings: SharedArrayBuffer[][];
+  shardDoorbells: SharedArrayBuffer[];
+  gatewayDoorbells: SharedArrayBuffer[];
+  shardControls: SharedArrayBuffer[];
+  tables: Record<TableName, SharedArrayBuffer>;
+  /** [gateway] */
+  commandStores: SharedArrayBuffer[];
+  venueControl: SharedArrayBuffer;
+}
+
+export function createVenueMemory(config: VenueConfig): VenueMemory {
+  const gateways = config.gatewayThreads;
+  const shards = config.matchingShards;
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+  const shape = (name: TableName): SharedKeyTableShape => ({ bucketCount: config.sharedTableBuckets, extraWords: TABLE_EXTRA_WORDS[name] });
+  return {
+    gatewayCount: gateways,
+    shardCount: shards,
+    tableBuckets: config.sharedTableBuckets,
+    storeRecords: config.commandStoreRecords,
+    commandRings: range(gateways).map(() => range(shards).map(() => createRingBuffer(COMMAND_SLOT_BYTES, config.commandRingSlots))),
+    resultRings: range(shards).map(() => range(gateways).map(() => createRingBuffer(RESULT_RECORD_BYTES, config.resultRingSlots))),
+    shardDoorbells: range(shards).map(() => Doorbell.create()),
+    gatewayDoorbells: range(gateways).map(() => Doorbell.create()),
+    shardControls: range(shards).map(() => new SharedArrayBuffer(SHARD_CONTROL_BYTES)),
+    tables: {
+      idempotency: createSharedKeyTable(shape('idempotency')),
+      commandIds: createSharedKeyTable(shape('commandIds')),
+      orderDirectory: createSharedKeyTable(shape('orderDirectory')),
+      clientOrders: createSharedKeyTable(shape('clientOrders')),
+    },
+    commandStores: range(gateways).map(
+      () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
+    ),
+    venueControl: new SharedArrayBuffer(VENUE_CONTROL_BYTES),
+  };
+}
+
+export function attachTable(memory: VenueMemory, name: TableName): SharedKeyTable {
+  return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] });
+}
+
+/** A record reference valid in every gateway thread: gateway in the top byte. */
+export function recordRef(gateway: number, index: number): number {
+  return (gateway << 24) | index;
+}
+
+export function refGateway(ref: number): number {
+  return ref >>> 24;
+}
+
+export function refIndex(ref: number): number {
+  return ref & 0xffffff;
+}
