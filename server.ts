@@ -58,22 +58,25 @@ function once<T>(worker: Worker, accept: (message: T) => boolean, what: string):
 
 /**
  * uWebSockets.js listens with SO_REUSEPORT, so a second venue on a busy port would
- * silently share it with the first. A plain (exclusive) bind first refuses that.
+ * silently share it with the first: a plain exclusive bind first refuses that. PORT=0
+ * takes the free port this bind gets (uWS does not share a port it picked itself).
  */
-function assertPortFree(host: string, port: number): Promise<void> {
-  if (port === 0) return Promise.resolve();
+function claimPort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) =>
       reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)),
     );
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+    probe.listen({ host, port, exclusive: true }, () => {
+      const bound = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(bound));
+    });
   });
 }
 
 async function startVenue(config: VenueConfig): Promise<Venue> {
   verifyShardMap();
-  await assertPortFree(config.host, config.port);
+  const port = await claimPort(config.host, config.port);
   Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
   const memory = createVenueMemory(config);
   const session = { runId: config.venueRunId, venueSessionId: config.venueSessionId, startedAt: new Date().toISOString() };
@@ -95,17 +98,14 @@ async function startVenue(config: VenueConfig): Promise<Venue> {
   await Promise.all(shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
 
   const gateways: Worker[] = [];
-  const startGateway = async (gatewayId: number, port: number): Promise<number> => {
+  const startGateway = async (gatewayId: number, port: number): Promise<void> => {
     const data: GatewayThreadData = { gatewayId, port, config, memory, session };
     const worker = spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data });
     gateways.push(worker);
     const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
     if (message.type === 'error') throw new Error(message.message);
-    return message.type === 'ready' ? message.port : port;
   };
-  // Gateway 0 binds first (PORT=0 picks a free port); the others share its port.
-  const port = await startGateway(0, config.port);
-  for (let gatewayId = 1; gatewayId < config.gatewayThreads; gatewayId++) await startGateway(gatewayId, port);
+  for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) await startGateway(gatewayId, port);
   for (const worker of [...shards, ...gateways]) {
     worker.on('error', (error) => {
       logger.fatal({ err: error }, 'a venue thread failed');

@@ -87,6 +87,9 @@ parentPort!.on('message', (message: { type: string }) => {
       if (flow.inFlight > 0) logger.warn({ inFlight: flow.inFlight }, 'drain timed out with commands in flight');
       running = false;
       flow.doorbell.ringAlways();
+      // Close every connection (idle keep-alive ones too): a worker that ends with uWS
+      // sockets open aborts the process. App#close exists in this build, missing from its typings.
+      (app as unknown as { close(): void }).close();
       parentPort!.postMessage({ type: 'drained', gatewayId } satisfies GatewayMessage);
     } else {
       setTimeout(check, 5);

@@ -84,7 +84,7 @@ export interface OrderRequest {
   reply: Reply;
 }
 
-/** Everything needed to write one command slot. */
+/** Everything needed to write one command slot. `opcode` wins over the opcode packed in `header`. */
 interface SlotCommand {
   opcode: number;
   header: number;
@@ -466,7 +466,7 @@ export class OrderFlow {
     const w = offset >> 2;
     const f = offset >> 3;
     const words = ring.words;
-    words[w + COMMAND_HEADER_WORD] = command.header;
+    words[w + COMMAND_HEADER_WORD] = (command.header & ~0xff) | command.opcode;
     words[w + COMMAND_TOKEN_WORD] = token;
     words[w + COMMAND_RUN_WORD] = command.runNo;
     words[w + COMMAND_SESSION_WORD] = command.sessionNo;

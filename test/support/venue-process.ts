@@ -1,0 +1,197 @@
+// Starts the real venue (`server.ts`) as a child process on a free port, talks to it
+// over real HTTP, and stops it. End-to-end tests use one per file.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export const TOKENS = {
+  traderA: 'dev-token-trader-a',
+  traderB: 'dev-token-trader-b',
+  operator: 'dev-token-operator',
+  viewer: 'dev-token-viewer',
+} as const;
+
+export const TRADER_A = {
+  participantId: 'a1000000-0000-4000-8000-000000000001',
+  accountId: 'a2000000-0000-4000-8000-000000000001',
+  otherAccountId: 'a2000000-0000-4000-8000-000000000002',
+};
+export const TRADER_B = { participantId: 'b1000000-0000-4000-8000-000000000001', accountId: 'b2000000-0000-4000-8000-000000000001' };
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export class VenueProcess {
+  readonly child: ChildProcess;
+  readonly baseUrl: string;
+  private readonly output: string[];
+
+  private constructor(child: ChildProcess, baseUrl: string, output: string[]) {
+    this.child = child;
+    this.baseUrl = baseUrl;
+    this.output = output;
+  }
+
+  static async start(env: Record<string, string> = {}): Promise<VenueProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        GATEWAY_THREADS: '2',
+        MATCHING_SHARDS: '2',
+        ORDER_CAPACITY: '65536',
+        COMMAND_STORE_RECORDS: '65536',
+        COMMAND_STORE_ARENA_BYTES: String(32 * 1024 * 1024),
+        SHARED_TABLE_BUCKETS: '65536',
+        LOG_LEVEL: 'info',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`venue did not start:\n${output.join('')}`)), 30_000);
+      const onLine = (chunk: Buffer) => {
+        const text = chunk.toString();
+        output.push(text);
+        const match = /venue listening on http:\/\/[^:]+:(\d+)/.exec(text);
+        if (match !== null) {
+          clearTimeout(timer);
+          resolve(Number(match[1]));
+        }
+      };
+      child.stdout!.on('data', onLine);
+      child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`venue exited with ${code}:\n${output.join('')}`));
+      });
+    });
+    return new VenueProcess(child, `http://127.0.0.1:${port}`, output);
+  }
+
+  get log(): string {
+    return this.output.join('');
+  }
+
+  async request(method: string, path: string, options: { token?: string; headers?: Record<string, string>; body?: string } = {}): Promise<HttpAnswer> {
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body: options.body });
+    const text = await response.text();
+    let json: unknown = undefined;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // not JSON: leave undefined, tests assert on text
+    }
+    return { status: response.status, headers: response.headers, text, json };
+  }
+
+  get(path: string, token?: string): Promise<HttpAnswer> {
+    return this.request('GET', path, token === undefined ? {} : { token });
+  }
+
+  /** POST an order command with the headers the contract requires. */
+  order(path: string, body: unknown, options: { token?: string; key?: string; clientId?: string; mode?: string } = {}): Promise<HttpAnswer> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-client-id': options.clientId ?? 'test-client',
+      'idempotency-key': options.key ?? crypto.randomUUID(),
+    };
+    if (options.mode !== undefined) headers['x-processing-mode'] = options.mode;
+    return this.request('POST', path, { token: options.token ?? TOKENS.traderA, headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  }
+
+  /** SIGTERM and the exit code. */
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode !== null) return this.child.exitCode;
+    this.child.kill('SIGTERM');
+    const [code] = (await once(this.child, 'exit')) as [number | null];
+    return code;
+  }
+}
+
+// ---- bodies ----
+
+export interface SubmitOptions {
+  orderId?: string;
+  instrumentId: string;
+  side?: 'BUY' | 'SELL';
+  price?: string;
+  quantity?: string;
+  orderType?: 'LIMIT' | 'LIMIT_HIDDEN';
+  timeInForce?: 'DAY' | 'IOC';
+  currency?: string;
+  participantId?: string;
+  accountId?: string;
+  clientOrderId?: string;
+}
+
+function common() {
+  return {
+    commandId: crypto.randomUUID(),
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'test-bot',
+    occurredAt: new Date().toISOString(),
+  };
+}
+
+export function submitBody(o: SubmitOptions): Record<string, unknown> {
+  return {
+    ...common(),
+    orderId: o.orderId ?? crypto.randomUUID(),
+    instrumentId: o.instrumentId,
+    participantId: o.participantId ?? TRADER_A.participantId,
+    accountId: o.accountId ?? TRADER_A.accountId,
+    side: o.side ?? 'BUY',
+    orderType: o.orderType ?? 'LIMIT',
+    quantityUnits: o.quantity ?? '10',
+    limitPrice: o.price ?? '100',
+    currency: o.currency ?? 'USD',
+    timeInForce: o.timeInForce ?? 'DAY',
+    ...(o.clientOrderId === undefined ? {} : { clientOrderId: o.clientOrderId }),
+  };
+}
+
+export interface TargetOptions {
+  orderId: string;
+  instrumentId: string;
+  runId?: string;
+  venueSessionId?: string;
+  participantId?: string;
+  accountId?: string;
+}
+
+export function cancelBody(o: TargetOptions): Record<string, unknown> {
+  return {
+    ...common(),
+    orderId: o.orderId,
+    runId: o.runId ?? 'run-local',
+    venueSessionId: o.venueSessionId ?? 'session-1',
+    instrumentId: o.instrumentId,
+    participantId: o.participantId ?? TRADER_A.participantId,
+    accountId: o.accountId ?? TRADER_A.accountId,
+    reason: 'test',
+  };
+}
+
+export function modifyBody(o: TargetOptions & { price: string; quantity: string }): Record<string, unknown> {
+  const { reason: _reason, ...rest } = cancelBody(o);
+  return { ...rest, limitPrice: o.price, quantityUnits: o.quantity };
+}
+
+export function cancelByClientOrderBody(clientOrderId: string, participantId = TRADER_A.participantId): Record<string, unknown> {
+  return { ...common(), participantId, clientOrderId, reason: 'test' };
+}
