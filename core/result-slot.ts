@@ -96,3 +96,60 @@ export function readEvent(views: RecordViews, byteOffset: number): ResultEvent {
     price: views.floats[f + RESULT_PRICE_FLOAT]!,
   };
 }
+
+export function writeHeader(
+  views: RecordViews,
+  byteOffset: number,
+  token: number,
+  eventCount: number,
+  currency: number,
+  queryState: number,
+  timestampUs: number,
+  engineOrderId: number,
+  batch: number,
+): void {
+  const w = byteOffset >> 2;
+  const f = byteOffset >> 3;
+  views.bytes[byteOffset + RESULT_KIND_BYTE] = RESULT_HEADER;
+  views.words[w + RESULT_TOKEN_WORD] = token;
+  views.words[w + RESULT_COUNT_WORD] = eventCount;
+  views.words[w + RESULT_CURRENCY_WORD] = currency;
+  views.words[w + RESULT_QUERY_STATE_WORD] = queryState;
+  views.floats[f + RESULT_TIMESTAMP_FLOAT] = timestampUs;
+  views.floats[f + RESULT_ENGINE_ORDER_FLOAT] = engineOrderId;
+  views.floats[f + RESULT_BATCH_FLOAT] = batch;
+}
+
+/** Writes an event record's scalar fields; its order ids are copied with writeUuid. */
+export function writeEvent(
+  views: RecordViews,
+  byteOffset: number,
+  kind: number,
+  state: number,
+  aggressor: number,
+  side: number,
+  code: number,
+  sequence: number,
+  quantity: number,
+  price: number,
+): void {
+  const w = byteOffset >> 2;
+  const f = byteOffset >> 3;
+  views.bytes[byteOffset + RESULT_KIND_BYTE] = kind;
+  views.bytes[byteOffset + RESULT_STATE_BYTE] = state;
+  views.bytes[byteOffset + RESULT_AGGRESSOR_BYTE] = aggressor;
+  views.bytes[byteOffset + RESULT_SIDE_BYTE] = side;
+  views.words[w + RESULT_CODE_WORD] = code;
+  views.floats[f + RESULT_SEQUENCE_FLOAT] = sequence;
+  views.floats[f + RESULT_QUANTITY_FLOAT] = quantity;
+  views.floats[f + RESULT_PRICE_FLOAT] = price;
+}
+
+/** Copies four id words from source[sourceAt..] into an event record (field RESULT_UUID_A_WORD or _B_WORD). */
+export function writeUuid(views: RecordViews, byteOffset: number, field: number, source: Int32Array, sourceAt: number): void {
+  const at = (byteOffset >> 2) + field;
+  views.words[at] = source[sourceAt]!;
+  views.words[at + 1] = source[sourceAt + 1]!;
+  views.words[at + 2] = source[sourceAt + 2]!;
+  views.words[at + 3] = source[sourceAt + 3]!;
+}

@@ -19,27 +19,7 @@ import { EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, OPCODE_QUERY } from './co
 import { Doorbell } from './doorbell.ts';
 import type { MatchingEngine } from './matching-engine.ts';
 import { ORDER_SIDE_BYTE, ORDER_BYTE_SHIFT } from './order-store.ts';
-import {
-  RESULT_AGGRESSOR_BYTE,
-  RESULT_BATCH_FLOAT,
-  RESULT_CODE_WORD,
-  RESULT_COUNT_WORD,
-  RESULT_CURRENCY_WORD,
-  RESULT_ENGINE_ORDER_FLOAT,
-  RESULT_HEADER,
-  RESULT_KIND_BYTE,
-  RESULT_PRICE_FLOAT,
-  RESULT_QUANTITY_FLOAT,
-  RESULT_QUERY_STATE_WORD,
-  RESULT_RECORD_BYTES,
-  RESULT_SEQUENCE_FLOAT,
-  RESULT_SIDE_BYTE,
-  RESULT_STATE_BYTE,
-  RESULT_TIMESTAMP_FLOAT,
-  RESULT_TOKEN_WORD,
-  RESULT_UUID_A_WORD,
-  RESULT_UUID_B_WORD,
-} from './result-slot.ts';
+import { RESULT_RECORD_BYTES, RESULT_UUID_A_WORD, RESULT_UUID_B_WORD, writeEvent, writeHeader, writeUuid } from './result-slot.ts';
 import { RingConsumer, RingProducer } from './ring.ts';
 
 /** Words of the shard control block (a small SharedArrayBuffer per shard). */
@@ -161,9 +141,7 @@ export class ShardRunner {
       words[w + COMMAND_ORDER_ID_WORD + 3]!,
     );
     const at = this.reserve(gateway, 1);
-    const out = this.outputs[gateway]!;
-    this.writeHeader(out, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, now, 0);
-    out.words[(at >> 2) + RESULT_QUERY_STATE_WORD] = slot < 0 ? -1 : orders.state(slot);
+    writeHeader(this.outputs[gateway]!, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, slot < 0 ? -1 : orders.state(slot), now, 0, this.batch);
     this.unpublished[gateway]!++;
   }
 
@@ -175,60 +153,22 @@ export class ShardRunner {
     const book = engine.findBook(input.words, w + COMMAND_INSTRUMENT_ID_WORD);
     const first = events.order(0);
     const engineOrderId = events.kind(0) === EVENT_REJECTED || first < 0 ? 0 : orders.engineNo[first]!;
-    let at = this.reserve(gateway, 1);
-    this.writeHeader(out, at, input.words[w + COMMAND_TOKEN_WORD]!, events.count, book < 0 ? 0 : engine.currency[book]!, now, engineOrderId);
+    const token = input.words[w + COMMAND_TOKEN_WORD]!;
+    writeHeader(out, this.reserve(gateway, 1), token, events.count, book < 0 ? 0 : engine.currency[book]!, 0, now, engineOrderId, this.batch);
     this.unpublished[gateway]!++;
     for (let i = 0; i < events.count; i++) {
-      at = this.reserve(gateway, 1);
+      const at = this.reserve(gateway, 1);
       const kind = events.kind(i);
-      const ow = at >> 2;
-      const of = at >> 3;
-      out.bytes[at + RESULT_KIND_BYTE] = kind;
-      out.bytes[at + RESULT_STATE_BYTE] = events.state(i);
-      out.bytes[at + RESULT_AGGRESSOR_BYTE] = events.aggressor(i);
-      out.words[ow + RESULT_CODE_WORD] = events.code(i);
       const a = events.order(i);
-      if (kind === EVENT_REJECTED || a < 0) {
-        for (let k = 0; k < 4; k++) out.words[ow + RESULT_UUID_A_WORD + k] = input.words[w + COMMAND_ORDER_ID_WORD + k]!;
-        out.bytes[at + RESULT_SIDE_BYTE] = 0;
-      } else {
-        this.copyOrderId(out, ow + RESULT_UUID_A_WORD, a);
-        out.bytes[at + RESULT_SIDE_BYTE] = orders.bytes[(a << ORDER_BYTE_SHIFT) + ORDER_SIDE_BYTE]!;
-      }
-      if (kind === EVENT_EXECUTION || kind === EVENT_TRADE) this.copyOrderId(out, ow + RESULT_UUID_B_WORD, events.counterparty(i));
-      out.floats[of + RESULT_SEQUENCE_FLOAT] = events.sequence(i);
-      out.floats[of + RESULT_QUANTITY_FLOAT] = events.quantity(i);
-      out.floats[of + RESULT_PRICE_FLOAT] = events.price(i);
+      const named = kind !== EVENT_REJECTED && a >= 0;
+      const side = named ? orders.bytes[(a << ORDER_BYTE_SHIFT) + ORDER_SIDE_BYTE]! : 0;
+      writeEvent(out, at, kind, events.state(i), events.aggressor(i), side, events.code(i), events.sequence(i), events.quantity(i), events.price(i));
+      // A rejection names the command's order; everything else the orders the engine holds.
+      if (named) writeUuid(out, at, RESULT_UUID_A_WORD, orders.words, orders.idAt(a));
+      else writeUuid(out, at, RESULT_UUID_A_WORD, input.words, w + COMMAND_ORDER_ID_WORD);
+      if (kind === EVENT_EXECUTION || kind === EVENT_TRADE) writeUuid(out, at, RESULT_UUID_B_WORD, orders.words, orders.idAt(events.counterparty(i)));
       this.unpublished[gateway]!++;
     }
-  }
-
-  private copyOrderId(out: RingProducer, targetWord: number, slot: number): void {
-    const source = this.engine.orders.words;
-    const at = this.engine.orders.idAt(slot);
-    out.words[targetWord] = source[at]!;
-    out.words[targetWord + 1] = source[at + 1]!;
-    out.words[targetWord + 2] = source[at + 2]!;
-    out.words[targetWord + 3] = source[at + 3]!;
-  }
-
-  private writeHeader(
-    out: RingProducer,
-    at: number,
-    token: number,
-    eventCount: number,
-    currency: number,
-    now: number,
-    engineOrderId: number,
-  ): void {
-    out.bytes[at + RESULT_KIND_BYTE] = RESULT_HEADER;
-    out.words[(at >> 2) + RESULT_TOKEN_WORD] = token;
-    out.words[(at >> 2) + RESULT_COUNT_WORD] = eventCount;
-    out.words[(at >> 2) + RESULT_CURRENCY_WORD] = currency;
-    out.words[(at >> 2) + RESULT_QUERY_STATE_WORD] = 0;
-    out.floats[(at >> 3) + RESULT_TIMESTAMP_FLOAT] = now;
-    out.floats[(at >> 3) + RESULT_ENGINE_ORDER_FLOAT] = engineOrderId;
-    out.floats[(at >> 3) + RESULT_BATCH_FLOAT] = this.batch;
   }
 
   /**

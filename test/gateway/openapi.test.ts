@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildOpenApi } from '../../gateway/openapi.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/schemas.ts';
+
+const doc = buildOpenApi() as any;
+
+test('the OpenAPI document lists every route with its method', () => {
+  assert.equal(doc.openapi, '3.1.0');
+  const expected: Record<string, string> = {
+    '/api/v1/orders/submit': 'post',
+    '/api/v1/orders/cancel': 'post',
+    '/api/v1/orders/modify': 'post',
+    '/api/v1/orders/cancel-by-client-order': 'post',
+    '/api/v1/commands/{commandId}': 'get',
+    '/api/v1/venue/session': 'get',
+    '/api/v1/openapi.json': 'get',
+    '/healthz': 'get',
+    '/readyz': 'get',
+  };
+  assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
+  for (const [path, method] of Object.entries(expected)) assert.ok(doc.paths[path][method], `${method} ${path}`);
+});
+
+test('order routes document every status code of the contract', () => {
+  for (const path of ['/api/v1/orders/submit', '/api/v1/orders/cancel', '/api/v1/orders/modify', '/api/v1/orders/cancel-by-client-order']) {
+    assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '409', '413', '503']);
+    assert.deepEqual(doc.paths[path].post.parameters.map((p: { name: string }) => p.name), ['X-Client-Id', 'Idempotency-Key', 'X-Processing-Mode']);
+  }
+});
+
+test('request bodies are the very schemas the gateway validates with', () => {
+  const pairs: Array<[string, { properties: object; required: readonly string[] }]> = [
+    ['SubmitOrder', submitOrderSchema],
+    ['ModifyOrder', modifyOrderSchema],
+    ['CancelOrder', cancelOrderSchema],
+    ['CancelByClientOrder', cancelByClientOrderSchema],
+  ];
+  for (const [name, schema] of pairs) {
+    assert.deepEqual(doc.components.schemas[name].properties, schema.properties);
+    assert.deepEqual(doc.components.schemas[name].required, schema.required);
+    assert.equal(doc.components.schemas[name].additionalProperties, false);
+  }
+});
+
+test('every $ref points at a defined schema', () => {
+  const refs = JSON.stringify(doc).match(/#\/components\/schemas\/[A-Za-z]+/g) ?? [];
+  assert.ok(refs.length > 20);
+  for (const ref of refs) assert.ok(doc.components.schemas[ref.split('/').pop()!], ref);
+});
