@@ -139,8 +139,7 @@ export class CommandStore {
   /** Takes the next record (round-robin) and writes a new command into it. */
   create(command: NewCommand): number {
     const index = Atomics.add(this.words, 0, 1) & (this.recordCount - 1);
-    const text = encoder.encode(`${command.clientId}\u0000${command.idempotencyKey}`);
-    const [textOffset] = this.append(text);
+    const [textOffset, textLength] = this.append(`${command.clientId}\u0000${command.idempotencyKey}`);
     this.write(index, () => {
       const r = this.base(index);
       const words = this.words;
@@ -161,7 +160,7 @@ export class CommandStore {
         words[r + W.FLAGS] = words[r + W.FLAGS]! | 2;
       }
       this.bytes.set(command.payloadHash, (r + W.PAYLOAD_HASH) * 4);
-      words[r + W.TEXT_LENGTH] = text.length;
+      words[r + W.TEXT_LENGTH] = textLength;
       words[r + W.TEXT_OFFSET] = textOffset;
       this.floats[(r >> 1) + F.RECEIVED_AT] = command.receivedAtUs;
     });
@@ -187,10 +186,16 @@ export class CommandStore {
     });
   }
 
-  /** Records the engine's outcome and the envelope rendered from it. */
-  setResult(index: number, result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string }): void {
-    const envelope = encoder.encode(result.envelope);
-    const [offset] = this.append(envelope);
+  /**
+   * Records the engine's outcome and the envelope rendered from it. With
+   * `responseStatus`, the envelope is also the HTTP answer (sync-result): stored once.
+   */
+  setResult(
+    index: number,
+    result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string },
+    responseStatus = 0,
+  ): void {
+    const [offset, length] = this.append(result.envelope);
     this.write(index, () => {
       const r = this.base(index);
       const words = this.words;
@@ -199,8 +204,13 @@ export class CommandStore {
       words[r + W.RESULT] = result.accepted ? RESULT.ACCEPTED : RESULT.REJECTED;
       words[r + W.REJECT_CODE] = result.rejectCode;
       words[r + W.DELIVERED] = 1;
-      words[r + W.RESULT_LENGTH] = envelope.length;
+      words[r + W.RESULT_LENGTH] = length;
       words[r + W.RESULT_OFFSET] = offset;
+      if (responseStatus !== 0) {
+        words[r + W.RESPONSE_STATUS] = responseStatus;
+        words[r + W.RESPONSE_LENGTH] = length;
+        words[r + W.RESPONSE_OFFSET] = offset;
+      }
       this.floats[(r >> 1) + F.STREAM_SEQUENCE] = result.streamSequence;
       this.floats[(r >> 1) + F.BATCH] = result.batch;
       this.floats[(r >> 1) + F.COMPLETED_AT] = result.completedAtUs;
@@ -208,16 +218,14 @@ export class CommandStore {
   }
 
   /** Records the HTTP answer given (the bytes an idempotent replay repeats). */
-  setResponse(index: number, status: number, body: string): Uint8Array {
-    const bytes = encoder.encode(body);
-    const [offset] = this.append(bytes);
+  setResponse(index: number, status: number, body: string): void {
+    const [offset, length] = this.append(body);
     this.write(index, () => {
       const r = this.base(index);
       this.words[r + W.RESPONSE_STATUS] = status;
-      this.words[r + W.RESPONSE_LENGTH] = bytes.length;
+      this.words[r + W.RESPONSE_LENGTH] = length;
       this.words[r + W.RESPONSE_OFFSET] = offset;
     });
-    return bytes;
   }
 
   // ---- reader side (any thread) ----
@@ -281,16 +289,21 @@ export class CommandStore {
     Atomics.add(this.words, r + W.VERSION, 1);
   }
 
-  /** Appends a blob to the arena; returns its offset in units. Wraps rather than splits. */
-  private append(blob: Uint8Array): [number] {
-    const units = Math.ceil(blob.length / UNIT) || 1;
-    if (units > this.arenaUnits) throw new Error(`blob of ${blob.length} bytes exceeds the arena`);
+  /**
+   * Appends text (UTF-8, encoded straight into the arena) and returns its offset in
+   * units and its length in bytes. A blob wraps to the start rather than split.
+   */
+  private append(text: string): [number, number] {
+    const length = Buffer.byteLength(text, 'utf8');
+    const units = Math.ceil(length / UNIT) || 1;
+    if (units > this.arenaUnits) throw new Error(`blob of ${length} bytes exceeds the arena`);
     let head = Atomics.load(this.words, 1) >>> 0;
     const position = head & (this.arenaUnits - 1);
     if (position + units > this.arenaUnits) head = (head + (this.arenaUnits - position)) >>> 0; // skip to the start
-    this.bytes.set(blob, this.arenaStart + (head & (this.arenaUnits - 1)) * UNIT);
+    const start = this.arenaStart + (head & (this.arenaUnits - 1)) * UNIT;
+    encoder.encodeInto(text, this.bytes.subarray(start, start + length));
     Atomics.store(this.words, 1, (head + units) | 0);
-    return [head];
+    return [head, length];
   }
 
   /** The blob's bytes if not yet overwritten, else null. */

@@ -138,18 +138,18 @@ function digest(...parts: string[]): Buffer {
 }
 
 /**
- * The payload in a canonical form: keys sorted, so the same payload hashes the same
- * whatever its key order or spacing. Validated bodies are flat objects of strings,
- * which keeps this a single pass.
+ * The payload in a canonical form: keys sorted and each value length-prefixed, so the
+ * same payload hashes the same whatever its key order or spacing. Validated bodies
+ * are flat objects of strings, which keeps this a single pass without JSON escaping.
  */
 function canonicalJson(body: Record<string, unknown>): string {
   const keys = Object.keys(body).sort();
-  let out = '{';
+  let out = '';
   for (let k = 0; k < keys.length; k++) {
-    if (k > 0) out += ',';
-    out += `${JSON.stringify(keys[k])}:${JSON.stringify(body[keys[k]!])}`;
+    const value = String(body[keys[k]!]);
+    out += `${keys[k]}:${value.length}:${value}\u0000`; // length-prefixed: no escaping needed, no ambiguity
   }
-  return `${out}}`;
+  return out;
 }
 
 function wordsOf(buffer: Buffer): Int32Array {
@@ -564,19 +564,26 @@ export class OrderFlow {
         this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
       }
     }
-    this.store.setResult(pending.recordIndex, {
+    const mode = PROCESSING_MODES[pending.mode]!;
+    const answersNow = pending.reply !== null;
+    const result = {
       accepted: outcome.accepted,
       rejectCode: outcome.rejectCodeNumber,
       streamSequence: outcome.streamSequence,
       batch: header.batch,
       completedAtUs: header.timestampUs,
       envelope: outcome.json,
-    });
-    if (pending.reply === null) return;
-    const mode = PROCESSING_MODES[pending.mode]!;
-    const [status, body] = mode === 'sync-result' ? [200, outcome.json] : [202, renderPointer(pending.commandId, mode)];
-    this.store.setResponse(pending.recordIndex, status, body);
-    this.send(pending.reply, status, body);
+    };
+    if (answersNow && mode === 'sync-result') {
+      this.store.setResult(pending.recordIndex, result, 200);
+      this.send(pending.reply!, 200, outcome.json);
+      return;
+    }
+    this.store.setResult(pending.recordIndex, result);
+    if (!answersNow) return;
+    const body = renderPointer(pending.commandId, mode);
+    this.store.setResponse(pending.recordIndex, 202, body);
+    this.send(pending.reply!, 202, body);
   }
 
   // ---- replays and status ----
