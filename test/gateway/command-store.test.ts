@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { commandStoreBytes, CommandStore, RESULT, STATUS } from '../../gateway/command-store.ts';
+import { uuidWords } from '../../core/uuid.ts';
+
+function store(records: number, arenaBytes: number): CommandStore {
+  return new CommandStore(new SharedArrayBuffer(commandStoreBytes(records, arenaBytes)), records);
+}
+
+function create(s: CommandStore, commandId = crypto.randomUUID()): { index: number; commandId: string } {
+  const index = s.create({
+    processingMode: 0, route: 0, principal: 3, commandId, orderId: null, instrumentId: null,
+    payloadHash: new Uint8Array(32).fill(7), clientId: 'désk', idempotencyKey: 'key-1', receivedAtUs: 1,
+  });
+  return { index, commandId };
+}
+
+test('a record reads back what was written, text and bodies included', () => {
+  const s = store(16, 64 * 1024);
+  const { index, commandId } = create(s);
+  s.setQueued(index, 1, 42, crypto.randomUUID());
+  s.setResult(index, { accepted: true, rejectCode: 0, streamSequence: 9, batch: 3, completedAtUs: 5, envelope: '{"outcome":1}' }, 200);
+  const snapshot = s.read(index, uuidWords(commandId))!;
+  assert.equal(snapshot.commandId, commandId);
+  assert.deepEqual([snapshot.clientId, snapshot.idempotencyKey], ['désk', 'key-1']);
+  assert.deepEqual([snapshot.status, snapshot.resultStatus, snapshot.shard, snapshot.ringIndex, snapshot.streamSequence], [STATUS.COMPLETED, RESULT.ACCEPTED, 1, 42, 9]);
+  assert.equal(snapshot.responseStatus, 200);
+  assert.equal(Buffer.from(snapshot.response!).toString(), '{"outcome":1}');
+  assert.equal(Buffer.from(snapshot.result!).toString(), '{"outcome":1}');
+  assert.equal(snapshot.payloadHash, '07'.repeat(32));
+});
+
+test('a reused record is not mistaken for the command that held it before', () => {
+  const s = store(16, 64 * 1024);
+  const first = create(s);
+  for (let n = 0; n < 16; n++) create(s); // wraps all the way round
+  assert.equal(s.read(first.index, uuidWords(first.commandId)), null);
+});
+
+test('a voided record reads as absent', () => {
+  const s = store(16, 64 * 1024);
+  const { index, commandId } = create(s);
+  s.void(index);
+  assert.equal(s.read(index, uuidWords(commandId)), null);
+});
+
+test('a body overwritten by newer ones reads as gone, never as the bytes of another', () => {
+  const s = store(1024, 64 * 1024);
+  const old = create(s);
+  s.setResponse(old.index, 202, `{"old":"${'x'.repeat(500)}"}`);
+  for (let n = 0; n < 200; n++) s.setResponse(create(s).index, 202, `{"n":${n},"pad":"${'y'.repeat(500)}"}`);
+  const snapshot = s.read(old.index, uuidWords(old.commandId))!;
+  assert.equal(snapshot.response, null, 'the arena wrapped past it');
+  assert.equal(snapshot.responseStatus, 202);
+});
