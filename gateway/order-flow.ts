@@ -324,8 +324,7 @@ export class OrderFlow {
       if (held.resultStatus === RESULT.NONE) return duplicate();
       if (held.resultStatus === RESULT.REJECTED) return replaceClaim();
     }
-    const heldShard = this.orderDirectory.get(heldOrder, 0);
-    this.query(heldShard === NOT_FOUND ? shardOf(existingExtra, 4, this.memory.shardCount) : heldShard, heldOrder, (state) =>
+    this.query(this.shardHolding(heldOrder, existingExtra.subarray(4, 8)), heldOrder, (state) =>
       state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim(),
     );
   }
@@ -337,8 +336,7 @@ export class OrderFlow {
     const [runNo, sessionNo] = this.sessions.numbersOf(body.runId, body.venueSessionId);
     const modify = request.route === ROUTE_MODIFY;
     const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
-    const known = this.orderDirectory.get(orderId, 0);
-    const shard = known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
+    const shard = this.shardHolding(orderId, instrument);
     const pending = this.newPending(request, index, shard, body.instrumentId, '', body.commandId);
     this.dispatch(
       pending,
@@ -401,8 +399,7 @@ export class OrderFlow {
       this.fail(request.reply, 'FORBIDDEN', 'the order of this clientOrderId belongs to an account you may not act for');
       return;
     }
-    const known = this.orderDirectory.get(orderId, 0);
-    const shard = known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
+    const shard = this.shardHolding(orderId, instrument);
     const pending = this.newPending(request, index, shard, formatWords(instrument), '', body.commandId);
     this.dispatch(
       pending,
@@ -423,6 +420,12 @@ export class OrderFlow {
       },
       undoClaims,
     );
+  }
+
+  /** The shard that holds an order: the directory's answer, else its instrument's shard. */
+  private shardHolding(orderId: Int32Array, instrument: Int32Array): number {
+    const known = this.orderDirectory.get(orderId, 0);
+    return known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
   }
 
   private newPending(request: OrderRequest, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {

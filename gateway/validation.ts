@@ -14,13 +14,17 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 
 export type OrderRoute = 'submit' | 'cancel' | 'modify' | 'cancel-by-client-order';
 
-export interface SubmitBody {
+/** The common fields of every order command (specification: "Order command common fields"). */
+export interface CommonFields {
   commandId: string;
   traceId: string;
   causationId: string;
   correlationId: string;
   actorId: string;
   occurredAt: string;
+}
+
+export interface SubmitBody extends CommonFields {
   orderId: string;
   instrumentId: string;
   participantId: string;
@@ -34,13 +38,7 @@ export interface SubmitBody {
   clientOrderId?: string;
 }
 
-export interface TargetBody {
-  commandId: string;
-  traceId: string;
-  causationId: string;
-  correlationId: string;
-  actorId: string;
-  occurredAt: string;
+export interface TargetBody extends CommonFields {
   orderId: string;
   runId: string;
   venueSessionId: string;
@@ -52,13 +50,7 @@ export interface TargetBody {
   reason?: string;
 }
 
-export interface CancelByClientOrderBody {
-  commandId: string;
-  traceId: string;
-  causationId: string;
-  correlationId: string;
-  actorId: string;
-  occurredAt: string;
+export interface CancelByClientOrderBody extends CommonFields {
   participantId: string;
   clientOrderId: string;
   reason: string;

@@ -1,38 +1,16 @@
 // Bounded everywhere: a full ring and a full in-flight table answer 503 with
 // Retry-After; the refused command leaves no trace and its retry (same key) works.
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { assertShape } from '../support/response-schemas.ts';
 import { submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
 
 const INSTRUMENT = '11111111-1111-4111-8111-111111111111';
 
-function post(baseUrl: string, body: unknown, key: string): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      new URL('/api/v1/orders/submit', baseUrl),
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${TOKENS.traderA}`, 'x-client-id': 'burst', 'idempotency-key': key, 'content-type': 'application/json' },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'] as string | undefined, text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(JSON.stringify(body));
-  });
-}
-
 async function burstUntilRefused(venue: VenueProcess): Promise<void> {
   for (let round = 0; round < 5; round++) {
     const commands = Array.from({ length: 200 }, (_, n) => ({ body: submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(1 + (n % 50)) }), key: crypto.randomUUID() }));
-    const answers = await Promise.all(commands.map(({ body, key }) => post(venue.baseUrl, body, key)));
+    const answers = await Promise.all(commands.map(({ body, key }) => venue.postOnNewConnection(body, key, 'burst')));
     const refused = commands.filter((_, n) => answers[n]!.status === 503);
     for (const [n, answer] of answers.entries()) {
       assert.ok(answer.status === 200 || answer.status === 503, `unexpected ${answer.status}: ${answer.text}`);
@@ -48,7 +26,7 @@ async function burstUntilRefused(venue: VenueProcess): Promise<void> {
     if (refused.length === 0) continue;
     // The venue was not broken by it: each refused command goes through on retry with its key.
     for (const { body, key } of refused) {
-      const retry = await post(venue.baseUrl, body, key);
+      const retry = await venue.postOnNewConnection(body, key, 'burst');
       assert.equal(retry.status, 200, retry.text);
       assert.equal(JSON.parse(retry.text).outcome.accepted.orderId, body.orderId);
     }

@@ -1,35 +1,12 @@
 // Idempotency across gateway threads and the four processing modes, over real HTTP.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import http from 'node:http';
 import { assertShape } from '../support/response-schemas.ts';
 import { submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
 
 let venue: VenueProcess;
 const INSTRUMENT_A = '11111111-1111-4111-8111-111111111111';
 const INSTRUMENT_B = '33333333-3333-4333-8333-333333333333';
-
-function postOnNewConnection(payload: string, key: string): Promise<{ status: number; text: string }> {
-  const url = new URL('/api/v1/orders/submit', venue.baseUrl);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${TOKENS.traderA}`, 'x-client-id': 'racer', 'idempotency-key': key, 'content-type': 'application/json' },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(payload);
-  });
-}
 
 before(async () => {
   venue = await VenueProcess.start();
@@ -79,8 +56,7 @@ test('forty concurrent identical requests on separate connections (both gateway 
   const body = submitBody({ instrumentId: INSTRUMENT_B, side: 'BUY', price: '7', quantity: '2' });
   const key = crypto.randomUUID();
   const answers = await Promise.all(
-    // agent: false gives each request a connection of its own; the kernel spreads them over the threads.
-    Array.from({ length: 40 }, () => postOnNewConnection(JSON.stringify(body), key)),
+    Array.from({ length: 40 }, () => venue.postOnNewConnection(body, key, 'racer')),
   );
   assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
   assert.equal(new Set(answers.map((a) => a.text)).size, 1, 'every answer is the same bytes');

@@ -3,6 +3,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -110,6 +111,28 @@ export class VenueProcess {
     };
     if (options.mode !== undefined) headers['x-processing-mode'] = options.mode;
     return this.request('POST', path, { token: options.token ?? TOKENS.traderA, headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  }
+
+  /** POSTs a submit on a connection of its own (no keep-alive): the kernel spreads such connections over the gateway threads. */
+  postOnNewConnection(body: unknown, key: string, clientId = 'fresh-connection'): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
+    return new Promise((resolve, reject) => {
+      const request = http.request(
+        new URL('/api/v1/orders/submit', this.baseUrl),
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${TOKENS.traderA}`, 'x-client-id': clientId, 'idempotency-key': key, 'content-type': 'application/json' },
+        },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'] as string | undefined, text }));
+        },
+      );
+      request.on('error', reject);
+      request.end(JSON.stringify(body));
+    });
   }
 
   /** SIGTERM and the exit code. */
