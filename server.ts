@@ -1,31 +1,59 @@
 // `npm start`: the main thread wires the venue together and holds no domain logic.
-// It creates the shared memory, starts MATCHING_SHARDS shard threads and
-// GATEWAY_THREADS gateway threads (all listening on one port), marks the venue ready,
-// and on SIGINT/SIGTERM stops accepting, lets in-flight commands finish, stops the
-// shards after they drained their rings, and exits 0.
+//
+// Start: PostgreSQL (DATABASE_URL, or the embedded server with data under DATA_DIR),
+// migrations, the settings a restart must keep and the open venue session; shared
+// memory; GATEWAY_THREADS gateway threads listening on one port (/healthz answers,
+// /readyz and the order routes say "starting"); MATCHING_SHARDS shard threads, each
+// rebuilding its book from its journal; the persistence thread (it materializes what
+// the projections lack); re-driving of every captured command that never reached the
+// journal, until it is durable and projected; the gateways' shared tables reloaded
+// from storage; the read thread; then the shards run and the venue is ready.
+//
+// Stop (SIGINT/SIGTERM): no new commands, in-flight ones finish (answers wait for
+// durability), the shards drain and stop, the persistence thread commits what is left,
+// the database stops, exit 0.
 
 import { randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import pg from 'pg';
 import pino from 'pino';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { ShardThreadData } from './core/shard-thread.ts';
+import type { RecoveryAnswer, RecoveryRequest, ShardThreadData } from './core/shard-thread.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
+import { PersistenceControl } from './core/persistence-control.ts';
 import { spawnWorker } from './core/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
-import { createVenueMemory, VENUE_DRAINING_WORD, VENUE_READY_WORD, type VenueMemory } from './gateway/venue-memory.ts';
+import {
+  createVenueMemory,
+  rememberStored,
+  tableKeeps,
+  VENUE_DRAINING_WORD,
+  VENUE_READY_WORD,
+  type VenueMemory,
+} from './gateway/venue-memory.ts';
+import { SessionRegistry } from './gateway/sessions.ts';
+import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
+import { migrate } from './persistence/migrations.ts';
+import type { PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { ReadThreadData } from './persistence/read-thread.ts';
+import { checkSettings, knownOrders, openSession, readJournal, readUnjournaled, recentCommands } from './persistence/recovery.ts';
 
-const SHUTDOWN_TIMEOUT_MS = 20_000;
+const SHUTDOWN_TIMEOUT_MS = 30_000;
+const RECOVERY_TIMEOUT_MS = 300_000;
 
 interface Venue {
   config: VenueConfig;
   memory: VenueMemory;
   shards: Worker[];
   gateways: Worker[];
+  persistence: Worker | null;
+  read: Worker | null;
   port: number;
+  stopDatabase: () => Promise<void>;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -56,6 +84,14 @@ function once<T>(worker: Worker, accept: (message: T) => boolean, what: string):
   });
 }
 
+/** One request to a shard's recovery port, one answer. */
+function ask(port: MessagePort, request: RecoveryRequest, transfer: ArrayBuffer[] = []): Promise<Exclude<RecoveryAnswer, { type: 'failed' }>> {
+  return new Promise((resolve, reject) => {
+    port.once('message', (answer: RecoveryAnswer) => (answer.type === 'failed' ? reject(new Error(answer.message)) : resolve(answer)));
+    port.postMessage(request, transfer);
+  });
+}
+
 /**
  * uWebSockets.js listens with SO_REUSEPORT, so a second venue on a busy port would
  * silently share it with the first: a plain exclusive bind first refuses that. PORT=0
@@ -74,46 +110,172 @@ function claimPort(host: string, port: number): Promise<number> {
   });
 }
 
-async function startVenue(config: VenueConfig): Promise<Venue> {
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`recovery timed out: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }): Promise<Venue> {
   verifyShardMap();
   const port = await claimPort(config.host, config.port);
-  Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
-  const memory = createVenueMemory(config);
-  const session = { runId: config.venueRunId, venueSessionId: config.venueSessionId, startedAt: new Date().toISOString() };
-  const shards: Worker[] = [];
-  for (let shardId = 0; shardId < config.matchingShards; shardId++) {
-    const data: ShardThreadData = {
-      shardId,
-      orderCapacity: config.orderCapacity,
-      hashSeed: randomInt(0x7fffffff),
-      batchMax: config.shardBatchMax,
-      commandRings: memory.commandRings.map((perShard) => perShard[shardId]!),
-      resultRings: memory.resultRings[shardId]!,
-      doorbell: memory.shardDoorbells[shardId]!,
-      gatewayDoorbells: memory.gatewayDoorbells,
-      control: memory.shardControls[shardId]!,
-    };
-    shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }));
-  }
-  await Promise.all(shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
+  const principals = Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
+  const principalIds = principals.list.map((principal) => principal.principalId);
 
-  const gateways: Worker[] = [];
-  const startGateway = async (gatewayId: number, port: number): Promise<void> => {
-    const data: GatewayThreadData = { gatewayId, port, config, memory, session };
-    const worker = spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data });
-    gateways.push(worker);
-    const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
-    if (message.type === 'error') throw new Error(message.message);
-  };
-  for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) await startGateway(gatewayId, port);
-  for (const worker of [...shards, ...gateways]) {
-    worker.on('error', (error) => {
-      logger.fatal({ err: error }, 'a venue thread failed');
-      process.exit(1);
-    });
+  // -- storage --
+  let databaseUrl = config.databaseUrl;
+  let stopDatabase = async (): Promise<void> => undefined;
+  if (databaseUrl === '') {
+    const server = await startEmbeddedPostgres(config.dataDir, (message) => logger.info(message));
+    databaseUrl = server.url;
+    stopDatabase = () => server.stop();
+    logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');
   }
-  Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
-  return { config, memory, shards, gateways, port };
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  let session: Awaited<ReturnType<typeof openSession>>;
+  try {
+    const applied = await migrate(client);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+    await checkSettings(client, { matching_shards: String(config.matchingShards) });
+    session = await openSession(client, { runId: config.venueRunId, venueSessionId: config.venueSessionId });
+    if (session.resumed && (session.active.runId !== config.venueRunId || session.active.venueSessionId !== config.venueSessionId)) {
+      logger.warn({ open: session.active, configured: { runId: config.venueRunId, venueSessionId: config.venueSessionId } }, 'the open venue session continues; a restart does not start a new one');
+    }
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    await stopDatabase();
+    throw error;
+  }
+
+  const memory = createVenueMemory(config);
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase };
+  venueRef.venue = venue;
+  try {
+    // -- gateways first: /healthz answers while the books are rebuilt --
+    const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
+    const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
+    for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {
+      const data: GatewayThreadData = {
+        gatewayId,
+        port,
+        config,
+        memory,
+        session: session.active,
+        knownSessions: session.known,
+        readPort: readChannels[gatewayId]!.port1,
+        adminPort: adminChannels[gatewayId]!.port1,
+      };
+      const worker = spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] });
+      venue.gateways.push(worker);
+      const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
+      if (message.type === 'error') throw new Error(message.message);
+    }
+
+    // -- shards: rebuild each book from its journal --
+    const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
+    for (let shardId = 0; shardId < config.matchingShards; shardId++) {
+      const data: ShardThreadData = {
+        shardId,
+        orderCapacity: config.orderCapacity,
+        hashSeed: randomInt(0x7fffffff),
+        batchMax: config.shardBatchMax,
+        commandRings: memory.commandRings.map((perShard) => perShard[shardId]!),
+        resultRings: memory.resultRings[shardId]!,
+        doorbell: memory.shardDoorbells[shardId]!,
+        gatewayDoorbells: memory.gatewayDoorbells,
+        journalRing: memory.journalRings[shardId]!,
+        journalDoorbell: memory.persistenceDoorbell,
+        control: memory.shardControls[shardId]!,
+        recoveryPort: recoveryChannels[shardId]!.port2,
+      };
+      venue.shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }, { transferList: [data.recoveryPort!] }));
+    }
+    await Promise.all(venue.shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
+    const recovery = recoveryChannels.map((channel) => channel.port1);
+    const journalDurable: number[] = [];
+    let replayed = 0;
+    for (let shard = 0; shard < config.matchingShards; shard++) {
+      journalDurable.push(
+        await readJournal(client, shard, async (payload, lastSequence) => {
+          const answer = await ask(recovery[shard]!, { type: 'replay', payload }, [payload]);
+          if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
+          replayed += answer.commands;
+        }),
+      );
+    }
+    if (replayed > 0) logger.info({ commands: replayed, journalDurable }, 'order books rebuilt from the journal');
+
+    // -- persistence: materializes what the projections lack, then takes the rings --
+    const control = new PersistenceControl(memory.persistenceControl);
+    const persistenceData: PersistenceThreadData = {
+      databaseUrl,
+      shardCount: config.matchingShards,
+      intakeRings: memory.intakeRings,
+      journalRings: memory.journalRings,
+      doorbell: memory.persistenceDoorbell,
+      gatewayDoorbells: memory.gatewayDoorbells,
+      control: memory.persistenceControl,
+      principalIds,
+      limits: { intakeRowsMax: config.persistenceRowsMax, journalBytesMax: config.persistenceBytesMax },
+      journalDurable,
+      logLevel: config.logLevel,
+      adminPorts: adminChannels.map((channel) => channel.port2),
+    };
+    venue.persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, { transferList: persistenceData.adminPorts });
+    await once<{ type: string }>(venue.persistence, (m) => m.type === 'ready', 'persistence');
+
+    // -- re-drive what was captured (maybe acknowledged) but never journaled --
+    const redriven = await readUnjournaled(client, async (shard, slots, count) => {
+      const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
+      if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
+      journalDurable[shard] = answer.sequence;
+    });
+    if (redriven > 0) {
+      await until(
+        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
+        're-driven commands did not become durable',
+      );
+      logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
+    }
+
+    // -- the gateways' tables learn what storage holds --
+    const keeps = tableKeeps(memory);
+    const commands = await recentCommands(client, keeps);
+    const registry = new SessionRegistry(session.active, session.known);
+    const orders = (await knownOrders(client, keeps)).map((order) => ({ ...order, numbers: registry.numbersOf(order.runId, order.venueSessionId) }));
+    rememberStored(memory, commands.rows, orders);
+    if (commands.total > commands.rows.length) {
+      logger.warn({ stored: commands.total, remembered: commands.rows.length }, 'the idempotency table remembers only the most recent commands; raise SHARED_TABLE_BUCKETS');
+    }
+    await client.end();
+
+    // -- reads, then go --
+    const readData: ReadThreadData = {
+      databaseUrl,
+      shardCount: config.matchingShards,
+      control: memory.persistenceControl,
+      principalIds,
+      ports: readChannels.map((channel) => channel.port2),
+      logLevel: config.logLevel,
+    };
+    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports });
+    await once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
+    for (const port of recovery) port.postMessage({ type: 'start' } satisfies RecoveryRequest);
+    for (const worker of [...venue.shards, ...venue.gateways, venue.persistence, venue.read]) {
+      worker.on('error', (error) => {
+        logger.fatal({ err: error }, 'a venue thread failed');
+        void venue.stopDatabase().finally(() => process.exit(1));
+      });
+    }
+    Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
+    return venue;
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw error;
+  }
 }
 
 async function stopVenue(venue: Venue): Promise<void> {
@@ -134,7 +296,15 @@ async function stopVenue(venue: Venue): Promise<void> {
       return stopped;
     }),
   );
-  await Promise.all([...venue.gateways, ...venue.shards].map((worker) => worker.terminate()));
+  for (const worker of [venue.persistence, venue.read]) {
+    if (worker === null) continue;
+    const stopped = once<{ type: string }>(worker, (m) => m.type === 'stopped', 'storage thread stop');
+    worker.postMessage({ type: 'stop' });
+    await stopped;
+  }
+  const all = [...venue.gateways, ...venue.shards, venue.persistence, venue.read].filter((worker): worker is Worker => worker !== null);
+  await Promise.all(all.map((worker) => worker.terminate()));
+  await venue.stopDatabase();
 }
 
 async function main(): Promise<void> {
@@ -145,11 +315,7 @@ async function main(): Promise<void> {
     logger.fatal((error as Error).message);
     process.exit(2);
   }
-  const venue = await startVenue(config);
-  logger.info(
-    { host: config.host, port: venue.port, gatewayThreads: config.gatewayThreads, matchingShards: config.matchingShards, processingMode: config.processingMode },
-    `venue listening on http://${config.host}:${venue.port}`,
-  );
+  const venueRef: { venue: Venue | null } = { venue: null };
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -157,9 +323,10 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: no new commands, finishing those in flight');
     const timer = setTimeout(() => {
       logger.error('shutdown timed out');
-      process.exit(1);
+      void (venueRef.venue?.stopDatabase() ?? Promise.resolve()).finally(() => process.exit(1));
     }, SHUTDOWN_TIMEOUT_MS);
-    stopVenue(venue).then(
+    const venue = venueRef.venue;
+    (venue === null ? Promise.resolve() : stopVenue(venue)).then(
       () => {
         clearTimeout(timer);
         logger.info('venue stopped');
@@ -167,15 +334,25 @@ async function main(): Promise<void> {
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        void (venue?.stopDatabase() ?? Promise.resolve()).finally(() => process.exit(1));
       },
     );
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  try {
+    const venue = await startVenue(config, venueRef);
+    logger.info(
+      { host: config.host, port: venue.port, gatewayThreads: config.gatewayThreads, matchingShards: config.matchingShards, processingMode: config.processingMode },
+      `venue listening on http://${config.host}:${venue.port}`,
+    );
+  } catch (error) {
+    logger.fatal({ err: error }, 'the venue could not start');
+    const venue = venueRef.venue;
+    if (venue !== null) await Promise.all([...venue.gateways, ...venue.shards, venue.persistence, venue.read].map((worker) => worker?.terminate()));
+    await (venue?.stopDatabase() ?? Promise.resolve()).catch(() => undefined);
+    process.exit(1);
+  }
 }
 
-main().catch((error: unknown) => {
-  logger.fatal({ err: error }, 'the venue could not start');
-  process.exit(1);
-});
+void main();

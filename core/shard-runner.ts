@@ -1,11 +1,16 @@
 // The loop of a shard thread: drain the command rings of every gateway in batches,
 // run each command through the engine, write the results back to the gateway that
-// sent it. Sleeps on its doorbell when every ring is empty (no core burnt while
-// idle); wakes each gateway at most once per batch.
+// sent it, and the command with its outcome to the journal ring (the persistence
+// worker makes it durable). Sleeps on its doorbell when every ring is empty (no core
+// burnt while idle); wakes each consumer at most once per batch.
 //
-// A command's results must reach its gateway even when they outgrow the free space
-// of the result ring (a sweep of thousands of makers): the runner then publishes
-// what it has, wakes the gateway and waits for room, with a bounded back-off.
+// An output that has no room (results larger than the ring, a persistence worker that
+// fell behind or a database that is down) makes the runner publish what it has, wake
+// the consumer and wait: the shard stops taking commands, its command rings fill and
+// the gateways answer 503. Back-pressure, not unbounded buffering.
+//
+// Journal stream, per command: the 128-byte slot as sequenced (two 64-byte records),
+// then the result header and the event records, exactly as sent to the gateway.
 
 import {
   COMMAND_HEADER_WORD,
@@ -18,16 +23,28 @@ import {
 import { EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, OPCODE_QUERY } from './codes.ts';
 import { Doorbell } from './doorbell.ts';
 import type { MatchingEngine } from './matching-engine.ts';
-import { ORDER_SIDE_BYTE, ORDER_BYTE_SHIFT } from './order-store.ts';
-import { RESULT_RECORD_BYTES, RESULT_UUID_A_WORD, RESULT_UUID_B_WORD, writeEvent, writeHeader, writeUuid } from './result-slot.ts';
+import { ORDER_BYTE_SHIFT, ORDER_SIDE_BYTE } from './order-store.ts';
+import {
+  readHeader,
+  RESULT_RECORD_BYTES,
+  RESULT_SEQUENCE_FLOAT,
+  RESULT_UUID_A_WORD,
+  RESULT_UUID_B_WORD,
+  writeEvent,
+  writeHeader,
+  writeUuid,
+} from './result-slot.ts';
 import { RingConsumer, RingProducer } from './ring.ts';
 
 /** Words of the shard control block (a small SharedArrayBuffer per shard). */
 export const SHARD_STOP_WORD = 0;
 export const SHARD_COMMANDS_WORD = 1;
 export const SHARD_BATCHES_WORD = 2;
-export const SHARD_RESULT_WAITS_WORD = 3;
+export const SHARD_OUTPUT_WAITS_WORD = 3;
 export const SHARD_CONTROL_BYTES = 64;
+
+/** Records a command takes on the journal ring before its result records. */
+export const JOURNAL_COMMAND_RECORDS = COMMAND_SLOT_BYTES / RESULT_RECORD_BYTES;
 
 export interface ShardRunnerOptions {
   engine: MatchingEngine;
@@ -35,10 +52,22 @@ export interface ShardRunnerOptions {
   resultRings: SharedArrayBuffer[];
   doorbell: SharedArrayBuffer;
   gatewayDoorbells: SharedArrayBuffer[];
+  /** Where the journal stream goes; null runs without persistence (tests of the loop). */
+  journalRing: SharedArrayBuffer | null;
+  journalDoorbell: SharedArrayBuffer | null;
   control: SharedArrayBuffer;
   clockUs: () => number;
   batchMax: number;
   idleSleepMs?: number;
+}
+
+/** A ring this shard writes, with what it wrote and has not published yet. */
+class Output {
+  unpublished = 0;
+  constructor(
+    readonly ring: RingProducer,
+    readonly bell: Doorbell,
+  ) {}
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -46,28 +75,32 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 export class ShardRunner {
   private readonly engine: MatchingEngine;
   private readonly inputs: RingConsumer[];
-  private readonly outputs: RingProducer[];
+  private readonly outputs: Output[];
+  private readonly journal: Output | null;
   private readonly doorbell: Doorbell;
-  private readonly gatewayDoorbells: Doorbell[];
   private readonly control: Int32Array;
   private readonly clockUs: () => number;
   private readonly batchMax: number;
   private readonly idleSleepMs: number;
   private batch = 0;
-  /** Result records written to a gateway's ring and not yet published. */
-  private readonly unpublished: number[];
+  /** A one-slot buffer the replay and re-drive paths run commands from. */
+  private readonly scratch = new SlotBuffer();
 
   constructor(options: ShardRunnerOptions) {
     this.engine = options.engine;
     this.inputs = options.commandRings.map((ring) => new RingConsumer(ring, COMMAND_SLOT_BYTES));
-    this.outputs = options.resultRings.map((ring) => new RingProducer(ring, RESULT_RECORD_BYTES));
+    this.outputs = options.resultRings.map(
+      (ring, gateway) => new Output(new RingProducer(ring, RESULT_RECORD_BYTES), new Doorbell(options.gatewayDoorbells[gateway]!)),
+    );
+    this.journal =
+      options.journalRing === null
+        ? null
+        : new Output(new RingProducer(options.journalRing, RESULT_RECORD_BYTES), new Doorbell(options.journalDoorbell!));
     this.doorbell = new Doorbell(options.doorbell);
-    this.gatewayDoorbells = options.gatewayDoorbells.map((buffer) => new Doorbell(buffer));
     this.control = new Int32Array(options.control);
     this.clockUs = options.clockUs;
     this.batchMax = options.batchMax;
     this.idleSleepMs = options.idleSleepMs ?? 100;
-    this.unpublished = this.outputs.map(() => 0);
   }
 
   /** Runs until the stop word is set and every ring is drained. */
@@ -95,13 +128,63 @@ export class ShardRunner {
       this.processBatch(gateway, input, count);
       input.release(count);
       processed += count;
-      this.publish(gateway);
+      this.publish(this.outputs[gateway]!);
+      if (this.journal !== null) this.publish(this.journal);
     }
     if (processed > 0) {
       Atomics.add(this.control, SHARD_COMMANDS_WORD, processed);
       Atomics.add(this.control, SHARD_BATCHES_WORD, 1);
     }
     return processed;
+  }
+
+  /**
+   * Recovery: runs the commands of a journal payload through the engine again, in
+   * order, and checks that every event comes out on the sequence the journal holds.
+   * Writes nothing anywhere. The payload must start on an 8-byte boundary. Returns the
+   * commands replayed.
+   */
+  replay(payload: Uint8Array): number {
+    const engine = this.engine;
+    const scratch = this.scratch;
+    const view = { words: new Int32Array(payload.buffer, payload.byteOffset, payload.byteLength >> 2), floats: new Float64Array(payload.buffer, payload.byteOffset, payload.byteLength >> 3), bytes: payload };
+    let at = 0;
+    let commands = 0;
+    while (at < payload.byteLength) {
+      scratch.bytes.set(payload.subarray(at, at + COMMAND_SLOT_BYTES));
+      at += COMMAND_SLOT_BYTES;
+      const header = readHeader(view, at);
+      at += RESULT_RECORD_BYTES;
+      if (header.batch > this.batch) this.batch = header.batch; // batch numbers go on after a restart
+      engine.process(scratch.words, scratch.floats, 0);
+      const events = engine.events;
+      if (events.count !== header.eventCount) {
+        throw new Error(`journal replay diverged: ${events.count} events, the journal has ${header.eventCount}`);
+      }
+      for (let i = 0; i < events.count; i++, at += RESULT_RECORD_BYTES) {
+        const expected = view.floats[(at >> 3) + RESULT_SEQUENCE_FLOAT]!;
+        if (events.sequence(i) !== expected) throw new Error(`journal replay diverged at sequence ${expected}: the engine gave ${events.sequence(i)}`);
+      }
+      commands++;
+    }
+    return commands;
+  }
+
+  /**
+   * Recovery: a command that was captured but never reached the journal runs now,
+   * stamped with the current time, and goes to the journal; no gateway waits for it.
+   */
+  redrive(slot: Uint8Array): void {
+    const scratch = this.scratch;
+    scratch.bytes.set(slot);
+    scratch.floats[COMMAND_TIMESTAMP_US_FLOAT] = this.clockUs();
+    this.batch++;
+    this.engine.process(scratch.words, scratch.floats, 0);
+    if (this.journal !== null) {
+      this.journalCommand(scratch, 0);
+      this.writeOutcome(this.journal, scratch, 0, scratch.floats[COMMAND_TIMESTAMP_US_FLOAT]!);
+      this.publish(this.journal);
+    }
   }
 
   private anyAvailable(): boolean {
@@ -117,21 +200,26 @@ export class ShardRunner {
     // Prefetch in runs that do not cross the end of the ring (slots are contiguous there).
     const toEnd = input.capacity - (first & input.mask);
     engine.prefetch(input.words, input.slotOffset(first), count < toEnd ? count : toEnd);
+    const output = this.outputs[gateway]!;
     for (let k = 0; k < count; k++) {
       if (k === toEnd) engine.prefetch(input.words, input.slotOffset(first + k), count - k);
       const offset = input.slotOffset(first + k);
       input.floats[(offset >> 3) + COMMAND_TIMESTAMP_US_FLOAT] = now;
       const w = offset >> 2;
       if ((input.words[w + COMMAND_HEADER_WORD]! & 0xff) === OPCODE_QUERY) {
-        this.answerQuery(gateway, input, w, now);
+        this.answerQuery(output, input, w, now);
         continue;
       }
       engine.process(input.words, input.floats, offset);
-      this.writeResults(gateway, input, w, now);
+      this.writeOutcome(output, input, w, now);
+      if (this.journal !== null) {
+        this.journalCommand(input, offset);
+        this.writeOutcome(this.journal, input, w, now);
+      }
     }
   }
 
-  private answerQuery(gateway: number, input: RingConsumer, w: number, now: number): void {
+  private answerQuery(output: Output, input: RingConsumer, w: number, now: number): void {
     const words = input.words;
     const orders = this.engine.orders;
     const slot = orders.find(
@@ -140,24 +228,36 @@ export class ShardRunner {
       words[w + COMMAND_ORDER_ID_WORD + 2]!,
       words[w + COMMAND_ORDER_ID_WORD + 3]!,
     );
-    const at = this.reserve(gateway, 1);
-    writeHeader(this.outputs[gateway]!, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, slot < 0 ? -1 : orders.state(slot), now, 0, this.batch);
-    this.unpublished[gateway]!++;
+    const at = this.reserve(output, 1);
+    writeHeader(output.ring, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, slot < 0 ? -1 : orders.state(slot), now, 0, this.batch);
+    output.unpublished++;
   }
 
-  private writeResults(gateway: number, input: RingConsumer, w: number, now: number): void {
+  /** The command slot as sequenced, as two records of the journal stream. */
+  private journalCommand(input: { bytes: Uint8Array }, offset: number): void {
+    const journal = this.journal!;
+    for (let part = 0; part < JOURNAL_COMMAND_RECORDS; part++) {
+      const at = this.reserve(journal, 1);
+      const from = offset + part * RESULT_RECORD_BYTES;
+      journal.ring.bytes.set(input.bytes.subarray(from, from + RESULT_RECORD_BYTES), at);
+      journal.unpublished++;
+    }
+  }
+
+  /** The engine's events for the command just processed: a header, then one record per event. */
+  private writeOutcome(output: Output, input: { words: Int32Array }, w: number, now: number): void {
     const engine = this.engine;
     const events = engine.events;
     const orders = engine.orders;
-    const out = this.outputs[gateway]!;
+    const out = output.ring;
     const book = engine.findBook(input.words, w + COMMAND_INSTRUMENT_ID_WORD);
     const first = events.order(0);
     const engineOrderId = events.kind(0) === EVENT_REJECTED || first < 0 ? 0 : orders.engineNo[first]!;
     const token = input.words[w + COMMAND_TOKEN_WORD]!;
-    writeHeader(out, this.reserve(gateway, 1), token, events.count, book < 0 ? 0 : engine.currency[book]!, 0, now, engineOrderId, this.batch);
-    this.unpublished[gateway]!++;
+    writeHeader(out, this.reserve(output, 1), token, events.count, book < 0 ? 0 : engine.currency[book]!, 0, now, engineOrderId, this.batch);
+    output.unpublished++;
     for (let i = 0; i < events.count; i++) {
-      const at = this.reserve(gateway, 1);
+      const at = this.reserve(output, 1);
       const kind = events.kind(i);
       const a = events.order(i);
       const named = kind !== EVENT_REJECTED && a >= 0;
@@ -167,33 +267,38 @@ export class ShardRunner {
       if (named) writeUuid(out, at, RESULT_UUID_A_WORD, orders.words, orders.idAt(a));
       else writeUuid(out, at, RESULT_UUID_A_WORD, input.words, w + COMMAND_ORDER_ID_WORD);
       if (kind === EVENT_EXECUTION || kind === EVENT_TRADE) writeUuid(out, at, RESULT_UUID_B_WORD, orders.words, orders.idAt(events.counterparty(i)));
-      this.unpublished[gateway]!++;
+      output.unpublished++;
     }
   }
 
   /**
-   * Byte offset of the next free result record for a gateway. When the ring has no
-   * room, publishes what is pending, wakes the gateway and waits for it to consume.
+   * Byte offset of the next free record of an output. When the ring has no room,
+   * publishes what is pending, wakes the consumer and waits for it.
    */
-  private reserve(gateway: number, count: number): number {
-    const out = this.outputs[gateway]!;
-    const pending = this.unpublished[gateway]!;
-    if (out.freeSlots() - pending < count) {
-      this.publish(gateway);
-      Atomics.add(this.control, SHARD_RESULT_WAITS_WORD, 1);
-      while (out.freeSlots() < count) {
-        this.gatewayDoorbells[gateway]!.ringAlways();
+  private reserve(output: Output, count: number): number {
+    const ring = output.ring;
+    if (ring.freeSlots() - output.unpublished < count) {
+      this.publish(output);
+      Atomics.add(this.control, SHARD_OUTPUT_WAITS_WORD, 1);
+      while (ring.freeSlots() < count) {
+        output.bell.ringAlways();
         Atomics.wait(pause, 0, 0, 0.2);
       }
     }
-    return out.slotOffset(out.nextIndex + this.unpublished[gateway]!);
+    return ring.slotOffset(ring.nextIndex + output.unpublished);
   }
 
-  private publish(gateway: number): void {
-    const pending = this.unpublished[gateway]!;
-    if (pending === 0) return;
-    this.outputs[gateway]!.publish(pending);
-    this.unpublished[gateway] = 0;
-    this.gatewayDoorbells[gateway]!.ring();
+  private publish(output: Output): void {
+    if (output.unpublished === 0) return;
+    output.ring.publish(output.unpublished);
+    output.unpublished = 0;
+    output.bell.ring();
   }
+}
+
+/** One command slot of private memory, with the views the engine reads. */
+class SlotBuffer {
+  readonly bytes = new Uint8Array(COMMAND_SLOT_BYTES);
+  readonly words = new Int32Array(this.bytes.buffer);
+  readonly floats = new Float64Array(this.bytes.buffer);
 }

@@ -186,14 +186,10 @@ export class CommandStore {
     });
   }
 
-  /**
-   * Records the engine's outcome and the envelope rendered from it. With
-   * `responseStatus`, the envelope is also the HTTP answer (sync-result): stored once.
-   */
+  /** Records the engine's outcome and the envelope rendered from it. */
   setResult(
     index: number,
     result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string },
-    responseStatus = 0,
   ): void {
     const [offset, length] = this.append(result.envelope);
     this.write(index, () => {
@@ -206,14 +202,19 @@ export class CommandStore {
       words[r + W.DELIVERED] = 1;
       words[r + W.RESULT_LENGTH] = length;
       words[r + W.RESULT_OFFSET] = offset;
-      if (responseStatus !== 0) {
-        words[r + W.RESPONSE_STATUS] = responseStatus;
-        words[r + W.RESPONSE_LENGTH] = length;
-        words[r + W.RESPONSE_OFFSET] = offset;
-      }
       this.floats[(r >> 1) + F.STREAM_SEQUENCE] = result.streamSequence;
       this.floats[(r >> 1) + F.BATCH] = result.batch;
       this.floats[(r >> 1) + F.COMPLETED_AT] = result.completedAtUs;
+    });
+  }
+
+  /** Records that the answer given is the envelope itself (sync-result): one copy of the bytes. */
+  setResponseToResult(index: number, status: number): void {
+    this.write(index, () => {
+      const r = this.base(index);
+      this.words[r + W.RESPONSE_STATUS] = status;
+      this.words[r + W.RESPONSE_LENGTH] = this.words[r + W.RESULT_LENGTH]!;
+      this.words[r + W.RESPONSE_OFFSET] = this.words[r + W.RESULT_OFFSET]!;
     });
   }
 

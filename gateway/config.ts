@@ -4,8 +4,10 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-export const PROCESSING_MODES = ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] as const;
-export type ProcessingMode = (typeof PROCESSING_MODES)[number];
+import { PROCESSING_MODE_NAMES, type ProcessingMode } from '../core/outcome-format.ts';
+
+export const PROCESSING_MODES = PROCESSING_MODE_NAMES;
+export type { ProcessingMode };
 
 export interface VenueConfig {
   host: string;
@@ -33,6 +35,18 @@ export interface VenueConfig {
   /** Buckets (8 entries each) of the shared idempotency, command, order and clientOrderId tables. */
   sharedTableBuckets: number;
   shardBatchMax: number;
+  /** PostgreSQL to use; empty: start the embedded server with data under dataDir. */
+  databaseUrl: string;
+  dataDir: string;
+  /** Intake records per gateway -> persistence ring (power of two). */
+  intakeRingSlots: number;
+  /** Journal records per shard -> persistence ring (power of two). */
+  journalRingSlots: number;
+  /** Most intake rows and journal bytes in one persistence transaction. */
+  persistenceRowsMax: number;
+  persistenceBytesMax: number;
+  /** How long an answer may wait for durability before it becomes a 503. */
+  durableWaitMs: number;
 }
 
 export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
@@ -85,5 +99,12 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
     sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
+    databaseUrl: env.DATABASE_URL ?? '',
+    dataDir: env.DATA_DIR ?? '.data',
+    intakeRingSlots: powerOfTwo(env, 'INTAKE_RING_SLOTS', 8192, 16, 1 << 20),
+    journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
+    persistenceRowsMax: integer(env, 'PERSISTENCE_ROWS_MAX', 20_000, 1, 1_000_000),
+    persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
+    durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
   };
 }

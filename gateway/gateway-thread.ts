@@ -3,7 +3,7 @@
 // the thread's doorbell (Atomics.waitAsync) when nothing is in flight, so an idle
 // gateway costs no CPU.
 
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import pino from 'pino';
 import uWS from 'uWebSockets.js';
@@ -12,7 +12,7 @@ import { buildApp } from './http-server.ts';
 import { buildOpenApi } from './openapi.ts';
 import { OrderFlow } from './order-flow.ts';
 import { Principals } from './principals.ts';
-import { SessionRegistry, type VenueSession } from './sessions.ts';
+import { SessionRegistry, type NumberedSession } from './sessions.ts';
 import { RequestValidator } from './validation.ts';
 import type { VenueMemory } from './venue-memory.ts';
 
@@ -21,7 +21,12 @@ export interface GatewayThreadData {
   port: number;
   config: VenueConfig;
   memory: VenueMemory;
-  session: VenueSession;
+  /** The active session, and every session the venue ran (orders of earlier ones may still rest). */
+  session: NumberedSession;
+  knownSessions: NumberedSession[];
+  /** To the read thread (status and replays from storage) and the persistence thread (operator rebuilds). */
+  readPort: MessagePort;
+  adminPort: MessagePort;
 }
 
 export type GatewayMessage = { type: 'ready'; gatewayId: number; port: number } | { type: 'drained'; gatewayId: number } | { type: 'error'; message: string };
@@ -31,8 +36,8 @@ const DRAIN_TIMEOUT_MS = 15_000;
 const data = workerData as GatewayThreadData;
 const { config, memory, gatewayId } = data;
 const logger = pino({ level: config.logLevel, base: { thread: `gateway-${gatewayId}` } });
-const sessions = new SessionRegistry(data.session);
-const flow = new OrderFlow(gatewayId, config, memory, sessions);
+const sessions = new SessionRegistry(data.session, data.knownSessions);
+const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort });
 const app = buildApp({
   config,
   flow,
@@ -67,8 +72,9 @@ async function resultLoop(): Promise<void> {
       flow.doorbell.wake();
       continue;
     }
-    // Replays waiting on another thread's command are checked every 2 ms.
-    await flow.doorbell.sleepAsync(seen, flow.waiting > 0 ? 2 : 1000);
+    // Replays waiting on another thread's command are checked every 2 ms; answers waiting
+    // for durability are woken by the persistence thread, and checked for their deadline.
+    await flow.doorbell.sleepAsync(seen, flow.waiting > 0 ? 2 : flow.durability.size > 0 ? 50 : 1000);
   }
 }
 
@@ -90,6 +96,7 @@ parentPort!.on('message', (message: { type: string }) => {
       // Close every connection (idle keep-alive ones too): a worker that ends with uWS
       // sockets open aborts the process. App#close exists in this build, missing from its typings.
       (app as unknown as { close(): void }).close();
+      flow.close();
       parentPort!.postMessage({ type: 'drained', gatewayId } satisfies GatewayMessage);
     } else {
       setTimeout(check, 5);

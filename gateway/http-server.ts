@@ -56,8 +56,12 @@ function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: R
   });
 }
 
+/** Every 503 tells the client when to come back. */
+const RETRY_HEADERS: Record<string, string> = { ...JSON_HEADERS, 'Retry-After': '1' };
+
 function failNow(res: uWS.HttpResponse, code: ErrorCode, message: string, details?: ErrorDetail[]): void {
-  sendNow(res, ERRORS[code].status, errorBody(code, message, details));
+  const status = ERRORS[code].status;
+  sendNow(res, status, errorBody(code, message, details), status === 503 ? RETRY_HEADERS : JSON_HEADERS);
 }
 
 const ORDER_ROUTES: Array<[string, OrderRoute, number]> = [
@@ -93,8 +97,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
 
   for (const [path, route, routeCode] of ORDER_ROUTES) {
     app.post(path, (res, req) => {
-      if (Atomics.load(venueControl, 1) === 1) {
-        failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
+      if (Atomics.load(venueControl, 1) === 1 || Atomics.load(venueControl, 0) !== 1) {
+        failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting (recovering its order books)');
         return;
       }
       const principal = admit(res, req, 'orders');
@@ -147,9 +151,21 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   app.get('/api/v1/commands/:commandId', (res, req) => {
     const principal = admit(res, req, 'command-status-own');
     if (principal === null) return;
-    const view = flow.statusView(req.getParameter(0), principal, principal.permissions.has('command-status-any'));
-    if (view === null) failNow(res, 'NOT_FOUND', 'no such command');
-    else sendNow(res, 200, view);
+    const reply = new UwsReply(res);
+    flow.statusView(req.getParameter(0), principal, principal.permissions.has('command-status-any')).then(
+      (view) => (view === null ? reply.send(404, errorBody('NOT_FOUND', 'no such command')) : reply.send(200, view)),
+      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`), { ...JSON_HEADERS, 'Retry-After': '1' }),
+    );
+  });
+
+  app.post('/admin/v1/projections/order-lifecycle/rebuild', (res, req) => {
+    if (admit(res, req, 'admin') === null) return;
+    const reply = new UwsReply(res);
+    res.onData(() => undefined); // no body fields; whatever is sent is ignored
+    flow.rebuildLifecycle().then(
+      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message))),
+      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), { ...JSON_HEADERS, 'Retry-After': '1' }),
+    );
   });
 
   app.get('/api/v1/venue/session', (res, req) => {

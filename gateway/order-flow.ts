@@ -12,7 +12,6 @@
 // clientOrderId, an orderId already used on another shard) are sent to a shard as a
 // REJECT command, so that they too are sequenced, canonical outcomes.
 
-import { hash } from 'node:crypto';
 import {
   COMMAND_ACCOUNT_ID_WORD,
   COMMAND_ARGUMENT_WORD,
@@ -50,21 +49,28 @@ import {
   TIME_IN_FORCE_IOC,
 } from '../core/codes.ts';
 import { Doorbell } from '../core/doorbell.ts';
+import { INTAKE_RECORD_BYTES, writeIntake } from '../core/intake-record.ts';
+import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { ResultReader } from '../core/result-reader.ts';
 import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
 import { ringReadIndex, RingProducer } from '../core/ring.ts';
 import { shardOf } from '../core/shard-map.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
 import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
-import { CommandStore, RESULT, type CommandSnapshot } from './command-store.ts';
+import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
-import { renderEnvelope, renderPointer } from './envelope.ts';
+import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
+import type { AdminAnswer, AdminRequest } from '../persistence/persistence-thread.ts';
+import type { ReadAnswer, ReadRequest, StoredCommand } from '../persistence/read-thread.ts';
+import { DurabilityGate } from './durability.ts';
+import { PortClient } from './storage-client.ts';
 import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
-import { attachTable, recordRef, refGateway, refIndex, type VenueMemory } from './venue-memory.ts';
+import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
+import { attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -117,6 +123,28 @@ interface Pending {
   rejectedOrderIdNull: boolean;
   /** Set for a state query: called with the order's state instead of rendering. */
   onQuery: ((state: number) => void) | null;
+  /** What the command log records of it (null for queries), and its intake position once written. */
+  intake: IntakeInfo | null;
+  intakeCount: number;
+}
+
+/** The request-level facts the command log keeps. */
+interface IntakeInfo {
+  route: number;
+  mode: number;
+  principal: number;
+  scopeDigest: Uint8Array;
+  payloadHash: Uint8Array;
+  clientId: string;
+  idempotencyKey: string;
+  clientOrderId: string | null;
+  receivedAtUs: number;
+}
+
+/** Where this gateway reaches storage. */
+export interface PersistencePorts {
+  read: import('node:worker_threads').MessagePort;
+  admin: import('node:worker_threads').MessagePort;
 }
 
 /** A replay that found the original command still in flight. */
@@ -131,32 +159,6 @@ const RETRY_AFTER = { 'Retry-After': '1' };
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const WAIT_FOR_ORIGINAL_MS = 10_000;
 const ZERO_UUID = new Int32Array(4);
-
-/** SHA-256 of the parts joined by NUL (one-shot crypto.hash: ~40% cheaper than createHash here). */
-function digest(...parts: string[]): Buffer {
-  return hash('sha256', parts.join('\u0000'), 'buffer') as unknown as Buffer;
-}
-
-/**
- * The payload in a canonical form: keys sorted and each value length-prefixed, so the
- * same payload hashes the same whatever its key order or spacing. Validated bodies
- * are flat objects of strings, which keeps this a single pass without JSON escaping.
- */
-function canonicalJson(body: Record<string, unknown>): string {
-  const keys = Object.keys(body).sort();
-  let out = '';
-  for (let k = 0; k < keys.length; k++) {
-    const value = String(body[keys[k]!]);
-    out += `${keys[k]}:${value.length}:${value}\u0000`; // length-prefixed: no escaping needed, no ambiguity
-  }
-  return out;
-}
-
-function wordsOf(buffer: Buffer): Int32Array {
-  const words = new Int32Array(4);
-  for (let k = 0; k < 4; k++) words[k] = buffer.readInt32BE(k * 4);
-  return words;
-}
 
 function sameWords(a: Int32Array, b: Int32Array): boolean {
   return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
@@ -183,8 +185,17 @@ export class OrderFlow {
   private flushScheduled = false;
   private readonly waiters: Waiter[] = [];
   private nextToken = 1;
+  private readonly intakeRing: RingProducer;
+  private unpublishedIntake = 0;
+  /** Intake records written since start (what the persistence worker's count is compared with). */
+  private intakeWritten = 0;
+  private readonly control: PersistenceControl;
+  private readonly persistenceBell: Doorbell;
+  readonly durability: DurabilityGate;
+  private readonly reads: PortClient<ReadRequest, ReadAnswer>;
+  private readonly admin: PortClient<AdminRequest, AdminAnswer>;
 
-  constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry) {
+  constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry, ports: PersistencePorts) {
     this.gatewayId = gatewayId;
     this.config = config;
     this.memory = memory;
@@ -200,10 +211,22 @@ export class OrderFlow {
     this.shardBells = memory.shardDoorbells.map((buffer) => new Doorbell(buffer));
     this.doorbell = new Doorbell(memory.gatewayDoorbells[gatewayId]!);
     this.unpublished = this.rings.map(() => 0);
+    this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
+    this.control = new PersistenceControl(memory.persistenceControl);
+    this.persistenceBell = new Doorbell(memory.persistenceDoorbell);
+    this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs);
+    this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
+    this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000);
+  }
+
+  /** Closes the ports to the storage threads (shutdown). */
+  close(): void {
+    this.reads.close();
+    this.admin.close();
   }
 
   get inFlight(): number {
-    return this.pending.size + this.waiters.length;
+    return this.pending.size + this.waiters.length + this.durability.size;
   }
 
   /** True when a result ring has something to read. */
@@ -215,10 +238,27 @@ export class OrderFlow {
 
   handle(request: OrderRequest): void {
     const { body, route, reply } = request;
-    const payload = digest(String(route), canonicalJson(body as unknown as Record<string, unknown>));
+    if (this.control.databaseState === DB_DOWN) {
+      this.fail(reply, 'UNAVAILABLE', 'storage is unavailable: nothing was accepted; retry with the same Idempotency-Key', RETRY_AFTER);
+      return;
+    }
+    const payload = payloadDigest(route, body as unknown as Record<string, unknown>);
     const payloadWords = wordsOf(payload);
-    const scope = wordsOf(digest(request.principal.principalId, request.clientId, request.idempotencyKey));
+    const scopeBytes = scopeDigest(request.principal.principalId, request.clientId, request.idempotencyKey);
+    const scope = wordsOf(scopeBytes);
     const commandId = uuidWords(body.commandId);
+    const receivedAtUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+    const intake: IntakeInfo = {
+      route,
+      mode: PROCESSING_MODES.indexOf(request.mode),
+      principal: request.principal.index,
+      scopeDigest: scopeBytes,
+      payloadHash: payload,
+      clientId: request.clientId,
+      idempotencyKey: request.idempotencyKey,
+      clientOrderId: route === ROUTE_SUBMIT ? ((body as SubmitBody).clientOrderId ?? null) : null,
+      receivedAtUs,
+    };
     const index = this.store.create({
       processingMode: PROCESSING_MODES.indexOf(request.mode),
       route,
@@ -229,7 +269,7 @@ export class OrderFlow {
       payloadHash: payload,
       clientId: request.clientId,
       idempotencyKey: request.idempotencyKey,
-      receivedAtUs: Math.round((performance.timeOrigin + performance.now()) * 1000),
+      receivedAtUs,
     });
     const ref = recordRef(this.gatewayId, index);
     const existingPayload = new Int32Array(4);
@@ -240,7 +280,8 @@ export class OrderFlow {
         this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
         return;
       }
-      this.replayOrWait(reply, existing, commandId);
+      if (existing === STORAGE_REF) this.replayFromStorage(reply, scopeBytes, payload);
+      else this.replayOrWait(reply, existing, commandId, scopeBytes, payload);
       return;
     }
     if (this.commandIds.insertIfAbsent(commandId, 0, ref) !== NOT_FOUND) {
@@ -254,12 +295,12 @@ export class OrderFlow {
       this.commandIds.remove(commandId, 0, ref);
       this.store.void(index);
     };
-    if (route === ROUTE_SUBMIT) this.submit(request, index, ref, commandId, undoClaims);
-    else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, index, commandId, undoClaims);
-    else this.target(request, index, commandId, undoClaims);
+    if (route === ROUTE_SUBMIT) this.submit(request, intake, index, ref, commandId, undoClaims);
+    else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, intake, index, commandId, undoClaims);
+    else this.target(request, intake, index, commandId, undoClaims);
   }
 
-  private submit(request: OrderRequest, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
+  private submit(request: OrderRequest, intake: IntakeInfo, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as SubmitBody;
     const instrument = uuidWords(body.instrumentId);
     const orderId = uuidWords(body.orderId);
@@ -285,7 +326,7 @@ export class OrderFlow {
       quantityUnits: request.quantityUnits,
       argument: 0,
     };
-    const pending = this.newPending(request, index, shard, body.instrumentId, body.currency, body.commandId);
+    const pending = this.newPending(request, intake, index, shard, body.instrumentId, body.currency, body.commandId);
     const proceed = (clientOrderKey: Int32Array | null) => {
       pending.clientOrderKey = clientOrderKey;
       // An orderId known anywhere on the venue is a duplicate even when its shard differs.
@@ -300,7 +341,7 @@ export class OrderFlow {
       proceed(null);
       return;
     }
-    const key = wordsOf(digest(body.participantId.toLowerCase(), body.clientOrderId));
+    const key = wordsOf(clientOrderDigest(body.participantId, body.clientOrderId));
     const extra = new Int32Array(14);
     extra.set(orderId, 0);
     extra.set(instrument, 4);
@@ -329,7 +370,7 @@ export class OrderFlow {
     );
   }
 
-  private target(request: OrderRequest, index: number, commandId: Int32Array, undoClaims: () => void): void {
+  private target(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as TargetBody;
     const orderId = uuidWords(body.orderId);
     const instrument = uuidWords(body.instrumentId);
@@ -337,7 +378,7 @@ export class OrderFlow {
     const modify = request.route === ROUTE_MODIFY;
     const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
     const shard = this.shardHolding(orderId, instrument);
-    const pending = this.newPending(request, index, shard, body.instrumentId, '', body.commandId);
+    const pending = this.newPending(request, intake, index, shard, body.instrumentId, '', body.commandId);
     this.dispatch(
       pending,
       {
@@ -360,14 +401,14 @@ export class OrderFlow {
   }
 
   /** Resolves (participantId, clientOrderId) and sends a normal cancel for the order found. */
-  private cancelByClientOrder(request: OrderRequest, index: number, commandId: Int32Array, undoClaims: () => void): void {
+  private cancelByClientOrder(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as CancelByClientOrderBody;
     const participant = uuidWords(body.participantId);
     const extra = new Int32Array(14);
-    const found = this.clientOrders.get(wordsOf(digest(body.participantId.toLowerCase(), body.clientOrderId)), 0, extra);
+    const found = this.clientOrders.get(wordsOf(clientOrderDigest(body.participantId, body.clientOrderId)), 0, extra);
     if (found === NOT_FOUND) {
       const shard = shardOf(participant, 0, this.memory.shardCount);
-      const pending = this.newPending(request, index, shard, '', '', body.commandId);
+      const pending = this.newPending(request, intake, index, shard, '', '', body.commandId);
       pending.rejectedOrderIdNull = true;
       this.dispatch(
         pending,
@@ -400,7 +441,7 @@ export class OrderFlow {
       return;
     }
     const shard = this.shardHolding(orderId, instrument);
-    const pending = this.newPending(request, index, shard, formatWords(instrument), '', body.commandId);
+    const pending = this.newPending(request, intake, index, shard, formatWords(instrument), '', body.commandId);
     this.dispatch(
       pending,
       {
@@ -428,8 +469,10 @@ export class OrderFlow {
     return known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
   }
 
-  private newPending(request: OrderRequest, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {
+  private newPending(request: OrderRequest, intake: IntakeInfo, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {
     return {
+      intake,
+      intakeCount: 0,
       token: 0,
       reply: request.reply,
       recordIndex: index,
@@ -448,7 +491,11 @@ export class OrderFlow {
   /** Writes the slot and registers the pending result; undoes every claim on 503. */
   private dispatch(pending: Pending, command: SlotCommand, undoClaims: () => void): void {
     const ring = this.rings[pending.shard]!;
-    if (ring.freeSlots() - this.unpublished[pending.shard]! === 0 || this.pending.size >= this.config.maxInFlight) {
+    const full =
+      ring.freeSlots() - this.unpublished[pending.shard]! === 0 ||
+      this.intakeRing.freeSlots() - this.unpublishedIntake === 0 ||
+      this.pending.size + this.durability.size >= this.config.maxInFlight;
+    if (full) {
       undoClaims();
       if (pending.orderDirectoryKey !== null) this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
       if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
@@ -456,14 +503,44 @@ export class OrderFlow {
       return;
     }
     const ringIndex = this.write(ring, pending, command);
+    this.capture(pending, command, ring.slotOffset(ringIndex), ring.bytes);
     this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : formatWords(command.orderId));
     const mode = PROCESSING_MODES[pending.mode]!;
     if ((mode === 'accepted-async' || mode === 'captured-ack') && pending.reply !== null) {
-      const body = renderPointer(pending.commandId, mode);
-      this.store.setResponse(pending.recordIndex, 202, body);
-      this.send(pending.reply, 202, body);
+      // Answered once the command log holds it (a kill -9 after the answer loses nothing); matching follows.
+      const reply = pending.reply;
       pending.reply = null;
+      this.durability.wait(pending.intakeCount, -1, 0, (durable) => {
+        if (!durable) return this.fail(reply, 'UNAVAILABLE', 'storage did not confirm in time; retry with the same Idempotency-Key', RETRY_AFTER);
+        const body = renderPointer(pending.commandId, mode);
+        this.store.setResponse(pending.recordIndex, 202, body);
+        this.send(reply, 202, body);
+      });
     }
+  }
+
+  /** Writes the command's intake record (with the slot just written) for the command log. */
+  private capture(pending: Pending, command: SlotCommand, slotOffset: number, slotBytes: Uint8Array): void {
+    const info = pending.intake!;
+    const ring = this.intakeRing;
+    writeIntake(ring, ring.slotOffset(ring.nextIndex + this.unpublishedIntake), {
+      processingMode: info.mode,
+      route: info.route,
+      shard: pending.shard,
+      principal: info.principal,
+      receivedAtUs: info.receivedAtUs,
+      commandId: wordBytes(command.commandId),
+      scopeDigest: info.scopeDigest,
+      payloadHash: info.payloadHash,
+      orderId: command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : wordBytes(command.orderId),
+      instrumentId: pending.instrumentId === '' ? null : wordBytes(command.instrumentId),
+      slot: slotBytes.subarray(slotOffset, slotOffset + COMMAND_SLOT_BYTES),
+      clientId: info.clientId,
+      idempotencyKey: info.idempotencyKey,
+      clientOrderId: info.clientOrderId,
+    });
+    this.unpublishedIntake++;
+    pending.intakeCount = ++this.intakeWritten;
   }
 
   private write(ring: RingProducer, pending: Pending, command: SlotCommand): number {
@@ -505,6 +582,12 @@ export class OrderFlow {
    */
   private readonly flush = (): void => {
     this.flushScheduled = false;
+    // Intake first: a command's log record is never behind its outcome in the persistence worker.
+    if (this.unpublishedIntake > 0) {
+      this.intakeRing.publish(this.unpublishedIntake);
+      this.unpublishedIntake = 0;
+      this.persistenceBell.ring();
+    }
     for (let shard = 0; shard < this.rings.length; shard++) {
       const count = this.unpublished[shard]!;
       if (count === 0) continue;
@@ -518,7 +601,7 @@ export class OrderFlow {
   private query(shard: number, orderId: Int32Array, then: (state: number) => void): void {
     const pending: Pending = {
       token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '',
-      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then,
+      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, intake: null, intakeCount: 0,
     };
     const ring = this.rings[shard]!;
     if (ring.freeSlots() - this.unpublished[shard]! === 0) {
@@ -539,6 +622,7 @@ export class OrderFlow {
     for (let shard = 0; shard < this.readers.length; shard++) {
       read += this.readers[shard]!.poll((header, events) => this.complete(shard, header, events));
     }
+    this.durability.check();
     if (this.waiters.length > 0) this.checkWaiters();
     return read;
   }
@@ -551,12 +635,9 @@ export class OrderFlow {
       pending.onQuery(header.queryState);
       return;
     }
-    const currency = pending.currency !== '' ? pending.currency : header.currency !== 0 ? unpackCurrency(header.currency) : '';
-    const outcome = renderEnvelope(
-      { shard, instrumentId: pending.instrumentId, currency, ...(pending.rejectedOrderIdNull ? { rejectedOrderId: null } : {}) },
-      header,
-      events,
-    );
+    // The same context the persistence worker derives from the journal: same bytes.
+    const currency = header.currency !== 0 ? unpackCurrency(header.currency) : pending.currency;
+    const outcome = renderEnvelope({ shard, instrumentId: pending.instrumentId, currency }, header, events);
     if (!outcome.accepted) {
       // A submit that did not enter the book leaves no claim on its orderId or clientOrderId,
       // except when it was rejected precisely because another order holds them.
@@ -567,34 +648,38 @@ export class OrderFlow {
         this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
       }
     }
-    const mode = PROCESSING_MODES[pending.mode]!;
-    const answersNow = pending.reply !== null;
-    const result = {
+    this.store.setResult(pending.recordIndex, {
       accepted: outcome.accepted,
       rejectCode: outcome.rejectCodeNumber,
       streamSequence: outcome.streamSequence,
       batch: header.batch,
       completedAtUs: header.timestampUs,
       envelope: outcome.json,
-    };
-    if (answersNow && mode === 'sync-result') {
-      this.store.setResult(pending.recordIndex, result, 200);
-      this.send(pending.reply!, 200, outcome.json);
-      return;
-    }
-    this.store.setResult(pending.recordIndex, result);
-    if (!answersNow) return;
-    const body = renderPointer(pending.commandId, mode);
-    this.store.setResponse(pending.recordIndex, 202, body);
-    this.send(pending.reply!, 202, body);
+    });
+    const reply = pending.reply;
+    if (reply === null) return; // captured-ack and accepted-async answer on the intake commit
+    // sync-result and stream-ack answer once the outcome is on the durable journal.
+    const mode = PROCESSING_MODES[pending.mode]!;
+    this.durability.wait(pending.intakeCount, shard, events[events.length - 1]!.sequence, (durable) => {
+      if (!durable) return this.fail(reply, 'UNAVAILABLE', 'storage did not confirm in time; retry with the same Idempotency-Key', RETRY_AFTER);
+      if (mode === 'sync-result') {
+        this.store.setResponseToResult(pending.recordIndex, 200);
+        this.send(reply, 200, outcome.json);
+      } else {
+        const body = renderPointer(pending.commandId, mode);
+        this.store.setResponse(pending.recordIndex, 202, body);
+        this.send(reply, 202, body);
+      }
+    });
   }
 
   // ---- replays and status ----
 
-  private replayOrWait(reply: Reply, ref: number, commandId: Int32Array): void {
+  private replayOrWait(reply: Reply, ref: number, commandId: Int32Array, scope: Uint8Array, payload: Uint8Array): void {
     const snapshot = this.snapshotOf(ref, commandId);
     if (snapshot === null) {
-      this.fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
+      // The record left this thread's memory (or the original was never taken): ask storage.
+      this.replayFromStorage(reply, scope, payload);
       return;
     }
     if (snapshot.response !== null) {
@@ -602,6 +687,25 @@ export class OrderFlow {
       return;
     }
     this.waiters.push({ reply, ref, commandId, deadlineMs: Date.now() + WAIT_FOR_ORIGINAL_MS });
+  }
+
+  /** A replay answered from the command log (after a restart, or beyond the memory window). */
+  private replayFromStorage(reply: Reply, scope: Uint8Array, payload: Uint8Array): void {
+    this.reads.request({ type: 'replay', scopeDigest: Buffer.from(scope).toString('hex') }).then(
+      (answer) => {
+        if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        const stored = answer.command;
+        if (stored === null) return this.fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
+        if (stored.payloadHash !== Buffer.from(payload).toString('hex')) {
+          return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+        }
+        if (stored.responseStatus === 0 || stored.responseBody === null) {
+          return this.fail(reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
+        }
+        this.send(reply, stored.responseStatus, stored.responseBody);
+      },
+      () => this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER),
+    );
   }
 
   /** Answers replays whose original has been answered meanwhile; gives up after a bound. */
@@ -629,20 +733,38 @@ export class OrderFlow {
     return store === undefined ? null : store.read(refIndex(ref), commandId);
   }
 
-  /** GET /api/v1/commands/{commandId}: the status view, or null if unknown (or not the caller's). */
-  statusView(commandIdText: string, principal: Principal, any: boolean): string | null {
+  /**
+   * GET /api/v1/commands/{commandId}: the status view, or null if unknown (or not the
+   * caller's). From this thread's shared memory when a gateway still holds the record,
+   * else from storage (the read thread).
+   */
+  async statusView(commandIdText: string, principal: Principal, any: boolean): Promise<string | null> {
     const commandId = new Int32Array(4);
     if (!parseUuidInto(commandIdText, commandId, 0)) return null;
     const ref = this.commandIds.get(commandId, 0);
-    if (ref === NOT_FOUND) return null;
-    const snapshot = this.snapshotOf(ref, commandId);
-    if (snapshot === null || (!any && snapshot.principal !== principal.index)) return null;
-    let taken = false;
-    if (snapshot.shard >= 0) {
-      const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
-      taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+    if (ref !== NOT_FOUND && ref !== STORAGE_REF) {
+      const snapshot = this.snapshotOf(ref, commandId);
+      if (snapshot !== null) {
+        if (!any && snapshot.principal !== principal.index) return null;
+        let taken = false;
+        if (snapshot.shard >= 0) {
+          const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
+          taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+        }
+        const materialized = snapshot.resultStatus !== RESULT.NONE && this.control.journalCommitted(snapshot.shard) >= snapshot.streamSequence;
+        return renderStatusView(snapshot, taken, materialized);
+      }
     }
-    return renderStatusView(snapshot, taken);
+    const answer = await this.reads.request({ type: 'command', commandId: commandIdText.toLowerCase() });
+    if (!answer.ok) throw new Error(answer.message);
+    const stored = answer.command;
+    if (stored === null || (!any && stored.principal !== principal.index)) return null;
+    return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
+  }
+
+  /** POST /admin/v1/projections/order-lifecycle/rebuild, run by the persistence thread. */
+  async rebuildLifecycle(): Promise<AdminAnswer> {
+    return this.admin.request({ type: 'rebuild-lifecycle' });
   }
 
   // ---- answers ----
@@ -655,6 +777,46 @@ export class OrderFlow {
   private fail(reply: Reply, code: ErrorCode, message: string, headers?: Record<string, string>): void {
     this.send(reply, ERRORS[code].status, errorBody(code, message), headers);
   }
+}
+
+const encoder = new TextEncoder();
+
+/** A command read back from storage, in the shape the status view renders. */
+function snapshotOfStored(stored: StoredCommand): CommandSnapshot {
+  const status = stored.resultStatus === 1 ? STATUS.COMPLETED : stored.resultStatus === 2 ? STATUS.REJECTED : STATUS.ACCEPTED;
+  return {
+    status,
+    internalStatus: stored.resultStatus === 0 ? INTERNAL.RECEIVED : INTERNAL.COMPLETED,
+    processingMode: stored.processingMode,
+    route: stored.route,
+    responseStatus: stored.responseStatus,
+    shard: stored.shard,
+    resultStatus: stored.resultStatus,
+    rejectCode: stored.rejectCode === '' ? 0 : rejectCodeOf(stored.rejectCode),
+    principal: stored.principal,
+    ringIndex: 0,
+    deliveredCount: stored.resultStatus === 0 ? 0 : 1,
+    commandId: stored.commandId,
+    orderId: stored.orderId,
+    instrumentId: stored.instrumentId,
+    payloadHash: stored.payloadHash,
+    clientId: stored.clientId,
+    idempotencyKey: stored.idempotencyKey,
+    response: stored.responseBody === null ? null : encoder.encode(stored.responseBody),
+    result: stored.resultPayloadJson === null ? null : encoder.encode(stored.resultPayloadJson),
+    streamSequence: stored.streamSequence,
+    batch: stored.shardBatch,
+    receivedAtUs: 0,
+    completedAtUs: 0,
+  };
+}
+
+/** A UUID's four words as its 16 bytes (big-endian, as the text reads). */
+function wordBytes(words: Int32Array): Uint8Array {
+  const bytes = new Uint8Array(16);
+  const view = new DataView(bytes.buffer);
+  for (let k = 0; k < 4; k++) view.setInt32(k * 4, words[k]!);
+  return bytes;
 }
 
 function formatWords(words: Int32Array): string {

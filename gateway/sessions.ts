@@ -1,6 +1,7 @@
 // The venue session: the active (runId, venueSessionId) pair every accepted order is
-// stamped with. The engine compares small numbers, so each known pair gets one;
-// a pair the venue never ran maps to -1, which matches no order.
+// stamped with. The engine compares small numbers, so each pair the venue ever ran has
+// one (runtime.venue_sessions: run_no, session_no); a pair the venue never ran maps
+// to -1, which matches no order. A restart keeps the open session (API contract).
 
 export interface VenueSession {
   runId: string;
@@ -8,34 +9,34 @@ export interface VenueSession {
   startedAt: string;
 }
 
-export class SessionRegistry {
-  private readonly current: VenueSession;
-  private readonly runNo = 1;
-  private readonly sessionNo = 1;
+/** A session with the numbers the engine knows it by. */
+export interface NumberedSession extends VenueSession {
+  runNo: number;
+  sessionNo: number;
+}
 
-  constructor(session: VenueSession) {
-    this.current = session;
+export class SessionRegistry {
+  private readonly current: NumberedSession;
+  private readonly byNames = new Map<string, NumberedSession>();
+
+  /** `known` holds every session the venue ran, the active one included. */
+  constructor(active: NumberedSession, known: readonly NumberedSession[] = [active]) {
+    this.current = active;
+    for (const session of [...known, active]) this.byNames.set(`${session.runId}\u0000${session.venueSessionId}`, session);
   }
 
   get active(): VenueSession {
-    return this.current;
+    return { runId: this.current.runId, venueSessionId: this.current.venueSessionId, startedAt: this.current.startedAt };
   }
 
   /** Numbers stamped on a new order. */
   activeNumbers(): [number, number] {
-    return [this.runNo, this.sessionNo];
+    return [this.current.runNo, this.current.sessionNo];
   }
 
   /** Numbers for a quoted pair (cancel, modify); -1 for a pair this venue never ran. */
   numbersOf(runId: string, venueSessionId: string): [number, number] {
-    return [
-      runId === this.current.runId ? this.runNo : -1,
-      venueSessionId === this.current.venueSessionId ? this.sessionNo : -1,
-    ];
-  }
-
-  /** The pair behind numbers (resolving a clientOrderId back to a full cancel). */
-  namesOf(runNo: number, sessionNo: number): [string, string] | null {
-    return runNo === this.runNo && sessionNo === this.sessionNo ? [this.current.runId, this.current.venueSessionId] : null;
+    const session = this.byNames.get(`${runId}\u0000${venueSessionId}`);
+    return session === undefined ? [-1, -1] : [session.runNo, session.sessionNo];
   }
 }

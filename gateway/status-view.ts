@@ -1,6 +1,5 @@
-// The command status view of the specification, from a command record.
-// Without persistence (until the persistence issue lands) nothing is durably
-// materialized, so canonicalMaterialized is false: the view says what is true.
+// The command status view of the specification, from a command record (in a
+// gateway's shared memory, or read back from storage).
 
 import { rejectName } from '../core/codes.ts';
 import { PROCESSING_MODES } from './config.ts';
@@ -22,8 +21,9 @@ const decoder = new TextDecoder();
 /**
  * `taken`: whether the shard has already taken the command off its ring (its read
  * index passed the command's position), which turns ACCEPTED into IN_FLIGHT.
+ * `materialized`: whether the outcome is on the durable journal (canonicalMaterialized).
  */
-export function renderStatusView(snapshot: CommandSnapshot, taken: boolean): string {
+export function renderStatusView(snapshot: CommandSnapshot, taken: boolean, materialized: boolean): string {
   let status = snapshot.status;
   let internal = snapshot.internalStatus;
   let delivered = snapshot.deliveredCount;
@@ -47,7 +47,7 @@ export function renderStatusView(snapshot: CommandSnapshot, taken: boolean): str
     responseStatus: snapshot.responseStatus,
     responsePayloadJson: snapshot.response === null ? '' : decoder.decode(snapshot.response),
     lastError: '',
-    canonicalMaterialized: false,
+    canonicalMaterialized: materialized,
     engineResultStatus: resultStatus,
     resultStatus,
     batchId: snapshot.resultStatus === RESULT.NONE ? '' : `${shard}-${snapshot.batch}`,

@@ -5,12 +5,16 @@
 
 import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
 import { Doorbell } from '../core/doorbell.ts';
+import { INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
+import { uuidWords } from '../core/uuid.ts';
 import { commandStoreBytes } from './command-store.ts';
 import type { VenueConfig } from './config.ts';
+import { clientOrderDigest, wordsOf } from './keys.ts';
 
 /** Extra words per entry of each shared table. */
 export const TABLE_EXTRA_WORDS = {
@@ -47,7 +51,16 @@ export interface VenueMemory {
   /** [gateway] */
   commandStores: SharedArrayBuffer[];
   venueControl: SharedArrayBuffer;
+  /** [gateway]: what each gateway took, for the command log. */
+  intakeRings: SharedArrayBuffer[];
+  /** [shard]: each shard's commands and outcomes, for the journal. */
+  journalRings: SharedArrayBuffer[];
+  persistenceDoorbell: SharedArrayBuffer;
+  persistenceControl: SharedArrayBuffer;
 }
+
+/** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
+export const STORAGE_REF = 0x7f000000;
 
 export function createVenueMemory(config: VenueConfig): VenueMemory {
   const gateways = config.gatewayThreads;
@@ -74,6 +87,10 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
       () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
     ),
     venueControl: new SharedArrayBuffer(VENUE_CONTROL_BYTES),
+    intakeRings: range(gateways).map(() => createRingBuffer(INTAKE_RECORD_BYTES, config.intakeRingSlots)),
+    journalRings: range(shards).map(() => createRingBuffer(RESULT_RECORD_BYTES, config.journalRingSlots)),
+    persistenceDoorbell: Doorbell.create(),
+    persistenceControl: PersistenceControl.create(),
   };
 }
 
@@ -92,4 +109,44 @@ export function refGateway(ref: number): number {
 
 export function refIndex(ref: number): number {
   return ref & 0xffffff;
+}
+
+/**
+ * After a restart: the shared tables learn what storage holds (most recent first, up
+ * to a quarter of their room, where they keep everything they are given). Values
+ * point to storage: replays and status lookups go to the read thread.
+ */
+export function rememberStored(
+  memory: VenueMemory,
+  commands: readonly { commandId: string; scopeDigest: Uint8Array; payloadHash: Uint8Array }[],
+  orders: readonly { orderId: string; shard: number; instrumentId: string; participantId: string; accountId: string; clientOrderId: string | null; numbers: [number, number] }[],
+): void {
+  const idempotency = attachTable(memory, 'idempotency');
+  const commandIds = attachTable(memory, 'commandIds');
+  const orderDirectory = attachTable(memory, 'orderDirectory');
+  const clientOrders = attachTable(memory, 'clientOrders');
+  // Oldest first, so the most recent are the last to be evicted should a bucket overflow.
+  for (let k = commands.length - 1; k >= 0; k--) {
+    const command = commands[k]!;
+    idempotency.put(wordsOf(command.scopeDigest), 0, STORAGE_REF, wordsOf(command.payloadHash));
+    commandIds.put(uuidWords(command.commandId), 0, STORAGE_REF);
+  }
+  for (let k = orders.length - 1; k >= 0; k--) {
+    const order = orders[k]!;
+    const orderId = uuidWords(order.orderId);
+    orderDirectory.put(orderId, 0, order.shard);
+    if (order.clientOrderId === null) continue;
+    const extra = new Int32Array(TABLE_EXTRA_WORDS.clientOrders);
+    extra.set(orderId, 0);
+    extra.set(uuidWords(order.instrumentId), 4);
+    extra.set(uuidWords(order.accountId), 8);
+    extra[12] = order.numbers[0];
+    extra[13] = order.numbers[1];
+    clientOrders.put(wordsOf(clientOrderDigest(order.participantId, order.clientOrderId)), 0, STORAGE_REF, extra);
+  }
+}
+
+/** How many entries a table keeps without evicting (a quarter of its room). */
+export function tableKeeps(memory: VenueMemory): number {
+  return memory.tableBuckets * 2;
 }

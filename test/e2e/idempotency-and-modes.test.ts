@@ -109,7 +109,8 @@ test('sync-result: the status view holds every field with the values of the answ
     {
       commandId: body.commandId, clientId: 'desk-9', route: '/api/v1/orders/submit', idempotencyKey: key, status: 'COMPLETED',
       internalStatus: 'COMPLETED', processingMode: 'sync-result', responseStatus: 200, responsePayloadJson: answer.text, lastError: '',
-      canonicalMaterialized: false, engineResultStatus: 'accepted', resultStatus: 'accepted', shardId: '0', partition: 0,
+      // sync-result answers only once the outcome is on the durable journal.
+      canonicalMaterialized: true, engineResultStatus: 'accepted', resultStatus: 'accepted', shardId: '0', partition: 0,
       commandStream: 'shard-0-commands', eventStream: 'shard-0-events', deliveredCount: 1, commandType: 'SubmitOrder',
       instrumentId: INSTRUMENT_B, orderId: body.orderId, rejectCode: '', resultPayloadJson: answer.text,
     },

@@ -19,7 +19,8 @@ test('a record reads back what was written, text and bodies included', () => {
   const s = store(16, 64 * 1024);
   const { index, commandId } = create(s);
   s.setQueued(index, 1, 42, crypto.randomUUID());
-  s.setResult(index, { accepted: true, rejectCode: 0, streamSequence: 9, batch: 3, completedAtUs: 5, envelope: '{"outcome":1}' }, 200);
+  s.setResult(index, { accepted: true, rejectCode: 0, streamSequence: 9, batch: 3, completedAtUs: 5, envelope: `{"outcome":1}` });
+  s.setResponseToResult(index, 200);
   const snapshot = s.read(index, uuidWords(commandId))!;
   assert.equal(snapshot.commandId, commandId);
   assert.deepEqual([snapshot.clientId, snapshot.idempotencyKey], ['désk', 'key-1']);

@@ -51,7 +51,10 @@ export class ShardHarness {
       resultRings: [resultRing],
       doorbell,
       gatewayDoorbells: [gatewayDoorbell],
+      journalRing: null,
+      journalDoorbell: null,
       control,
+      recoveryPort: null,
     };
     this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data });
     this.control = new Int32Array(control);

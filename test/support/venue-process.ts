@@ -3,7 +3,10 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,15 +35,32 @@ export interface HttpAnswer {
 export class VenueProcess {
   readonly child: ChildProcess;
   readonly baseUrl: string;
+  /** Where the embedded database keeps its data (a fresh temporary folder unless given). */
+  readonly dataDir: string;
   private readonly output: string[];
+  private readonly ownsDataDir: boolean;
 
-  private constructor(child: ChildProcess, baseUrl: string, output: string[]) {
+  private constructor(child: ChildProcess, baseUrl: string, output: string[], dataDir: string, ownsDataDir: boolean) {
     this.child = child;
     this.baseUrl = baseUrl;
     this.output = output;
+    this.dataDir = dataDir;
+    this.ownsDataDir = ownsDataDir;
   }
 
+  /** A temporary data folder for venues a test starts and restarts itself; remove it with removeDataDir. */
+  static makeDataDir(): string {
+    return mkdtempSync(path.join(os.tmpdir(), 'venue-test-'));
+  }
+
+  static removeDataDir(dir: string): void {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  /** Starts a venue; without DATA_DIR in env it gets a fresh one, removed by stop(). */
   static async start(env: Record<string, string> = {}): Promise<VenueProcess> {
+    const ownsDataDir = env.DATA_DIR === undefined && env.DATABASE_URL === undefined;
+    const dataDir = env.DATA_DIR ?? (ownsDataDir ? VenueProcess.makeDataDir() : '');
     const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
       cwd: ROOT,
       env: {
@@ -54,13 +74,14 @@ export class VenueProcess {
         COMMAND_STORE_ARENA_BYTES: String(32 * 1024 * 1024),
         SHARED_TABLE_BUCKETS: '65536',
         LOG_LEVEL: 'info',
+        DATA_DIR: dataDir,
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`venue did not start:\n${output.join('')}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`venue did not start:\n${output.join('')}`)), 120_000);
       const onLine = (chunk: Buffer) => {
         const text = chunk.toString();
         output.push(text);
@@ -77,7 +98,7 @@ export class VenueProcess {
         reject(new Error(`venue exited with ${code}:\n${output.join('')}`));
       });
     });
-    return new VenueProcess(child, `http://127.0.0.1:${port}`, output);
+    return new VenueProcess(child, `http://127.0.0.1:${port}`, output, dataDir, ownsDataDir);
   }
 
   get log(): string {
@@ -135,12 +156,22 @@ export class VenueProcess {
     });
   }
 
-  /** SIGTERM and the exit code. */
+  /** SIGTERM and the exit code; removes the data folder it made. */
   async stop(): Promise<number | null> {
-    if (this.child.exitCode !== null) return this.child.exitCode;
-    this.child.kill('SIGTERM');
-    const [code] = (await once(this.child, 'exit')) as [number | null];
+    let code = this.child.exitCode;
+    if (code === null && this.child.signalCode === null) {
+      this.child.kill('SIGTERM');
+      [code] = (await once(this.child, 'exit')) as [number | null];
+    }
+    if (this.ownsDataDir) VenueProcess.removeDataDir(this.dataDir);
     return code;
+  }
+
+  /** kill -9: no shutdown at all (the embedded database is left running; the next start on this data stops it). */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await once(this.child, 'exit');
   }
 }
 

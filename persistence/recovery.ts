@@ -1,0 +1,176 @@
+// What the main thread reads from storage at start-up, before the venue is ready:
+// the settings a restart must keep, the open venue session, each shard's journal (to
+// rebuild its book), the captured commands that never reached the journal (to
+// re-drive them), and what the gateways' shared tables should remember.
+//
+// Everything here runs once, on one connection, in pages of bounded size.
+
+import { crc32 } from 'node:zlib';
+import type pg from 'pg';
+import type { NumberedSession } from '../gateway/sessions.ts';
+
+const JOURNAL_PAGE_ROWS = 64;
+const REDRIVE_PAGE_ROWS = 4096;
+
+/** Settings fixed by the first start: they decide where instruments live. */
+export async function checkSettings(client: pg.ClientBase, settings: Record<string, string>): Promise<void> {
+  for (const [name, value] of Object.entries(settings)) {
+    await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, value]);
+    const stored = (await client.query<{ value: string }>('SELECT value FROM runtime.venue_settings WHERE name = $1', [name])).rows[0]!.value;
+    if (stored !== value) {
+      throw new Error(`the data was written with ${name}=${stored}; this start asks for ${value} (instruments would move to other shards). Start with ${name}=${stored} or a fresh DATA_DIR/database.`);
+    }
+  }
+}
+
+/**
+ * The session orders are stamped with: the open one if the venue ran before (a
+ * restart does not end a session), else a new one with the configured names.
+ * Returns it with every session the venue ran.
+ */
+export async function openSession(
+  client: pg.ClientBase,
+  wanted: { runId: string; venueSessionId: string },
+): Promise<{ active: NumberedSession; known: NumberedSession[]; resumed: boolean }> {
+  const load = async () =>
+    (
+      await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string; started_at: Date; ended_at: Date | null }>(
+        'SELECT run_no, session_no, run_id, venue_session_id, started_at, ended_at FROM runtime.venue_sessions ORDER BY run_no, session_no',
+      )
+    ).rows;
+  let rows = await load();
+  const open = rows.filter((row) => row.ended_at === null).at(-1);
+  const numbered = (row: (typeof rows)[number]): NumberedSession => ({
+    runNo: row.run_no,
+    sessionNo: row.session_no,
+    runId: row.run_id,
+    venueSessionId: row.venue_session_id,
+    startedAt: row.started_at.toISOString(),
+  });
+  if (open !== undefined) return { active: numbered(open), known: rows.map(numbered), resumed: true };
+  const sameRun = rows.find((row) => row.run_id === wanted.runId);
+  const runNo = sameRun?.run_no ?? Math.max(0, ...rows.map((row) => row.run_no)) + 1;
+  const sessionNo = Math.max(0, ...rows.map((row) => row.session_no)) + 1;
+  await client.query('INSERT INTO runtime.venue_sessions (run_no, session_no, run_id, venue_session_id, started_at) VALUES ($1, $2, $3, $4, now())', [
+    runNo,
+    sessionNo,
+    wanted.runId,
+    wanted.venueSessionId,
+  ]);
+  rows = await load();
+  const active = rows.find((row) => row.run_no === runNo && row.session_no === sessionNo)!;
+  return { active: numbered(active), known: rows.map(numbered), resumed: false };
+}
+
+/**
+ * A shard's journal, page by page, in sequence order: each page's payloads joined in
+ * one buffer (whole commands, 8-byte aligned). Checks each batch's checksum and that
+ * the stream has no gap. Returns the last sequence read (0 for an empty journal).
+ */
+export async function readJournal(client: pg.ClientBase, shard: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
+  let last = 0;
+  for (;;) {
+    const page = await client.query<{ first_sequence: string; last_sequence: string; checksum: string; payload: Buffer }>(
+      'SELECT first_sequence, last_sequence, checksum, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT $3',
+      [shard, last, JOURNAL_PAGE_ROWS],
+    );
+    if (page.rows.length === 0) return last;
+    const joined = new Uint8Array(page.rows.reduce((sum, row) => sum + row.payload.byteLength, 0));
+    let at = 0;
+    for (const row of page.rows) {
+      const first = Number(row.first_sequence);
+      if (first !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${first}`);
+      if (crc32(row.payload) !== Number(row.checksum)) throw new Error(`shard ${shard} journal batch at sequence ${first} fails its checksum`);
+      joined.set(row.payload, at);
+      at += row.payload.byteLength;
+      last = Number(row.last_sequence);
+    }
+    await onPage(joined.buffer, last);
+  }
+}
+
+/**
+ * Commands the command log holds that never reached the journal (taken, maybe
+ * acknowledged, then lost with the process), per shard in the order they were taken:
+ * their 128-byte slots joined, page by page.
+ */
+export async function readUnjournaled(client: pg.ClientBase, onPage: (shard: number, slots: ArrayBuffer, count: number) => Promise<void>): Promise<number> {
+  let total = 0;
+  let after: { receivedAt: Date; commandId: string } | null = null;
+  for (;;) {
+    const page: pg.QueryResult<{ command_id: string; shard_id: number; slot: Buffer; received_at: Date }> = await client.query(
+      `SELECT cl.command_id, cl.shard_id, cl.slot, cl.received_at
+         FROM runtime.command_log cl
+        WHERE NOT EXISTS (SELECT 1 FROM runtime.command_outcomes co WHERE co.command_id = cl.command_id)
+          AND ($1::timestamptz IS NULL OR (cl.received_at, cl.command_id) > ($1::timestamptz, $2::uuid))
+        ORDER BY cl.received_at, cl.command_id
+        LIMIT $3`,
+      [after?.receivedAt ?? null, after?.commandId ?? null, REDRIVE_PAGE_ROWS],
+    );
+    if (page.rows.length === 0) return total;
+    const byShard = new Map<number, Buffer[]>();
+    for (const row of page.rows) {
+      const list = byShard.get(row.shard_id) ?? [];
+      list.push(row.slot);
+      byShard.set(row.shard_id, list);
+    }
+    for (const [shard, slots] of byShard) {
+      const joined = Buffer.concat(slots);
+      await onPage(shard, joined.buffer.slice(joined.byteOffset, joined.byteOffset + joined.byteLength) as ArrayBuffer, slots.length);
+    }
+    total += page.rows.length;
+    const lastRow = page.rows[page.rows.length - 1]!;
+    after = { receivedAt: lastRow.received_at, commandId: lastRow.command_id };
+  }
+}
+
+/** The most recent commands (what idempotency and status lookups should find first). */
+export async function recentCommands(client: pg.ClientBase, limit: number): Promise<{ rows: { commandId: string; scopeDigest: Buffer; payloadHash: Buffer }[]; total: number }> {
+  const total = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM runtime.command_log')).rows[0]!.n);
+  const rows = await client.query<{ command_id: string; scope_digest: Buffer; payload_hash: Buffer }>(
+    'SELECT command_id, scope_digest, payload_hash FROM runtime.command_log ORDER BY received_at DESC LIMIT $1',
+    [limit],
+  );
+  return { rows: rows.rows.map((row) => ({ commandId: row.command_id, scopeDigest: row.scope_digest, payloadHash: row.payload_hash })), total };
+}
+
+export interface KnownOrder {
+  orderId: string;
+  shard: number;
+  instrumentId: string;
+  participantId: string;
+  accountId: string;
+  clientOrderId: string | null;
+  runId: string;
+  venueSessionId: string;
+}
+
+/** Orders the gateways should know (open ones first, then the most recent). */
+export async function knownOrders(client: pg.ClientBase, limit: number): Promise<KnownOrder[]> {
+  const rows = await client.query<{
+    order_id: string;
+    shard_id: number;
+    instrument_id: string;
+    participant_id: string;
+    account_id: string;
+    client_order_id: string | null;
+    run_id: string;
+    venue_session_id: string;
+  }>(
+    `SELECT order_id, shard_id, instrument_id, participant_id, account_id, client_order_id, run_id, venue_session_id
+       FROM runtime.order_lifecycle_state
+      ORDER BY (state IN ('OPEN', 'PARTIALLY_FILLED')) DESC, last_sequence DESC
+      LIMIT $1`,
+    [limit],
+  );
+  return rows.rows.map((row) => ({
+    orderId: row.order_id,
+    shard: row.shard_id,
+    instrumentId: row.instrument_id,
+    participantId: row.participant_id,
+    accountId: row.account_id,
+    clientOrderId: row.client_order_id,
+    runId: row.run_id,
+    venueSessionId: row.venue_session_id,
+  }));
+}
