@@ -219,7 +219,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       gatewayDoorbells: memory.gatewayDoorbells,
       control: memory.persistenceControl,
       principalIds,
-      limits: { intakeRowsMax: config.persistenceRowsMax, journalBytesMax: config.persistenceBytesMax },
+      limits: { journalBytesMax: config.persistenceBytesMax },
       journalDurable,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),

@@ -42,8 +42,7 @@ export interface VenueConfig {
   intakeRingSlots: number;
   /** Journal records per shard -> persistence ring (power of two). */
   journalRingSlots: number;
-  /** Most intake rows and journal bytes in one persistence transaction. */
-  persistenceRowsMax: number;
+  /** Most journal bytes in one persistence transaction (intake is bounded by its rings). */
   persistenceBytesMax: number;
   /** How long an answer may wait for durability before it becomes a 503. */
   durableWaitMs: number;
@@ -103,7 +102,6 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     dataDir: env.DATA_DIR ?? '.data',
     intakeRingSlots: powerOfTwo(env, 'INTAKE_RING_SLOTS', 8192, 16, 1 << 20),
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
-    persistenceRowsMax: integer(env, 'PERSISTENCE_ROWS_MAX', 20_000, 1, 1_000_000),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
   };

@@ -691,7 +691,7 @@ export class OrderFlow {
 
   /** A replay answered from the command log (after a restart, or beyond the memory window). */
   private replayFromStorage(reply: Reply, scope: Uint8Array, payload: Uint8Array): void {
-    this.reads.request({ type: 'replay', scopeDigest: Buffer.from(scope).toString('hex') }).then(
+    this.reads.request({ type: 'replay', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex') /* the command log keeps 16 bytes */ }).then(
       (answer) => {
         if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
         const stored = answer.command;

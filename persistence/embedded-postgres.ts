@@ -200,3 +200,19 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.kill('SIGINT'); // fast shutdown: rolls back open transactions, checkpoints, exits
   });
 }
+
+/**
+ * The connection URL of the embedded server running on a data folder (for operators'
+ * psql and for tests that inspect a running venue's storage), or null if none runs.
+ */
+export async function embeddedUrl(dataRoot: string): Promise<string | null> {
+  const root = path.resolve(dataRoot);
+  const pidFile = path.join(root, 'postgres', 'postmaster.pid');
+  if (!(await exists(pidFile))) return null;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!alive(pid) || !Number.isInteger(port)) return null;
+  const password = (await readFile(path.join(root, 'postgres.password'), 'utf8')).trim();
+  return `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+}

@@ -6,8 +6,8 @@
 // no timer. After each commit it publishes, per shard, the last durable sequence and,
 // per gateway, the count of durable intake records, and wakes the gateways.
 //
-// Intake is drained before journals: a command's intake record is published before its
-// slot reaches the shard, so it is never committed after the command's outcome.
+// Journals are taken before intake (see collect()), so the command log never lacks a
+// journaled command.
 //
 // A failed commit (database down or slow) keeps the batch in memory and retries it
 // with a back-off; meanwhile the rings fill and the gateways answer 503. A commit
@@ -41,9 +41,7 @@ export interface WriterBatch {
 }
 
 export interface WriterLimits {
-  /** Most intake rows in one transaction. */
-  intakeRowsMax: number;
-  /** Most journal bytes in one transaction. */
+  /** Most journal bytes in one transaction (intake is bounded by its rings). */
   journalBytesMax: number;
 }
 
@@ -90,17 +88,14 @@ export class JournalWriter {
     return this.intakeRings.some((ring) => ring.available() > 0) || this.shards.some((shard) => shard.ring.available() > 0);
   }
 
-  /** Takes what the rings hold now, within the limits. Empty when there is nothing. */
+  /**
+   * Takes what the rings hold now. Journals first, then every intake record: a
+   * command's intake record is published before its slot reaches the shard, so every
+   * command of the journals taken has its intake record in this batch or an earlier
+   * one. The command log never lacks a journaled command. (Intake is bounded by its
+   * rings; journals by journalBytesMax.) Empty when there is nothing.
+   */
   collect(): WriterBatch {
-    const intake: IntakeEntry[] = [];
-    const intakeCounts = this.intakeRings.map(() => 0);
-    for (let gateway = 0; gateway < this.intakeRings.length; gateway++) {
-      const ring = this.intakeRings[gateway]!;
-      const count = Math.min(ring.available(), this.limits.intakeRowsMax - intake.length);
-      for (let k = 0; k < count; k++) intake.push(readIntake(ring, ring.slotOffset(ring.nextIndex + k)));
-      if (count > 0) ring.release(count);
-      intakeCounts[gateway] = count;
-    }
     const journals: JournalBatch[] = [];
     let bytes = 0;
     for (let shard = 0; shard < this.shards.length && bytes < this.limits.journalBytesMax; shard++) {
@@ -109,6 +104,15 @@ export class JournalWriter {
         journals.push(batch);
         bytes += batch.payload.byteLength;
       }
+    }
+    const intake: IntakeEntry[] = [];
+    const intakeCounts = this.intakeRings.map(() => 0);
+    for (let gateway = 0; gateway < this.intakeRings.length; gateway++) {
+      const ring = this.intakeRings[gateway]!;
+      const count = ring.available();
+      for (let k = 0; k < count; k++) intake.push(readIntake(ring, ring.slotOffset(ring.nextIndex + k)));
+      if (count > 0) ring.release(count);
+      intakeCounts[gateway] = count;
     }
     return { intake, intakeCounts, journals };
   }

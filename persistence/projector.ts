@@ -243,7 +243,10 @@ export class Projector {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
     }
-    for (const order of rows.lifecycle.values()) if (order.state !== STATE_OPEN && order.state !== STATE_PARTIALLY_FILLED) this.live.delete(order.orderId);
+    for (const order of rows.lifecycle.values()) {
+      if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(order.orderId, order);
+      else this.live.delete(order.orderId);
+    }
   }
 
   /**

@@ -96,20 +96,26 @@ export async function readJournal(client: pg.ClientBase, shard: number, onPage: 
  */
 export async function readUnjournaled(client: pg.ClientBase, onPage: (shard: number, slots: ArrayBuffer, count: number) => Promise<void>): Promise<number> {
   let total = 0;
-  let after: { receivedAt: Date; commandId: string } | null = null;
+  // Keyset on (microseconds, id): a JS Date has only milliseconds, and a key rounded
+  // down would fetch (and re-drive) the same rows again.
+  let after: { receivedUs: string; commandId: string } | null = null;
+  const seen = new Set<string>();
   for (;;) {
-    const page: pg.QueryResult<{ command_id: string; shard_id: number; slot: Buffer; received_at: Date }> = await client.query(
-      `SELECT cl.command_id, cl.shard_id, cl.slot, cl.received_at
+    const page: pg.QueryResult<{ command_id: string; shard_id: number; slot: Buffer; received_us: string }> = await client.query(
+      `SELECT cl.command_id, cl.shard_id, cl.slot, received_us::text AS received_us
          FROM runtime.command_log cl
+        CROSS JOIN LATERAL (SELECT (extract(epoch FROM cl.received_at) * 1000000)::bigint AS received_us) t
         WHERE NOT EXISTS (SELECT 1 FROM runtime.command_outcomes co WHERE co.command_id = cl.command_id)
-          AND ($1::timestamptz IS NULL OR (cl.received_at, cl.command_id) > ($1::timestamptz, $2::uuid))
-        ORDER BY cl.received_at, cl.command_id
+          AND ($1::bigint IS NULL OR (received_us, cl.command_id) > ($1::bigint, $2::uuid))
+        ORDER BY received_us, cl.command_id
         LIMIT $3`,
-      [after?.receivedAt ?? null, after?.commandId ?? null, REDRIVE_PAGE_ROWS],
+      [after?.receivedUs ?? null, after?.commandId ?? null, REDRIVE_PAGE_ROWS],
     );
     if (page.rows.length === 0) return total;
     const byShard = new Map<number, Buffer[]>();
     for (const row of page.rows) {
+      if (seen.has(row.command_id)) throw new Error(`command ${row.command_id} would be re-driven twice`);
+      seen.add(row.command_id);
       const list = byShard.get(row.shard_id) ?? [];
       list.push(row.slot);
       byShard.set(row.shard_id, list);
@@ -120,7 +126,7 @@ export async function readUnjournaled(client: pg.ClientBase, onPage: (shard: num
     }
     total += page.rows.length;
     const lastRow = page.rows[page.rows.length - 1]!;
-    after = { receivedAt: lastRow.received_at, commandId: lastRow.command_id };
+    after = { receivedUs: lastRow.received_us, commandId: lastRow.command_id };
   }
 }
 

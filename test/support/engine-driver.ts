@@ -89,6 +89,12 @@ export class EngineDriver {
     return this.decode(command.orderId);
   }
 
+  /** Runs a command slot as a shard sequenced it (128 bytes, e.g. from the journal). */
+  runSlot(slot: Uint8Array): void {
+    new Uint8Array(this.views.words.buffer).set(slot);
+    this.engine.process(this.views.words, this.views.floats, 0);
+  }
+
   submit(spec: SubmitSpec): DecodedEvent[] {
     return this.run({
       opcode: Opcode.SUBMIT,

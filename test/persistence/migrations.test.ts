@@ -1,0 +1,133 @@
+// Migrations on a real PostgreSQL: applied in order and recorded, a second run applies
+// nothing, an edited migration stops the start, and the constraints protect the data.
+
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { migrate, MIGRATIONS_DIR } from '../../persistence/migrations.ts';
+import { TestDatabase, withClient } from '../support/database.ts';
+
+let database: TestDatabase;
+
+before(async () => {
+  database = await TestDatabase.start();
+});
+after(async () => {
+  await database.remove();
+});
+
+test('migrations apply once, in order, and are recorded', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    assert.deepEqual(await migrate(client), ['001_runtime.sql']);
+    assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
+    const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
+    assert.deepEqual(recorded.rows, [{ version: 1, name: '001_runtime.sql' }]);
+    const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
+    assert.deepEqual(
+      tables.rows.map((row) => row.table_name),
+      [
+        'command_log',
+        'command_outcomes',
+        'executions',
+        'journal_batches',
+        'market_data_snapshots',
+        'order_lifecycle_state',
+        'projection_watermarks',
+        'trades',
+        'venue_sessions',
+        'venue_settings',
+      ],
+    );
+  });
+});
+
+test('a migration edited after it was applied stops the start', async () => {
+  const url = await database.freshDatabase();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+  try {
+    cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+    await withClient(url, async (client) => {
+      await migrate(client, dir);
+      const file = path.join(dir, '001_runtime.sql');
+      writeFileSync(file, `${readFileSync(file, 'utf8')}\n-- edited\n`);
+      await assert.rejects(migrate(client, dir), /001_runtime\.sql changed after it was applied/);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a failing migration leaves nothing behind and is not recorded', async () => {
+  const url = await database.freshDatabase();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+  try {
+    cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+    writeFileSync(path.join(dir, '002_broken.sql'), 'CREATE TABLE runtime.half_done (id int);\nSELECT no_such_function();\n');
+    await withClient(url, async (client) => {
+      await assert.rejects(migrate(client, dir), /002_broken\.sql failed/);
+      const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
+      assert.deepEqual(versions.rows, [{ version: 1 }]);
+      const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
+      assert.equal(half.rows[0].t, null);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const TRADE_COLUMNS =
+  'trade_id, shard_id, stream_sequence, command_id, execution_id, run_id, venue_session_id, instrument_id, buy_order_id, sell_order_id, buy_participant_id, buy_account_id, sell_participant_id, sell_account_id, aggressor_side, quantity_units, price_nanos, currency, occurred_at';
+
+function trade(overrides: Record<string, unknown> = {}): unknown[] {
+  const id = () => crypto.randomUUID();
+  const row: Record<string, unknown> = {
+    trade_id: id(), shard_id: 0, stream_sequence: Math.floor(Math.random() * 1e9) + 1, command_id: id(), execution_id: id(), run_id: 'run', venue_session_id: 's',
+    instrument_id: id(), buy_order_id: id(), sell_order_id: id(), buy_participant_id: id(), buy_account_id: id(), sell_participant_id: id(), sell_account_id: id(),
+    aggressor_side: 'BUY', quantity_units: 5, price_nanos: 100, currency: 'USD', occurred_at: new Date(),
+    ...overrides,
+  };
+  return TRADE_COLUMNS.split(', ').map((column) => row[column]);
+}
+
+test('constraints refuse what would corrupt the data', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    const insert = (values: unknown[]) =>
+      client.query(`INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(', ')})`, values);
+    const good = trade();
+    await insert(good);
+    await assert.rejects(insert(trade({ trade_id: good[0] })), /trades_pkey/, 'a trade id is unique');
+    await assert.rejects(insert(trade({ quantity_units: 0 })), /check constraint/, 'quantities are positive');
+    await assert.rejects(insert(trade({ price_nanos: -1 })), /check constraint/, 'prices are positive');
+    await assert.rejects(insert(trade({ aggressor_side: 'HOLD' })), /check constraint/, 'sides are BUY or SELL');
+    await assert.rejects(insert(trade({ currency: null })), /null value/, 'NOT NULL');
+    const same = crypto.randomUUID();
+    await assert.rejects(insert(trade({ buy_order_id: same, sell_order_id: same })), /check constraint/, 'an order does not trade with itself');
+
+    const scope = Buffer.alloc(16, 7);
+    const logRow = (commandId: string) =>
+      client.query(
+        `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, slot, received_at)
+         VALUES ($1, $2, $3, 'p', 'c', 'k', 0, 0, 0, $4, now())`,
+        [commandId, scope, Buffer.alloc(32), Buffer.alloc(128)],
+      );
+    await logRow(crypto.randomUUID());
+    await assert.rejects(logRow(crypto.randomUUID()), /command_log_scope_digest_key/, 'an idempotency scope holds one command');
+
+    const lifecycle = (state: string, remaining: number, filled: number) =>
+      client.query(
+        `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+           limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+         VALUES ($1, 'r', 's', $2, $2, $2, 'BUY', 'LIMIT', 'DAY', $3, 100, 'USD', 10, $4, $5, '0-1', 0, 1, now(), now())`,
+        [crypto.randomUUID(), crypto.randomUUID(), state, remaining, filled],
+      );
+    await lifecycle('OPEN', 10, 0);
+    await assert.rejects(lifecycle('HALF_OPEN', 10, 0), /check constraint/, 'states are the known ones');
+    await assert.rejects(lifecycle('FILLED', 0, 11), /check constraint/, 'no order fills beyond its quantity');
+    await assert.rejects(lifecycle('OPEN', -1, 0), /check constraint/, 'remaining quantities are not negative');
+  });
+});
