@@ -3,7 +3,8 @@
 // answers that report an outcome (sync-result, stream-ack), the outcome's sequence
 // committed on its shard's journal. The persistence worker rings the gateway after
 // every commit; check() then releases what became durable. A wait has a bound: past
-// it the answer becomes a 503 and the client retries with the same key.
+// it the client gets a 503 (and retries with the same key), while the wait goes on:
+// once the command is durable its record gets the answer the retry will find.
 
 import { PersistenceControl } from '../core/persistence-control.ts';
 
@@ -11,8 +12,10 @@ interface Wait {
   intake: number;
   shard: number;
   sequence: number;
+  /** Infinity once late. */
   deadlineMs: number;
-  done: (durable: boolean) => void;
+  durable: () => void;
+  late: () => void;
 }
 
 export class DurabilityGate {
@@ -28,24 +31,33 @@ export class DurabilityGate {
     return this.waits.length;
   }
 
-  /** done(true) once durable, done(false) at the deadline. shard < 0: the intake alone. */
-  wait(intake: number, shard: number, sequence: number, done: (durable: boolean) => void): void {
+  /**
+   * durable() once durable; late() once, at the deadline, if it is not durable by then
+   * (durable() still follows when it becomes so). shard < 0: the intake alone.
+   */
+  wait(intake: number, shard: number, sequence: number, durable: () => void, late: () => void): void {
     if (this.durable(intake, shard, sequence)) {
-      done(true);
+      durable();
       return;
     }
-    this.waits.push({ intake, shard, sequence, deadlineMs: Date.now() + this.waitMs, done });
+    this.waits.push({ intake, shard, sequence, deadlineMs: Date.now() + this.waitMs, durable, late });
   }
 
-  /** Releases every wait that is durable or past its deadline. */
+  /** Releases every wait that is durable; tells those past their deadline they are late. */
   check(): void {
     if (this.waits.length === 0) return;
     const now = Date.now();
     const still: Wait[] = [];
     for (const wait of this.waits) {
-      if (this.durable(wait.intake, wait.shard, wait.sequence)) wait.done(true);
-      else if (now >= wait.deadlineMs) wait.done(false);
-      else still.push(wait);
+      if (this.durable(wait.intake, wait.shard, wait.sequence)) {
+        wait.durable();
+        continue;
+      }
+      if (now >= wait.deadlineMs) {
+        wait.deadlineMs = Infinity;
+        wait.late();
+      }
+      still.push(wait);
     }
     this.waits = still;
   }

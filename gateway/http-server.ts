@@ -91,8 +91,10 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
 
   app.get('/healthz', (res) => sendNow(res, 200, '{"status":"ok"}'));
   app.get('/readyz', (res) => {
-    if (Atomics.load(venueControl, 0) === 1 && Atomics.load(venueControl, 1) === 0) sendNow(res, 200, '{"status":"ready"}');
-    else failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting');
+    if (Atomics.load(venueControl, 1) === 1) failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
+    else if (Atomics.load(venueControl, 0) !== 1) failNow(res, 'UNAVAILABLE', 'the venue is starting');
+    else if (flow.storageDown) failNow(res, 'UNAVAILABLE', 'storage is unavailable; commands are refused until it is back');
+    else sendNow(res, 200, '{"status":"ready"}');
   });
 
   for (const [path, route, routeCode] of ORDER_ROUTES) {

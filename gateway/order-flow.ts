@@ -225,6 +225,11 @@ export class OrderFlow {
     this.admin.close();
   }
 
+  /** True while the persistence thread cannot reach PostgreSQL (new commands answer 503). */
+  get storageDown(): boolean {
+    return this.control.databaseState === DB_DOWN;
+  }
+
   get inFlight(): number {
     return this.pending.size + this.waiters.length + this.durability.size;
   }
@@ -510,12 +515,21 @@ export class OrderFlow {
       // Answered once the command log holds it (a kill -9 after the answer loses nothing); matching follows.
       const reply = pending.reply;
       pending.reply = null;
-      this.durability.wait(pending.intakeCount, -1, 0, (durable) => {
-        if (!durable) return this.fail(reply, 'UNAVAILABLE', 'storage did not confirm in time; retry with the same Idempotency-Key', RETRY_AFTER);
-        const body = renderPointer(pending.commandId, mode);
-        this.store.setResponse(pending.recordIndex, 202, body);
-        this.send(reply, 202, body);
-      });
+      let late = false;
+      this.durability.wait(
+        pending.intakeCount,
+        -1,
+        0,
+        () => {
+          const body = renderPointer(pending.commandId, mode);
+          this.store.setResponse(pending.recordIndex, 202, body);
+          if (!late) this.send(reply, 202, body);
+        },
+        () => {
+          late = true;
+          this.fail(reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
+        },
+      );
     }
   }
 
@@ -660,17 +674,26 @@ export class OrderFlow {
     if (reply === null) return; // captured-ack and accepted-async answer on the intake commit
     // sync-result and stream-ack answer once the outcome is on the durable journal.
     const mode = PROCESSING_MODES[pending.mode]!;
-    this.durability.wait(pending.intakeCount, shard, events[events.length - 1]!.sequence, (durable) => {
-      if (!durable) return this.fail(reply, 'UNAVAILABLE', 'storage did not confirm in time; retry with the same Idempotency-Key', RETRY_AFTER);
-      if (mode === 'sync-result') {
-        this.store.setResponseToResult(pending.recordIndex, 200);
-        this.send(reply, 200, outcome.json);
-      } else {
-        const body = renderPointer(pending.commandId, mode);
-        this.store.setResponse(pending.recordIndex, 202, body);
-        this.send(reply, 202, body);
-      }
-    });
+    let late = false;
+    this.durability.wait(
+      pending.intakeCount,
+      shard,
+      events[events.length - 1]!.sequence,
+      () => {
+        if (mode === 'sync-result') {
+          this.store.setResponseToResult(pending.recordIndex, 200);
+          if (!late) this.send(reply, 200, outcome.json);
+        } else {
+          const body = renderPointer(pending.commandId, mode);
+          this.store.setResponse(pending.recordIndex, 202, body);
+          if (!late) this.send(reply, 202, body);
+        }
+      },
+      () => {
+        late = true;
+        this.fail(reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
+      },
+    );
   }
 
   // ---- replays and status ----
@@ -780,6 +803,7 @@ export class OrderFlow {
 }
 
 const encoder = new TextEncoder();
+const STORAGE_LATE = 'storage did not confirm in time; retry with the same Idempotency-Key (the command keeps its outcome)';
 
 /** A command read back from storage, in the shape the status view renders. */
 function snapshotOfStored(stored: StoredCommand): CommandSnapshot {

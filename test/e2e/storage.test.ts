@@ -1,0 +1,160 @@
+// The venue on a PostgreSQL it does not own (DATABASE_URL), which the test stops and
+// starts under it: commands answer 503 with Retry-After while it is away (never hang,
+// never acknowledge what is not durable), and the venue resumes by itself. And the
+// operator's lifecycle rebuild: the rebuilt table equals the incremental one.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { TestDatabase, withClient } from '../support/database.ts';
+import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
+
+const INSTRUMENT = '6b000000-0000-4000-8000-000000000001';
+let database: TestDatabase;
+
+before(async () => {
+  database = await TestDatabase.start();
+});
+after(async () => {
+  await database.remove();
+});
+
+test('PostgreSQL going away: 503 with Retry-After, then the venue resumes without a restart', async () => {
+  const url = await database.freshDatabase();
+  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '1500' });
+  try {
+    assert.equal((await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT }))).status, 200);
+    await database.stopServer();
+
+    const during = [submitBody({ instrumentId: INSTRUMENT, price: '90' }), submitBody({ instrumentId: INSTRUMENT, price: '91' })];
+    const keys = during.map(() => crypto.randomUUID());
+    for (let k = 0; k < during.length; k++) {
+      const answer = await venue.order('/api/v1/orders/submit', during[k], { key: keys[k] });
+      assert.equal(answer.status, 503, answer.text);
+      assert.equal(answer.json.code, 'UNAVAILABLE');
+      assert.equal(answer.headers.get('retry-after'), '1');
+    }
+    for (const mode of ['captured-ack', 'stream-ack', 'accepted-async']) {
+      const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT }), { mode });
+      assert.equal(answer.status, 503, `${mode} acknowledges nothing it cannot make durable`);
+    }
+    const ready = await venue.get('/readyz');
+    assert.equal(ready.status, 503);
+    assert.equal(ready.headers.get('retry-after'), '1');
+
+    await database.startServer();
+    let resumed = null;
+    for (let attempt = 0; attempt < 120 && resumed === null; attempt++) {
+      const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, price: '92' }));
+      if (answer.status === 200) resumed = answer;
+      else await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.ok(resumed !== null, 'the venue took orders again once PostgreSQL was back');
+    assert.equal((await venue.get('/readyz')).status, 200);
+    // The clients retry their 503s with the same key: each ends with one outcome, the same on every retry.
+    for (let k = 0; k < during.length; k++) {
+      const first = await venue.order('/api/v1/orders/submit', during[k], { key: keys[k] });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.json.outcome.accepted.orderId, during[k]!.orderId);
+      const again = await venue.order('/api/v1/orders/submit', during[k], { key: keys[k] });
+      assert.equal(again.text, first.text);
+    }
+    await withClient(url, async (client) => {
+      const rows = await client.query('SELECT count(*)::int AS n FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [during.map((body) => body.commandId)]);
+      assert.equal(rows.rows[0].n, 2, 'both are in the command log, once each');
+    });
+  } finally {
+    assert.equal(await venue.stop(), 0);
+  }
+});
+
+async function projectionsCaughtUp(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const behind = await withClient(url, async (client) =>
+      (
+        await client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM (SELECT shard_id, max(last_sequence) AS s FROM runtime.journal_batches GROUP BY shard_id) j
+             LEFT JOIN runtime.projection_watermarks w ON w.shard_id = j.shard_id AND w.projection = 'runtime'
+            WHERE w.sequence IS NULL OR w.sequence < j.s`,
+        )
+      ).rows[0]!.n,
+    );
+    if (behind === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the projections did not catch up with the journal');
+}
+
+const LIFECYCLE = 'SELECT * FROM runtime.order_lifecycle_state ORDER BY order_id';
+
+test('the operator rebuild of order_lifecycle_state equals the incrementally maintained table', async () => {
+  const url = await database.freshDatabase();
+  const venue = await VenueProcess.start({ DATABASE_URL: url });
+  try {
+    const session = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
+    const seller = { participantId: TRADER_B.participantId, accountId: TRADER_B.accountId };
+    const a = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '10', clientOrderId: 'rebuild-a' });
+    const b = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '9', quantity: '5', orderType: 'LIMIT_HIDDEN' });
+    const c = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '8', quantity: '5' });
+    for (const body of [a, b, c]) assert.equal((await venue.order('/api/v1/orders/submit', body)).status, 200);
+    // One sell fills a (10 at 10) and 2 of the hidden b (at 9); c is modified (price up: loses priority), then cancelled.
+    const sell = submitBody({ instrumentId: INSTRUMENT, side: 'SELL', price: '9', quantity: '12', ...seller });
+    assert.equal((await venue.order('/api/v1/orders/submit', sell, { token: TOKENS.traderB })).json.trades.length, 2);
+    const target = { orderId: c.orderId as string, instrumentId: INSTRUMENT, runId: session.runId, venueSessionId: session.venueSessionId };
+    assert.ok((await venue.order('/api/v1/orders/modify', modifyBody({ ...target, price: '8.5', quantity: '7' }))).json.outcome.accepted);
+    assert.ok((await venue.order('/api/v1/orders/cancel', cancelBody(target))).json.outcome.accepted);
+    // An IOC sell of 4 takes b's last 3; its remainder of 1 is cancelled. A sell rests at 12.
+    const ioc = submitBody({ instrumentId: INSTRUMENT, side: 'SELL', price: '9', quantity: '4', timeInForce: 'IOC', ...seller });
+    assert.equal((await venue.order('/api/v1/orders/submit', ioc, { token: TOKENS.traderB })).json.trades.length, 1);
+    const ask = submitBody({ instrumentId: INSTRUMENT, side: 'SELL', price: '12', quantity: '4', ...seller });
+    assert.equal((await venue.order('/api/v1/orders/submit', ask, { token: TOKENS.traderB })).status, 200);
+    await projectionsCaughtUp(url);
+
+    const incremental = await withClient(url, async (client) => (await client.query(LIFECYCLE)).rows);
+    const states = new Map(incremental.map((row) => [row.order_id, [row.state, row.remaining_quantity_units, row.filled_quantity_units, row.client_order_id]]));
+    assert.equal(incremental.length, 6);
+    assert.deepEqual(states.get(a.orderId), ['FILLED', '0', '10', 'rebuild-a']);
+    assert.deepEqual(states.get(b.orderId), ['FILLED', '0', '5', null]);
+    assert.deepEqual(states.get(c.orderId), ['CANCELLED', '0', '0', null]);
+    assert.deepEqual(states.get(sell.orderId), ['FILLED', '0', '12', null]);
+    assert.deepEqual(states.get(ioc.orderId), ['CANCELLED', '0', '3', null]);
+    assert.deepEqual(states.get(ask.orderId), ['OPEN', '4', '0', null]);
+    const modified = incremental.find((row) => row.order_id === c.orderId);
+    assert.deepEqual([modified.limit_price_nanos, modified.original_quantity_units], ['8500000000', '7'], 'the modify is applied');
+
+    // Damage the table, then rebuild it from the journal.
+    await withClient(url, async (client) => {
+      await client.query('DELETE FROM runtime.order_lifecycle_state WHERE order_id = $1', [ask.orderId]);
+      await client.query("UPDATE runtime.order_lifecycle_state SET state = 'OPEN', remaining_quantity_units = 99 WHERE order_id = $1", [b.orderId]);
+    });
+    const denied = [
+      await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild'),
+      await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: 'not-a-token' }),
+      await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.traderA }),
+      await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.viewer }),
+    ];
+    assert.deepEqual(denied.map((answer) => [answer.status, answer.json.code]), [
+      [401, 'UNAUTHENTICATED'],
+      [401, 'UNAUTHENTICATED'],
+      [403, 'FORBIDDEN'],
+      [403, 'FORBIDDEN'],
+    ]);
+    const rebuild = await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+    assert.equal(rebuild.status, 200, rebuild.text);
+    assert.deepEqual(Object.keys(rebuild.json).sort(), ['finishedAt', 'projection', 'rowsRebuilt', 'startedAt', 'status']);
+    assert.equal(rebuild.json.projection, 'runtime.order_lifecycle_state');
+    assert.equal(rebuild.json.status, 'COMPLETED');
+    assert.equal(rebuild.json.rowsRebuilt, incremental.length);
+    assert.ok(Date.parse(rebuild.json.startedAt) <= Date.parse(rebuild.json.finishedAt));
+    const rebuilt = await withClient(url, async (client) => (await client.query(LIFECYCLE)).rows);
+    assert.deepEqual(rebuilt, incremental, 'every column of every row, timestamps included');
+
+    // The incremental projection goes on from the rebuilt table.
+    const lift = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '12', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', lift)).json.trades.length, 1);
+    await projectionsCaughtUp(url);
+    const after = await withClient(url, async (client) => (await client.query('SELECT state, remaining_quantity_units FROM runtime.order_lifecycle_state WHERE order_id = $1', [ask.orderId])).rows);
+    assert.deepEqual(after, [{ state: 'PARTIALLY_FILLED', remaining_quantity_units: '3' }]);
+  } finally {
+    assert.equal(await venue.stop(), 0);
+  }
+});
