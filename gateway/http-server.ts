@@ -170,6 +170,15 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     );
   });
 
+  app.get('/admin/v1/persistence/status', (res, req) => {
+    if (admit(res, req, 'admin') === null) return;
+    const reply = new UwsReply(res);
+    flow.persistenceStatus().then(
+      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS)),
+      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
+    );
+  });
+
   app.get('/api/v1/venue/session', (res, req) => {
     if (admit(res, req, 'public') === null) return;
     sendNow(res, 200, JSON.stringify(sessions.active));

@@ -8,6 +8,8 @@ import {
   commandStatusSchema,
   errorSchema,
   modifyOrderSchema,
+  persistenceStatusSchema,
+  rebuildStatusSchema,
   resultEnvelopeSchema,
   submitOrderSchema,
   venueSessionSchema,
@@ -64,7 +66,7 @@ function orderOperation(summary: string, schemaName: string) {
 export function buildOpenApi(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
-    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status and venue session (this release).' },
+    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session and the operator storage routes (this release).' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -77,6 +79,8 @@ export function buildOpenApi(): Record<string, unknown> {
         CommandStatus: strip(commandStatusSchema),
         VenueSession: strip(venueSessionSchema),
         Error: strip(errorSchema),
+        RebuildStatus: strip(rebuildStatusSchema),
+        PersistenceStatus: strip(persistenceStatusSchema),
       },
     },
     paths: {
@@ -107,10 +111,34 @@ export function buildOpenApi(): Record<string, unknown> {
       '/api/v1/openapi.json': {
         get: { summary: 'This document', security: [{ bearer: [] }], responses: { 200: { description: 'OpenAPI 3.1' }, 401: error('missing or unknown bearer token') } },
       },
+      '/admin/v1/projections/order-lifecycle/rebuild': {
+        post: {
+          summary: 'Operator: rebuild runtime.order_lifecycle_state from the journal (no body fields)',
+          security: [{ bearer: [] }],
+          responses: {
+            200: { description: 'the rebuild-status payload', content: json(ref('RebuildStatus')) },
+            401: error('missing or unknown bearer token'),
+            403: error('operators only'),
+            503: error('storage is unavailable'),
+          },
+        },
+      },
+      '/admin/v1/persistence/status': {
+        get: {
+          summary: 'Operator: both storage tiers, their watermarks and lag, throughput and commit latency',
+          security: [{ bearer: [] }],
+          responses: {
+            200: { description: 'the persistence status', content: json(ref('PersistenceStatus')) },
+            401: error('missing or unknown bearer token'),
+            403: error('operators only'),
+            503: error('storage is unavailable'),
+          },
+        },
+      },
       '/healthz': { get: { summary: 'Liveness: 200 while the process lives', responses: { 200: { description: '{ "status": "ok" }' } } } },
       '/readyz': {
         get: {
-          summary: 'Readiness: 200 once every thread is up, 503 while starting or draining',
+          summary: 'Readiness: 200 once migrations ran and the books are recovered; 503 while starting, draining or while PostgreSQL is unreachable',
           responses: { 200: { description: '{ "status": "ready" }' }, 503: error('not ready') },
         },
       },

@@ -785,6 +785,11 @@ export class OrderFlow {
     return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
   }
 
+  /** GET /admin/v1/persistence/status, from the persistence thread. */
+  async persistenceStatus(): Promise<AdminAnswer> {
+    return this.admin.request({ type: 'status' });
+  }
+
   /** POST /admin/v1/projections/order-lifecycle/rebuild, run by the persistence thread. */
   async rebuildLifecycle(): Promise<AdminAnswer> {
     return this.admin.request({ type: 'rebuild-lifecycle' });

@@ -265,5 +265,70 @@ export const errorSchema = {
   required: ['error', 'code'],
 } as const;
 
+export const rebuildStatusSchema = {
+  $id: 'RebuildStatus',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    projection: { type: 'string', const: 'runtime.order_lifecycle_state' },
+    status: { type: 'string', enum: ['COMPLETED'] },
+    rowsRebuilt: { type: 'integer', minimum: 0 },
+    startedAt: timestamp,
+    finishedAt: timestamp,
+  },
+  required: ['projection', 'status', 'rowsRebuilt', 'startedAt', 'finishedAt'],
+} as const;
+
+const count = { type: 'integer', minimum: 0 } as const;
+const latency = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'microseconds; percentiles are the upper bound of a 6.25%-wide bucket',
+  properties: { count, p50: count, p90: count, p99: count, max: count },
+  required: ['count', 'p50', 'p90', 'p99', 'max'],
+} as const;
+
+export const persistenceStatusSchema = {
+  $id: 'PersistenceStatus',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    database: { type: 'string', enum: ['starting', 'up', 'down'] },
+    shards: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { shardId: count, journalCommitted: count, projected: count, projectionLag: { type: 'integer', description: 'journal sequences not yet materialized' } },
+        required: ['shardId', 'journalCommitted', 'projected', 'projectionLag'],
+      },
+    },
+    journal: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        commits: count, intakeRows: count, journalRows: count, commands: count, events: count, bytes: count, busyMs: count,
+        rowsPerBusySecond: count, captureLatencyUs: latency, journalLatencyUs: latency,
+      },
+      required: ['commits', 'intakeRows', 'journalRows', 'commands', 'events', 'bytes', 'busyMs', 'rowsPerBusySecond', 'captureLatencyUs', 'journalLatencyUs'],
+    },
+    projections: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count },
+      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors'],
+    },
+  },
+  required: ['database', 'shards', 'journal', 'projections'],
+} as const;
+
 export const REQUEST_SCHEMAS = [submitOrderSchema, modifyOrderSchema, cancelOrderSchema, cancelByClientOrderSchema] as const;
-export const RESPONSE_SCHEMAS = [resultEnvelopeSchema, acceptedPointerSchema, commandStatusSchema, venueSessionSchema, errorSchema] as const;
+export const RESPONSE_SCHEMAS = [
+  resultEnvelopeSchema,
+  acceptedPointerSchema,
+  commandStatusSchema,
+  venueSessionSchema,
+  errorSchema,
+  rebuildStatusSchema,
+  persistenceStatusSchema,
+] as const;

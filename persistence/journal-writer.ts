@@ -21,7 +21,9 @@ import { PersistenceControl, DB_DOWN, DB_UP } from '../core/persistence-control.
 import { RESULT_COUNT_WORD, RESULT_RECORD_BYTES, RESULT_SEQUENCE_FLOAT } from '../core/result-slot.ts';
 import { RingConsumer } from '../core/ring.ts';
 import { JOURNAL_COMMAND_RECORDS } from '../core/shard-runner.ts';
+import { COMMAND_TIMESTAMP_US_FLOAT } from '../core/command-slot.ts';
 import { BinaryCopy, copyInto } from './copy-binary.ts';
+import { LatencyHistogram } from './latency-histogram.ts';
 
 export interface JournalBatch {
   shard: number;
@@ -31,6 +33,24 @@ export interface JournalBatch {
   eventCount: number;
   /** For each command: its 128-byte slot, its result header and event records. */
   payload: Buffer;
+  /** When the shard sequenced each command (µs, wall clock). */
+  sequencedAtUs: number[];
+}
+
+/** What the writer did since it started (the persistence status route and the benchmark read it). */
+export class WriterStats {
+  commits = 0;
+  intakeRows = 0;
+  journalRows = 0;
+  journalCommands = 0;
+  journalEvents = 0;
+  journalBytes = 0;
+  /** Time spent in successful commits (BEGIN to COMMIT), µs. */
+  busyUs = 0;
+  /** Gateway receipt -> command log row committed. */
+  readonly captureLatency = new LatencyHistogram();
+  /** Shard sequencing -> journal batch committed. */
+  readonly journalLatency = new LatencyHistogram();
 }
 
 export interface WriterBatch {
@@ -63,6 +83,7 @@ export class JournalWriter {
   private readonly intakeDurable: number[];
   private readonly journalDurable: number[];
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
+  readonly stats = new WriterStats();
 
   constructor(options: {
     intakeRings: SharedArrayBuffer[];
@@ -139,6 +160,7 @@ export class JournalWriter {
     let events = 0;
     let first = 0;
     let last = 0;
+    const sequencedAtUs: number[] = [];
     for (;;) {
       const headerAt = end + JOURNAL_COMMAND_RECORDS * RESULT_RECORD_BYTES;
       if (headerAt + RESULT_RECORD_BYTES > data.byteLength) break;
@@ -150,6 +172,7 @@ export class JournalWriter {
       last = data.readDoubleLE(commandEnd - RESULT_RECORD_BYTES + RESULT_SEQUENCE_FLOAT * 8);
       events += count;
       commands++;
+      sequencedAtUs.push(data.readDoubleLE(end + COMMAND_TIMESTAMP_US_FLOAT * 8));
       end = commandEnd;
       if (end >= bytesMax) break;
     }
@@ -159,7 +182,7 @@ export class JournalWriter {
     const expected = this.journalDurable[shard]! + 1;
     if (first !== expected) throw new Error(`shard ${shard} journal out of step: batch starts at ${first}, expected ${expected}`);
     this.journalDurable[shard] = last; // the next batch starts after this one (committed or retried)
-    return { shard, firstSequence: first, lastSequence: last, commandCount: commands, eventCount: events, payload };
+    return { shard, firstSequence: first, lastSequence: last, commandCount: commands, eventCount: events, payload, sequencedAtUs };
   }
 
   /** Commits a batch, retrying with a back-off until the database takes it. */
@@ -171,7 +194,9 @@ export class JournalWriter {
         if (clientRef.client === null) clientRef.client = await connect();
         const client = clientRef.client;
         const toWrite = retrying ? await this.withoutCommitted(client, batch) : batch;
+        const started = performance.now();
         await this.write(client, toWrite);
+        this.stats.busyUs += (performance.now() - started) * 1000;
         this.control.databaseState = DB_UP;
         break;
       } catch (error) {
@@ -192,6 +217,22 @@ export class JournalWriter {
     }
     for (const journal of batch.journals) this.control.setJournalCommitted(journal.shard, journal.lastSequence);
     this.control.countCommit();
+    this.record(batch);
+  }
+
+  private record(batch: WriterBatch): void {
+    const stats = this.stats;
+    const nowUs = (performance.timeOrigin + performance.now()) * 1000;
+    stats.commits++;
+    stats.intakeRows += batch.intake.length;
+    for (const entry of batch.intake) stats.captureLatency.record(nowUs - entry.receivedAtUs);
+    for (const journal of batch.journals) {
+      stats.journalRows++;
+      stats.journalCommands += journal.commandCount;
+      stats.journalEvents += journal.eventCount;
+      stats.journalBytes += journal.payload.byteLength;
+      for (const at of journal.sequencedAtUs) stats.journalLatency.record(nowUs - at);
+    }
   }
 
   private async write(client: pg.Client, batch: WriterBatch): Promise<void> {

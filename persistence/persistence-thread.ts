@@ -10,8 +10,9 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
-import { DB_UP, PersistenceControl } from '../core/persistence-control.ts';
+import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type JournalBatch, type WriterLimits } from './journal-writer.ts';
+import type { LatencySummary } from './latency-histogram.ts';
 import { Projector } from './projector.ts';
 
 export interface PersistenceThreadData {
@@ -31,9 +32,36 @@ export interface PersistenceThreadData {
   adminPorts: MessagePort[];
 }
 
-export type AdminRequest = { id: number; type: 'rebuild-lifecycle' };
+export type AdminRequest = { id: number; type: 'rebuild-lifecycle' } | { id: number; type: 'status' };
+export interface RebuildStatus {
+  projection: string;
+  status: string;
+  rowsRebuilt: number;
+  startedAt: string;
+  finishedAt: string;
+}
+/** GET /admin/v1/persistence/status: both tiers, their watermarks and lag, throughput and latency. */
+export interface PersistenceStatus {
+  database: 'starting' | 'up' | 'down';
+  shards: { shardId: number; journalCommitted: number; projected: number; projectionLag: number }[];
+  journal: {
+    commits: number;
+    intakeRows: number;
+    journalRows: number;
+    commands: number;
+    events: number;
+    bytes: number;
+    busyMs: number;
+    /** Rows (command log + journal) per second of commit time: the tier's capacity. */
+    rowsPerBusySecond: number;
+    captureLatencyUs: LatencySummary;
+    journalLatencyUs: LatencySummary;
+  };
+  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number };
+}
 export type AdminAnswer =
-  | { id: number; ok: true; payload: { projection: string; status: string; rowsRebuilt: number; startedAt: string; finishedAt: string } }
+  | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
+  | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
   | { id: number; ok: false; message: string };
 
 const data = workerData as PersistenceThreadData;
@@ -104,6 +132,7 @@ async function catchUp(client: pg.Client): Promise<number> {
           commandCount: row.command_count,
           eventCount: row.event_count,
           payload: row.payload,
+          sequencedAtUs: [],
         })),
       );
       batches += page.rows.length;
@@ -181,9 +210,39 @@ async function projectorLoop(): Promise<void> {
   }
 }
 
+function status(): PersistenceStatus {
+  const w = writer.stats;
+  const p = projector.stats;
+  const perSecond = (rows: number, busyUs: number) => (busyUs === 0 ? 0 : Math.round((rows / busyUs) * 1e6));
+  return {
+    database: control.databaseState === DB_UP ? 'up' : control.databaseState === DB_DOWN ? 'down' : 'starting',
+    shards: Array.from({ length: data.shardCount }, (_, shardId) => {
+      const journalCommitted = control.journalCommitted(shardId);
+      const projected = control.projected(shardId);
+      return { shardId, journalCommitted, projected, projectionLag: journalCommitted - projected };
+    }),
+    journal: {
+      commits: w.commits,
+      intakeRows: w.intakeRows,
+      journalRows: w.journalRows,
+      commands: w.journalCommands,
+      events: w.journalEvents,
+      bytes: w.journalBytes,
+      busyMs: Math.round(w.busyUs / 1000),
+      rowsPerBusySecond: perSecond(w.intakeRows + w.journalRows, w.busyUs),
+      captureLatencyUs: w.captureLatency.summary(),
+      journalLatencyUs: w.journalLatency.summary(),
+    },
+    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2) },
+  };
+}
+
 for (const port of data.adminPorts) {
   port.on('message', async (request: AdminRequest) => {
-    if (request.type !== 'rebuild-lifecycle') return;
+    if (request.type === 'status') {
+      port.postMessage({ id: request.id, ok: true, type: 'status', payload: status() } satisfies AdminAnswer);
+      return;
+    }
     const startedAt = new Date().toISOString();
     pauseProjector = true;
     try {
@@ -195,6 +254,7 @@ for (const port of data.adminPorts) {
         port.postMessage({
           id: request.id,
           ok: true,
+          type: 'rebuild-lifecycle',
           payload: { projection: 'runtime.order_lifecycle_state', status: 'COMPLETED', rowsRebuilt, startedAt, finishedAt: new Date().toISOString() },
         } satisfies AdminAnswer);
       } finally {

@@ -140,7 +140,16 @@ class Rows {
 
 export type SessionNames = (runNo: number, sessionNo: number) => [string, string];
 
+/** What the projector did since it started. */
+export class ProjectorStats {
+  groups = 0;
+  rows = 0;
+  /** Time spent in successful projection transactions, µs. */
+  busyUs = 0;
+}
+
 export class Projector {
+  readonly stats = new ProjectorStats();
   private readonly live = new Map<string, OrderState>();
   private readonly control: PersistenceControl;
   private readonly sessionNames: SessionNames;
@@ -221,6 +230,7 @@ export class Projector {
       rows.watermarks.set(batch.shard, batch.lastSequence);
     }
     if (rows.watermarks.size === 0) return;
+    const started = performance.now();
     await client.query('BEGIN');
     try {
       await copyInto(client, OUTCOMES_TARGET, rows.outcomes);
@@ -239,6 +249,9 @@ export class Projector {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
+    this.stats.busyUs += (performance.now() - started) * 1000;
+    this.stats.groups++;
+    this.stats.rows += rows.outcomes.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size;
     for (const [shard, sequence] of rows.watermarks) {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
@@ -267,7 +280,7 @@ export class Projector {
           );
           if (page.rows.length === 0) break;
           for (const row of page.rows) {
-            const batch = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: 0, eventCount: 0, payload: row.payload };
+            const batch = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: 0, eventCount: 0, payload: row.payload, sequencedAtUs: [] };
             const rows = new Rows();
             rows.lifecycle = rebuilt;
             for (const command of decodeJournal(batch.payload)) this.applyLifecycle(rows, batch, command);

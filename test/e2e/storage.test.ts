@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { TestDatabase, withClient } from '../support/database.ts';
+import { assertShape } from '../support/response-schemas.ts';
 import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
 
 const INSTRUMENT = '6b000000-0000-4000-8000-000000000001';
@@ -145,6 +146,7 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     assert.equal(rebuild.json.status, 'COMPLETED');
     assert.equal(rebuild.json.rowsRebuilt, incremental.length);
     assert.ok(Date.parse(rebuild.json.startedAt) <= Date.parse(rebuild.json.finishedAt));
+    assertShape('RebuildStatus', rebuild.json);
     const rebuilt = await withClient(url, async (client) => (await client.query(LIFECYCLE)).rows);
     assert.deepEqual(rebuilt, incremental, 'every column of every row, timestamps included');
 
@@ -154,6 +156,27 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     await projectionsCaughtUp(url);
     const after = await withClient(url, async (client) => (await client.query('SELECT state, remaining_quantity_units FROM runtime.order_lifecycle_state WHERE order_id = $1', [ask.orderId])).rows);
     assert.deepEqual(after, [{ state: 'PARTIALLY_FILLED', remaining_quantity_units: '3' }]);
+
+    // Both tiers are observable: watermarks, lag, what was written.
+    for (const token of [undefined, TOKENS.traderA, TOKENS.viewer]) {
+      const denied = await venue.request('GET', '/admin/v1/persistence/status', token === undefined ? {} : { token });
+      assert.equal(denied.status, token === undefined ? 401 : 403);
+    }
+    const status = (await venue.get('/admin/v1/persistence/status', TOKENS.operator)).json;
+    assertShape('PersistenceStatus', status);
+    const journalEnds = await withClient(url, async (client) =>
+      (await client.query('SELECT shard_id, max(last_sequence)::int AS s, sum(command_count)::int AS commands FROM runtime.journal_batches GROUP BY shard_id')).rows,
+    );
+    assert.equal(status.database, 'up');
+    for (const row of journalEnds) {
+      const shard = status.shards.find((entry: any) => entry.shardId === row.shard_id);
+      assert.deepEqual(shard, { shardId: row.shard_id, journalCommitted: row.s, projected: row.s, projectionLag: 0 });
+    }
+    assert.equal(status.journal.commands, journalEnds.reduce((sum: number, row: any) => sum + row.commands, 0));
+    assert.equal(status.journal.intakeRows, 9, 'nine commands were taken');
+    assert.equal(status.journal.captureLatencyUs.count, 9);
+    assert.ok(status.journal.captureLatencyUs.p50 > 0 && status.journal.captureLatencyUs.p50 <= status.journal.captureLatencyUs.max);
+    assert.ok(status.projections.rows > 0);
   } finally {
     assert.equal(await venue.stop(), 0);
   }

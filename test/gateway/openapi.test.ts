@@ -15,6 +15,8 @@ test('the OpenAPI document lists every route with its method', () => {
     '/api/v1/commands/{commandId}': 'get',
     '/api/v1/venue/session': 'get',
     '/api/v1/openapi.json': 'get',
+    '/admin/v1/projections/order-lifecycle/rebuild': 'post',
+    '/admin/v1/persistence/status': 'get',
     '/healthz': 'get',
     '/readyz': 'get',
   };

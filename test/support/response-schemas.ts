@@ -11,7 +11,10 @@ addFormats(ajv, ['date-time']);
 ajv.addFormat('uuid', { type: 'string', validate: isUuid });
 for (const schema of RESPONSE_SCHEMAS) ajv.addSchema(schema);
 
-export function assertShape(schemaId: 'ResultEnvelope' | 'AcceptedPointer' | 'CommandStatus' | 'VenueSession' | 'Error', value: unknown): void {
+export function assertShape(
+  schemaId: 'ResultEnvelope' | 'AcceptedPointer' | 'CommandStatus' | 'VenueSession' | 'Error' | 'RebuildStatus' | 'PersistenceStatus',
+  value: unknown,
+): void {
   const validate = ajv.getSchema(schemaId)!;
   assert.ok(validate(value), `${schemaId}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value)}`);
 }
