@@ -2,8 +2,6 @@
 // escaping of bytea or uuid, and one COPY per table per transaction (pg-copy-streams).
 // https://www.postgresql.org/docs/17/sql-copy.html#id-1.9.3.55.9.4
 
-import { pipeline } from 'node:stream/promises';
-import { Readable } from 'node:stream';
 import type pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 
@@ -116,5 +114,9 @@ export class BinaryCopy {
 export async function copyInto(client: pg.ClientBase, target: string, copy: BinaryCopy): Promise<void> {
   if (copy.rows === 0) return;
   const stream = client.query(copyStreams.from(`COPY ${target} FROM STDIN (FORMAT binary)`));
-  await pipeline(Readable.from([copy.finish()]), stream);
+  await new Promise<void>((resolve, reject) => {
+    stream.once('error', reject);
+    stream.once('finish', resolve); // after the server's CommandComplete
+    stream.end(copy.finish());
+  });
 }

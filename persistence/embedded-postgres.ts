@@ -135,7 +135,9 @@ export async function startEmbeddedPostgres(dataRoot: string, log: (message: str
       '-c', 'wal_writer_delay=10ms',
       '-c', 'logging_collector=off',
     ],
-    { ...owner, stdio: ['ignore', 'ignore', 'pipe'] },
+    // Its own process group: a Ctrl-C in the terminal reaches the venue only, which
+    // flushes its last batch and then stops the server itself.
+    { ...owner, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   child.stderr!.on('data', (chunk: Buffer) => log(chunk.toString().trim()));
   const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;

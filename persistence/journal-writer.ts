@@ -1,7 +1,7 @@
 // Tier 1 of storage: what acknowledgements wait for. Drains the intake rings (one per
-// gateway) and the journal rings (one per shard), and commits, in one transaction per
-// batch, one binary COPY of command_log rows and one of journal_batches rows (a row
-// per shard per batch). Batches close when the writer is free (group commit: whatever
+// gateway) and the journal rings (one per shard), and commits per batch one binary
+// COPY of command_log rows, then one of journal_batches rows (a row per shard per
+// batch), each its own transaction (see commit()). Batches close when the writer is free (group commit: whatever
 // arrived during the previous commit goes into the next) or at a size bound; there is
 // no timer. After each commit it publishes, per shard, the last durable sequence and,
 // per gateway, the count of durable intake records, and wakes the gateways.
@@ -185,17 +185,34 @@ export class JournalWriter {
     return { shard, firstSequence: first, lastSequence: last, commandCount: commands, eventCount: events, payload, sequencedAtUs };
   }
 
-  /** Commits a batch, retrying with a back-off until the database takes it. */
-  async commit(connect: () => Promise<pg.Client>, clientRef: { client: pg.Client | null }, batch: WriterBatch): Promise<void> {
+  /**
+   * Makes a batch durable, retrying with a back-off until the database takes it: the
+   * command log rows first (one COPY, its own transaction), published at once (what
+   * captured-ack and accepted-async answers wait for), then the journal rows (one
+   * COPY). Two round trips and no BEGIN/COMMIT: a crash between the two leaves
+   * captured commands without an outcome, which recovery re-drives; never a journaled
+   * command without its log row.
+   */
+  async commit(connect: () => Promise<pg.Client>, clientRef: { client: pg.Client | null }, batch: WriterBatch, onIntakeDurable: () => void): Promise<void> {
     let delayMs = 50;
     let retrying = false;
+    let intakeDone = false;
     for (;;) {
       try {
         if (clientRef.client === null) clientRef.client = await connect();
         const client = clientRef.client;
-        const toWrite = retrying ? await this.withoutCommitted(client, batch) : batch;
+        if (!intakeDone) {
+          const rows = retrying ? await this.notYetLogged(client, batch.intake) : batch.intake;
+          const started = performance.now();
+          if (rows.length > 0) await copyInto(client, INTAKE_TARGET, this.intakeCopy(rows));
+          this.stats.busyUs += (performance.now() - started) * 1000;
+          intakeDone = true;
+          this.publishIntake(batch);
+          onIntakeDurable();
+        }
+        const journals = retrying ? await this.notYetJournaled(client, batch.journals) : batch.journals;
         const started = performance.now();
-        await this.write(client, toWrite);
+        if (journals.length > 0) await copyInto(client, JOURNAL_TARGET, journalCopy(journals));
         this.stats.busyUs += (performance.now() - started) * 1000;
         this.control.databaseState = DB_UP;
         break;
@@ -211,13 +228,17 @@ export class JournalWriter {
         delayMs = Math.min(delayMs * 2, 1000);
       }
     }
-    for (let gateway = 0; gateway < batch.intakeCounts.length; gateway++) {
-      this.intakeDurable[gateway]! += batch.intakeCounts[gateway]!;
-      this.control.setIntakeCommitted(gateway, this.intakeDurable[gateway]!);
-    }
     for (const journal of batch.journals) this.control.setJournalCommitted(journal.shard, journal.lastSequence);
     this.control.countCommit();
     this.record(batch);
+  }
+
+  private publishIntake(batch: WriterBatch): void {
+    for (let gateway = 0; gateway < batch.intakeCounts.length; gateway++) {
+      if (batch.intakeCounts[gateway] === 0) continue;
+      this.intakeDurable[gateway]! += batch.intakeCounts[gateway]!;
+      this.control.setIntakeCommitted(gateway, this.intakeDurable[gateway]!);
+    }
   }
 
   private record(batch: WriterBatch): void {
@@ -235,32 +256,26 @@ export class JournalWriter {
     }
   }
 
-  private async write(client: pg.Client, batch: WriterBatch): Promise<void> {
-    await client.query('BEGIN');
-    try {
-      if (batch.intake.length > 0) await copyInto(client, INTAKE_TARGET, this.intakeCopy(batch.intake));
-      if (batch.journals.length > 0) await copyInto(client, JOURNAL_TARGET, journalCopy(batch.journals));
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    }
+  /** After a lost acknowledgement: the intake rows the database does not hold yet. */
+  private async notYetLogged(client: pg.Client, intake: IntakeEntry[]): Promise<IntakeEntry[]> {
+    if (intake.length === 0) return intake;
+    const ids = intake.map((entry) => Buffer.from(entry.commandId).toString('hex'));
+    const present = new Set(
+      (await client.query<{ id: string }>("SELECT encode(uuid_send(command_id), 'hex') AS id FROM runtime.command_log WHERE command_id = ANY($1::uuid[])", [ids.map(hexToUuid)])).rows.map(
+        (row) => row.id,
+      ),
+    );
+    return intake.filter((_, k) => !present.has(ids[k]!));
   }
 
-  /** After a lost acknowledgement: the parts of the batch the database does not hold yet. */
-  private async withoutCommitted(client: pg.Client, batch: WriterBatch): Promise<WriterBatch> {
-    const ids = batch.intake.map((entry) => Buffer.from(entry.commandId).toString('hex'));
-    const present = new Set(
-      ids.length === 0
-        ? []
-        : (await client.query<{ id: string }>("SELECT encode(uuid_send(command_id), 'hex') AS id FROM runtime.command_log WHERE command_id = ANY($1::uuid[])", [ids.map(hexToUuid)])).rows.map((r) => r.id),
-    );
-    const journals: JournalBatch[] = [];
-    for (const journal of batch.journals) {
+  /** After a lost acknowledgement: the journal batches the database does not hold yet. */
+  private async notYetJournaled(client: pg.Client, journals: JournalBatch[]): Promise<JournalBatch[]> {
+    const missing: JournalBatch[] = [];
+    for (const journal of journals) {
       const found = await client.query('SELECT 1 FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence = $2', [journal.shard, journal.firstSequence]);
-      if (found.rowCount === 0) journals.push(journal);
+      if (found.rowCount === 0) missing.push(journal);
     }
-    return { intake: batch.intake.filter((_, k) => !present.has(ids[k]!)), intakeCounts: batch.intakeCounts, journals };
+    return missing;
   }
 
   private intakeCopy(intake: IntakeEntry[]): BinaryCopy {

@@ -1,0 +1,248 @@
+// Persistence under load, end to end: the real venue (server.ts, its embedded
+// PostgreSQL on a fresh data folder), driven over HTTP by an in-process load
+// generator (keep-alive connections, a bounded number of requests in flight, a
+// bounded duration), once per processing mode measured.
+//
+// Orders rest and cross on 8 instruments (about one trade per two orders), so both
+// tiers carry their real mix. Reported per mode:
+//  - commands/s answered 2xx and the client-side latency (p50, p99);
+//  - tier 1 (command log + journal, COPY, one transaction per group commit): rows/s
+//    during the run, rows per second of commit time (its capacity), and the latency
+//    from command to durable: gateway receipt -> command log committed, and shard
+//    sequencing -> journal committed (p50, p99), from the venue's own histograms;
+//  - tier 2 (projections, COPY): rows per second of transaction time, the largest lag
+//    seen (journal sequences not yet projected, sampled every 250 ms) and how long
+//    it took to catch up after the load stopped.
+// The load generator shares the 2 cores with the venue and PostgreSQL: commands/s is
+// a floor for what the venue can take, not its ceiling (wrk drives it harder).
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LatencyHistogram, type LatencySummary } from '../persistence/latency-histogram.ts';
+import type { PersistenceStatus } from '../persistence/persistence-thread.ts';
+import { writeResult } from './lib/results.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const TOKEN = 'dev-token-trader-a';
+const OPERATOR = 'dev-token-operator';
+const PARTICIPANT = 'a1000000-0000-4000-8000-000000000001';
+const ACCOUNT = 'a2000000-0000-4000-8000-000000000001';
+const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `7c000000-0000-4000-8000-00000000000${k}`);
+
+interface Venue {
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+async function startVenue(mode: string, dataDir: string): Promise<Venue> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, PROCESSING_MODE: mode, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`the venue did not start:\n${seen}`)), 120_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      const match = /venue listening on http:\/\/[^:]+:(\d+)/.exec(seen);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the venue exited with ${code}:\n${seen}`)));
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+function getJson<T>(url: string, token: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { authorization: `Bearer ${token}` } }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => (response.statusCode === 200 ? resolve(JSON.parse(text) as T) : reject(new Error(`${response.statusCode} ${text}`))));
+      })
+      .on('error', reject);
+  });
+}
+
+/** The i-th order: alternating sides around a mid of 100, crossing about half the time. */
+function orderBody(i: number): string {
+  const buy = i % 2 === 0;
+  const offset = (i * 7919) % 7; // 0..6
+  const price = buy ? 97 + offset : 103 - offset;
+  return JSON.stringify({
+    commandId: crypto.randomUUID(),
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'bench',
+    occurredAt: '2026-11-22T00:00:00Z',
+    orderId: crypto.randomUUID(),
+    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
+    participantId: PARTICIPANT,
+    accountId: ACCOUNT,
+    side: buy ? 'BUY' : 'SELL',
+    orderType: 'LIMIT',
+    quantityUnits: String(1 + (i % 5)),
+    limitPrice: String(price),
+    currency: 'USD',
+    timeInForce: 'DAY',
+  });
+}
+
+interface LoadResult {
+  sent: number;
+  answered2xx: number;
+  answered503: number;
+  other: number;
+  seconds: number;
+  latencyUs: LatencySummary;
+}
+
+async function drive(baseUrl: string, seconds: number, maxRequests: number, inFlight: number): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: inFlight });
+  const url = new URL('/api/v1/orders/submit', baseUrl);
+  const latency = new LatencyHistogram();
+  const result = { sent: 0, answered2xx: 0, answered503: 0, other: 0 };
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      const body = orderBody(i);
+      const at = performance.now();
+      const request = http.request(
+        url,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            authorization: `Bearer ${TOKEN}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'x-client-id': 'bench',
+            'idempotency-key': crypto.randomUUID(),
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => {
+            const status = response.statusCode ?? 0;
+            if (status === 200 || status === 202) {
+              result.answered2xx++;
+              latency.record((performance.now() - at) * 1000);
+            } else if (status === 503) result.answered503++;
+            else result.other++;
+            resolve();
+          });
+        },
+      );
+      request.on('error', () => {
+        result.other++;
+        resolve();
+      });
+      request.end(body);
+    });
+  const lane = async () => {
+    while (performance.now() < deadline && result.sent < maxRequests) await one(result.sent++);
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  agent.destroy();
+  return { ...result, seconds: (performance.now() - started) / 1000, latencyUs: latency.summary() };
+}
+
+const lagOf = (status: PersistenceStatus) => status.shards.reduce((sum, shard) => sum + shard.projectionLag, 0);
+
+async function measureMode(mode: string, seconds: number, maxRequests: number, inFlight: number): Promise<Record<string, unknown>> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-'));
+  const venue = await startVenue(mode, dataDir);
+  try {
+    await drive(venue.baseUrl, 1, 2_000, 16); // warm-up: JIT, connections, first pages
+    const statusUrl = `${venue.baseUrl}/admin/v1/persistence/status`;
+    const before = await getJson<PersistenceStatus>(statusUrl, OPERATOR);
+    let maxLag = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        maxLag = Math.max(maxLag, lagOf(await getJson<PersistenceStatus>(statusUrl, OPERATOR)));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    const load = await drive(venue.baseUrl, seconds, maxRequests, inFlight);
+    sampling = false;
+    await sampler;
+    const stopped = performance.now();
+    let after = await getJson<PersistenceStatus>(statusUrl, OPERATOR);
+    maxLag = Math.max(maxLag, lagOf(after));
+    while (lagOf(after) > 0 && performance.now() - stopped < 60_000) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      after = await getJson<PersistenceStatus>(statusUrl, OPERATOR);
+    }
+    const catchUpMs = Math.round(performance.now() - stopped);
+    const tier1Rows = after.journal.intakeRows + after.journal.journalRows - (before.journal.intakeRows + before.journal.journalRows);
+    const figures = {
+      mode,
+      inFlight,
+      commandsPerSecond: Math.round(load.answered2xx / load.seconds),
+      load,
+      tier1: {
+        rowsPerSecondDuringRun: Math.round(tier1Rows / load.seconds),
+        commandLogRows: after.journal.intakeRows - before.journal.intakeRows,
+        journalRows: after.journal.journalRows - before.journal.journalRows,
+        commits: after.journal.commits - before.journal.commits,
+        rowsPerBusySecond: after.journal.rowsPerBusySecond,
+        eventsPerBusySecond: Math.round((after.journal.events / Math.max(1, after.journal.busyMs)) * 1000),
+        captureLatencyUs: after.journal.captureLatencyUs,
+        journalLatencyUs: after.journal.journalLatencyUs,
+      },
+      tier2: {
+        rows: after.projections.rows - before.projections.rows,
+        rowsPerBusySecond: after.projections.rowsPerBusySecond,
+        maxLagSequences: maxLag,
+        catchUpMs,
+        errors: after.projections.errors,
+      },
+    };
+    console.log(
+      `${mode.padEnd(14)} ${String(figures.commandsPerSecond).padStart(7)} cmd/s  client p50 ${(load.latencyUs.p50 / 1000).toFixed(2)} ms p99 ${(load.latencyUs.p99 / 1000).toFixed(2)} ms | ` +
+        `tier 1 ${figures.tier1.rowsPerBusySecond} rows/busy-s, capture p50 ${(after.journal.captureLatencyUs.p50 / 1000).toFixed(2)} ms p99 ${(after.journal.captureLatencyUs.p99 / 1000).toFixed(2)} ms, ` +
+        `journal p50 ${(after.journal.journalLatencyUs.p50 / 1000).toFixed(2)} ms p99 ${(after.journal.journalLatencyUs.p99 / 1000).toFixed(2)} ms | ` +
+        `tier 2 ${figures.tier2.rowsPerBusySecond} rows/busy-s, max lag ${maxLag}, catch-up ${catchUpMs} ms`,
+    );
+    return figures;
+  } finally {
+    await venue.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function runPersistenceBench(quick: boolean): Promise<void> {
+  const seconds = quick ? 3 : 10;
+  const maxRequests = quick ? 60_000 : 400_000;
+  const inFlight = 128;
+  const modes = ['sync-result', 'captured-ack'];
+  const runs: Record<string, unknown>[] = [];
+  for (const mode of modes) runs.push(await measureMode(mode, seconds, maxRequests, inFlight));
+  writeResult('persistence', {
+    machine: { cpus: os.availableParallelism(), node: process.version },
+    note: 'the load generator runs on the same 2 cores as the venue and PostgreSQL; latencies in microseconds',
+    seconds,
+    runs,
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await runPersistenceBench(process.argv.includes('--quick'));
