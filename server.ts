@@ -33,6 +33,7 @@ import {
   tableKeeps,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
+  VENUE_TABLES_INCOMPLETE_WORD,
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
@@ -248,7 +249,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const orders = (await knownOrders(client, keeps)).map((order) => ({ ...order, numbers: registry.numbersOf(order.runId, order.venueSessionId) }));
     rememberStored(memory, commands.rows, orders);
     if (commands.total > commands.rows.length) {
-      logger.warn({ stored: commands.total, remembered: commands.rows.length }, 'the idempotency table remembers only the most recent commands; raise SHARED_TABLE_BUCKETS');
+      Atomics.store(new Int32Array(memory.venueControl), VENUE_TABLES_INCOMPLETE_WORD, 1); // misses are checked in storage
+      logger.warn({ stored: commands.total, remembered: commands.rows.length }, 'the shared tables remember only the most recent commands (older ones are checked in storage, which is slower); raise SHARED_TABLE_BUCKETS');
     }
     await client.end();
 

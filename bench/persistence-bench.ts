@@ -22,7 +22,16 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { INTAKE_RECORD_BYTES, type IntakeEntry } from '../core/intake-record.ts';
+import { PersistenceControl } from '../core/persistence-control.ts';
+import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
+import { createRingBuffer } from '../core/ring.ts';
+import { startEmbeddedPostgres } from '../persistence/embedded-postgres.ts';
+import { JournalWriter } from '../persistence/journal-writer.ts';
 import { LatencyHistogram, type LatencySummary } from '../persistence/latency-histogram.ts';
+import { migrate } from '../persistence/migrations.ts';
 import type { PersistenceStatus } from '../persistence/persistence-thread.ts';
 import { writeResult } from './lib/results.ts';
 
@@ -230,7 +239,60 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
   }
 }
 
+/**
+ * The capacity of tier 1's COPY alone: the journal writer's own command-log stage
+ * (commitIntake: binary COPY, one transaction, fsync) fed synthetic rows in batches
+ * of a given size, on a fresh embedded PostgreSQL, with nothing else running.
+ */
+async function copyCapacity(batchRows: number, batches: number): Promise<{ batchRows: number; rowsPerSecond: number; msPerBatch: number }> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
+  const server = await startEmbeddedPostgres(dataDir, () => undefined);
+  try {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await migrate(admin);
+    await admin.end();
+    const writer = new JournalWriter({
+      intakeRings: [createRingBuffer(INTAKE_RECORD_BYTES, 16)],
+      journalRings: [createRingBuffer(RESULT_RECORD_BYTES, 64)],
+      control: new PersistenceControl(PersistenceControl.create()),
+      principalIds: ['trader-a'],
+      limits: { journalBytesMax: 1 << 20 },
+      journalDurable: [0],
+      log: () => undefined,
+    });
+    const connect = async () => {
+      const client = new pg.Client({ connectionString: server.url });
+      await client.connect();
+      return client;
+    };
+    const ref: { client: pg.Client | null } = { client: null };
+    const entry = (): IntakeEntry => ({
+      processingMode: 0, route: 0, shard: 0, principal: 0, receivedAtUs: Date.now() * 1000,
+      commandId: randomBytes(16), scopeDigest: randomBytes(16), payloadHash: randomBytes(32), orderId: randomBytes(16), instrumentId: randomBytes(16),
+      slot: randomBytes(128), clientId: 'bench-client', idempotencyKey: crypto.randomUUID(), clientOrderId: null,
+    });
+    const batch = () => ({ intake: Array.from({ length: batchRows }, entry), intakeCounts: [batchRows], journals: [] });
+    await writer.commitIntake(connect, ref, batch(), () => undefined); // warm-up
+    const prepared = Array.from({ length: batches }, batch);
+    const started = performance.now();
+    for (const next of prepared) await writer.commitIntake(connect, ref, next, () => undefined);
+    const ms = performance.now() - started;
+    await ref.client?.end();
+    return { batchRows, rowsPerSecond: Math.round((batchRows * batches) / (ms / 1000)), msPerBatch: Number((ms / batches).toFixed(2)) };
+  } finally {
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 export async function runPersistenceBench(quick: boolean): Promise<void> {
+  const capacity = [];
+  for (const rows of [32, 256, 2048]) {
+    const result = await copyCapacity(rows, Math.max(5, Math.round((quick ? 20_000 : 100_000) / rows)));
+    capacity.push(result);
+    console.log(`tier 1 COPY alone, ${String(rows).padStart(4)} rows per commit: ${result.rowsPerSecond} rows/s, ${result.msPerBatch} ms per commit`);
+  }
   const seconds = quick ? 3 : 10;
   const maxRequests = quick ? 60_000 : 400_000;
   const inFlight = 128;
@@ -241,6 +303,7 @@ export async function runPersistenceBench(quick: boolean): Promise<void> {
     machine: { cpus: os.availableParallelism(), node: process.version },
     note: 'the load generator runs on the same 2 cores as the venue and PostgreSQL; latencies in microseconds',
     seconds,
+    copyCapacity: capacity,
     runs,
   });
 }

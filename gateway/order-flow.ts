@@ -70,7 +70,7 @@ import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
-import { attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
+import { attachTable, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_TABLES_INCOMPLETE_WORD, type VenueMemory } from './venue-memory.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -191,6 +191,7 @@ export class OrderFlow {
   private intakeWritten = 0;
   private readonly control: PersistenceControl;
   private readonly persistenceBell: Doorbell;
+  private readonly venueControl: Int32Array;
   readonly durability: DurabilityGate;
   private readonly reads: PortClient<ReadRequest, ReadAnswer>;
   private readonly admin: PortClient<AdminRequest, AdminAnswer>;
@@ -214,6 +215,7 @@ export class OrderFlow {
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
     this.control = new PersistenceControl(memory.persistenceControl);
     this.persistenceBell = new Doorbell(memory.persistenceDoorbell);
+    this.venueControl = new Int32Array(memory.venueControl);
     this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000);
@@ -300,9 +302,43 @@ export class OrderFlow {
       this.commandIds.remove(commandId, 0, ref);
       this.store.void(index);
     };
-    if (route === ROUTE_SUBMIT) this.submit(request, intake, index, ref, commandId, undoClaims);
-    else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, intake, index, commandId, undoClaims);
-    else this.target(request, intake, index, commandId, undoClaims);
+    const proceed = () => {
+      if (route === ROUTE_SUBMIT) this.submit(request, intake, index, ref, commandId, undoClaims);
+      else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, intake, index, commandId, undoClaims);
+      else this.target(request, intake, index, commandId, undoClaims);
+    };
+    if (this.tablesMayHaveForgotten()) this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, proceed);
+    else proceed();
+  }
+
+  /**
+   * The shared tables are bounded: once they evicted an entry (or were reloaded with
+   * less than storage holds), a miss is not proof that a key or commandId is new.
+   * Storage (the command log, with its unique constraints) then decides, at the cost
+   * of a read per command.
+   */
+  private tablesMayHaveForgotten(): boolean {
+    return this.idempotency.evictions > 0 || this.commandIds.evictions > 0 || Atomics.load(this.venueControl, VENUE_TABLES_INCOMPLETE_WORD) === 1;
+  }
+
+  private checkStoredClaims(reply: Reply, scope: Uint8Array, commandIdText: string, payload: Uint8Array, undoClaims: () => void, proceed: () => void): void {
+    const scopeHex = Buffer.from(scope.subarray(0, 16)).toString('hex'); // the command log keeps 16 bytes
+    this.reads.request({ type: 'claims', scopeDigest: scopeHex, commandId: commandIdText.toLowerCase() }).then(
+      (answer) => {
+        if (!answer.ok) {
+          undoClaims();
+          return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        }
+        if (answer.command === null) return proceed();
+        undoClaims();
+        if (answer.match === 'commandId') return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+        this.answerStoredReplay(reply, answer.command, payload);
+      },
+      () => {
+        undoClaims();
+        this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER);
+      },
+    );
   }
 
   private submit(request: OrderRequest, intake: IntakeInfo, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
@@ -719,16 +755,20 @@ export class OrderFlow {
         if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
         const stored = answer.command;
         if (stored === null) return this.fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
-        if (stored.payloadHash !== Buffer.from(payload).toString('hex')) {
-          return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
-        }
-        if (stored.responseStatus === 0 || stored.responseBody === null) {
-          return this.fail(reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
-        }
-        this.send(reply, stored.responseStatus, stored.responseBody);
+        this.answerStoredReplay(reply, stored, payload);
       },
       () => this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER),
     );
+  }
+
+  private answerStoredReplay(reply: Reply, stored: StoredCommand, payload: Uint8Array): void {
+    if (stored.payloadHash !== Buffer.from(payload).toString('hex')) {
+      return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+    }
+    if (stored.responseStatus === 0 || stored.responseBody === null) {
+      return this.fail(reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
+    }
+    this.send(reply, stored.responseStatus, stored.responseBody);
   }
 
   /** Answers replays whose original has been answered meanwhile; gives up after a bound. */

@@ -33,6 +33,8 @@ export type TableName = keyof typeof TABLE_EXTRA_WORDS;
 /** Words of the venue control block. */
 export const VENUE_READY_WORD = 0;
 export const VENUE_DRAINING_WORD = 1;
+/** Set when the shared tables were reloaded with fewer commands than storage holds. */
+export const VENUE_TABLES_INCOMPLETE_WORD = 2;
 export const VENUE_CONTROL_BYTES = 64;
 
 export interface VenueMemory {

@@ -1,7 +1,8 @@
 // Tier 1 of storage: what acknowledgements wait for. Drains the intake rings (one per
 // gateway) and the journal rings (one per shard), and commits per batch one binary
 // COPY of command_log rows, then one of journal_batches rows (a row per shard per
-// batch), each its own transaction (see commit()). Batches close when the writer is free (group commit: whatever
+// batch), each its own transaction on its own connection, the journal COPY of one
+// batch overlapping the command-log COPY of the next (see commitIntake()). Batches close when the writer is free (group commit: whatever
 // arrived during the previous commit goes into the next) or at a size bound; there is
 // no timer. After each commit it publishes, per shard, the last durable sequence and,
 // per gateway, the count of durable intake records, and wakes the gateways.
@@ -186,36 +187,58 @@ export class JournalWriter {
   }
 
   /**
-   * Makes a batch durable, retrying with a back-off until the database takes it: the
-   * command log rows first (one COPY, its own transaction), published at once (what
-   * captured-ack and accepted-async answers wait for), then the journal rows (one
-   * COPY). Two round trips and no BEGIN/COMMIT: a crash between the two leaves
-   * captured commands without an outcome, which recovery re-drives; never a journaled
-   * command without its log row.
+   * Stage 1 of a batch: its command log rows (one COPY, its own transaction), published
+   * at once (captured-ack and accepted-async answers wait for this). Retries with a
+   * back-off until the database takes them.
+   *
+   * Stage 2 (commitJournals) runs on another connection and may overlap the next
+   * batch's stage 1: a journaled command's log row is in the same or an earlier batch
+   * (see collect()), whose stage 1 has finished, so the command log never lacks a
+   * journaled command; a crash between the stages leaves captured commands without an
+   * outcome, which recovery re-drives.
    */
-  async commit(connect: () => Promise<pg.Client>, clientRef: { client: pg.Client | null }, batch: WriterBatch, onIntakeDurable: () => void): Promise<void> {
+  async commitIntake(connect: () => Promise<pg.Client>, clientRef: { client: pg.Client | null }, batch: WriterBatch, onDurable: () => void): Promise<void> {
+    if (batch.intake.length > 0) {
+      await this.retrying(connect, clientRef, async (client, retrying) => {
+        const rows = retrying ? await this.notYetLogged(client, batch.intake) : batch.intake;
+        const started = performance.now();
+        if (rows.length > 0) await copyInto(client, INTAKE_TARGET, this.intakeCopy(rows));
+        this.stats.busyUs += (performance.now() - started) * 1000;
+      });
+    }
+    this.publishIntake(batch);
+    this.recordIntake(batch);
+    onDurable();
+  }
+
+  /** Stage 2 of a batch: its journal rows (one COPY), then the new durable sequences. */
+  async commitJournals(connect: () => Promise<pg.Client>, clientRef: { client: pg.Client | null }, batch: WriterBatch): Promise<void> {
+    if (batch.journals.length === 0) return;
+    await this.retrying(connect, clientRef, async (client, retrying) => {
+      const journals = retrying ? await this.notYetJournaled(client, batch.journals) : batch.journals;
+      const started = performance.now();
+      if (journals.length > 0) await copyInto(client, JOURNAL_TARGET, journalCopy(journals));
+      this.stats.busyUs += (performance.now() - started) * 1000;
+    });
+    for (const journal of batch.journals) this.control.setJournalCommitted(journal.shard, journal.lastSequence);
+    this.control.countCommit();
+    this.recordJournals(batch);
+  }
+
+  /** Runs `write` until it succeeds; marks the database down while it fails. */
+  private async retrying(
+    connect: () => Promise<pg.Client>,
+    clientRef: { client: pg.Client | null },
+    write: (client: pg.Client, retrying: boolean) => Promise<void>,
+  ): Promise<void> {
     let delayMs = 50;
     let retrying = false;
-    let intakeDone = false;
     for (;;) {
       try {
         if (clientRef.client === null) clientRef.client = await connect();
-        const client = clientRef.client;
-        if (!intakeDone) {
-          const rows = retrying ? await this.notYetLogged(client, batch.intake) : batch.intake;
-          const started = performance.now();
-          if (rows.length > 0) await copyInto(client, INTAKE_TARGET, this.intakeCopy(rows));
-          this.stats.busyUs += (performance.now() - started) * 1000;
-          intakeDone = true;
-          this.publishIntake(batch);
-          onIntakeDurable();
-        }
-        const journals = retrying ? await this.notYetJournaled(client, batch.journals) : batch.journals;
-        const started = performance.now();
-        if (journals.length > 0) await copyInto(client, JOURNAL_TARGET, journalCopy(journals));
-        this.stats.busyUs += (performance.now() - started) * 1000;
+        await write(clientRef.client, retrying);
         this.control.databaseState = DB_UP;
-        break;
+        return;
       } catch (error) {
         const code = (error as { code?: string }).code;
         if (code === '23505' && !retrying) throw error; // a real conflict, not a lost acknowledgement
@@ -228,9 +251,6 @@ export class JournalWriter {
         delayMs = Math.min(delayMs * 2, 1000);
       }
     }
-    for (const journal of batch.journals) this.control.setJournalCommitted(journal.shard, journal.lastSequence);
-    this.control.countCommit();
-    this.record(batch);
   }
 
   private publishIntake(batch: WriterBatch): void {
@@ -241,12 +261,17 @@ export class JournalWriter {
     }
   }
 
-  private record(batch: WriterBatch): void {
+  private recordIntake(batch: WriterBatch): void {
+    const stats = this.stats;
+    const nowUs = (performance.timeOrigin + performance.now()) * 1000;
+    stats.intakeRows += batch.intake.length;
+    for (const entry of batch.intake) stats.captureLatency.record(nowUs - entry.receivedAtUs);
+  }
+
+  private recordJournals(batch: WriterBatch): void {
     const stats = this.stats;
     const nowUs = (performance.timeOrigin + performance.now()) * 1000;
     stats.commits++;
-    stats.intakeRows += batch.intake.length;
-    for (const entry of batch.intake) stats.captureLatency.record(nowUs - entry.receivedAtUs);
     for (const journal of batch.journals) {
       stats.journalRows++;
       stats.journalCommands += journal.commandCount;

@@ -113,7 +113,8 @@ const projector = new Projector({
   log,
 });
 
-const writerClient: { client: pg.Client | null } = { client: null };
+const intakeClient: { client: pg.Client | null } = { client: null };
+const journalClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
 const projectionQueue: JournalBatch[] = [];
 let projectionWake: (() => void) | null = null;
@@ -157,11 +158,20 @@ const ringGateways = () => {
   for (const bell of gatewayBells) bell.ringAlways();
 };
 
+/**
+ * Two stages per batch (journal-writer.ts): the command log COPY on one connection,
+ * then the journal COPY on another, which overlaps the next batch's command log COPY.
+ * At most one journal stage is outstanding.
+ */
 async function writerLoop(): Promise<void> {
+  let journalStage: Promise<void> = Promise.resolve();
   for (;;) {
     const batch = writer.collect();
     if (batch.intake.length === 0 && batch.journals.length === 0) {
-      if (stopping) return;
+      if (stopping) {
+        await journalStage;
+        return;
+      }
       const seen = doorbell.prepareSleep();
       if (writer.hasInput()) {
         doorbell.wake();
@@ -170,12 +180,14 @@ async function writerLoop(): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
-    await writer.commit(connect, writerClient, batch, ringGateways);
-    ringGateways();
-    if (batch.journals.length > 0) {
+    await writer.commitIntake(connect, intakeClient, batch, ringGateways);
+    await journalStage;
+    journalStage = writer.commitJournals(connect, journalClient, batch).then(() => {
+      if (batch.journals.length === 0) return;
+      ringGateways();
       projectionQueue.push(...batch.journals);
       projectionWake?.();
-    }
+    });
   }
 }
 
@@ -304,7 +316,8 @@ async function main(): Promise<void> {
   log('info', 'persistence ready', { projectedBatches: caughtUp });
   parentPort!.postMessage({ type: 'ready' });
   await Promise.all([writerLoop(), projectorLoop()]);
-  await writerClient.client?.end().catch(() => undefined);
+  await intakeClient.client?.end().catch(() => undefined);
+  await journalClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
   parentPort!.postMessage({ type: 'stopped' });

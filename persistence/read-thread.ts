@@ -45,9 +45,13 @@ export interface StoredCommand {
 
 export type ReadRequest =
   | { id: number; type: 'command'; commandId: string }
-  | { id: number; type: 'replay'; scopeDigest: string };
+  | { id: number; type: 'replay'; scopeDigest: string }
+  /** Does storage hold this idempotency scope, or else this commandId? (for claims the shared tables may have forgotten) */
+  | { id: number; type: 'claims'; scopeDigest: string; commandId: string };
 
-export type ReadAnswer = { id: number; ok: true; command: StoredCommand | null } | { id: number; ok: false; message: string };
+export type ReadAnswer =
+  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId' }
+  | { id: number; ok: false; message: string };
 
 const PROJECTION_WAIT_MS = 2_000;
 
@@ -100,19 +104,23 @@ function toStored(row: Record<string, any>): StoredCommand {
   };
 }
 
-async function answer(request: ReadRequest): Promise<StoredCommand | null> {
+async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId' }> {
   await readYourWrites();
-  const result =
-    request.type === 'command'
-      ? await pool.query(`${SELECT} WHERE cl.command_id = $1`, [request.commandId])
-      : await pool.query(`${SELECT} WHERE cl.scope_digest = decode($1, 'hex')`, [request.scopeDigest]);
-  return result.rows.length === 0 ? null : toStored(result.rows[0]!);
+  const one = async (where: string, value: string) => {
+    const result = await pool.query(`${SELECT} WHERE ${where}`, [value]);
+    return result.rows.length === 0 ? null : toStored(result.rows[0]!);
+  };
+  if (request.type === 'command') return { command: await one('cl.command_id = $1', request.commandId) };
+  const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);
+  if (request.type === 'replay' || byScope !== null) return { command: byScope, match: 'scope' };
+  const byId = await one('cl.command_id = $1', request.commandId);
+  return byId === null ? { command: null } : { command: byId, match: 'commandId' };
 }
 
 for (const port of data.ports) {
   port.on('message', (request: ReadRequest) => {
     answer(request).then(
-      (command) => port.postMessage({ id: request.id, ok: true, command } satisfies ReadAnswer),
+      (found) => port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer),
       (error: Error) => port.postMessage({ id: request.id, ok: false, message: error.message } satisfies ReadAnswer),
     );
   });

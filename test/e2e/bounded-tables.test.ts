@@ -1,0 +1,55 @@
+// The shared idempotency and commandId tables are bounded (they forget their oldest
+// entries). Once they have forgotten anything, or were reloaded after a restart with
+// less than storage holds, storage decides: an old key still replays its original
+// answer and an old commandId is still a conflict, before and after a restart.
+
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
+import { withClient } from '../support/database.ts';
+import { submitBody, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+
+const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
+const dir = VenueProcess.makeDataDir();
+after(() => VenueProcess.removeDataDir(dir));
+
+test('a tiny table forgets, storage remembers: replays and conflicts hold across evictions and restarts', async () => {
+  const env = { DATA_DIR: dir, SHARED_TABLE_BUCKETS: '16' }; // 128 entries per table
+  let venue = await VenueProcess.start(env);
+  const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
+  try {
+    for (let k = 0; k < 300; k++) {
+      const body = submitBody({ instrumentId: INSTRUMENT, side: k % 2 === 0 ? 'BUY' : 'SELL', price: k % 2 === 0 ? '10' : '11', quantity: '1' });
+      const key = `bounded-${k}`;
+      const answer = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.equal(answer.status, 200);
+      sent.push({ body, key, answer });
+    }
+    const checkOld = async (label: string) => {
+      for (const k of [0, 1, 2, 50]) {
+        const { body, key, answer } = sent[k]!;
+        const replay = await venue.order('/api/v1/orders/submit', body, { key });
+        assert.deepEqual([replay.status, replay.text], [200, answer.text], `${label}: command ${k} replays its original answer`);
+        const other = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT }), { key });
+        assert.equal(other.status, 409, `${label}: its key with another payload is a conflict`);
+        const reusedId = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), commandId: body.commandId }, { key: `${key}-again` });
+        assert.equal(reusedId.status, 409, `${label}: its commandId under another key is a conflict`);
+        assert.match(reusedId.json.error, /commandId/);
+      }
+      const fresh = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, price: '5' }));
+      assert.equal(fresh.status, 200, `${label}: new commands are still taken`);
+    };
+    await checkOld('after evictions');
+    assert.equal(await venue.stop(), 0);
+
+    venue = await VenueProcess.start(env);
+    assert.match(venue.log, /remember only the most recent commands/);
+    await checkOld('after a restart');
+    await withClient((await embeddedUrl(dir))!, async (client) => {
+      const rows = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM runtime.command_log');
+      assert.equal(rows.rows[0]!.n, 302, 'the 300 commands and the two fresh ones, each once');
+    });
+  } finally {
+    assert.equal(await venue.stop(), 0);
+  }
+});
