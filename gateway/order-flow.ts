@@ -551,21 +551,7 @@ export class OrderFlow {
       // Answered once the command log holds it (a kill -9 after the answer loses nothing); matching follows.
       const reply = pending.reply;
       pending.reply = null;
-      let late = false;
-      this.durability.wait(
-        pending.intakeCount,
-        -1,
-        0,
-        () => {
-          const body = renderPointer(pending.commandId, mode);
-          this.store.setResponse(pending.recordIndex, 202, body);
-          if (!late) this.send(reply, 202, body);
-        },
-        () => {
-          late = true;
-          this.fail(reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
-        },
-      );
+      this.answerWhenDurable(reply, pending.intakeCount, -1, 0, () => this.recordPointer(pending, mode));
     }
   }
 
@@ -710,20 +696,34 @@ export class OrderFlow {
     if (reply === null) return; // captured-ack and accepted-async answer on the intake commit
     // sync-result and stream-ack answer once the outcome is on the durable journal.
     const mode = PROCESSING_MODES[pending.mode]!;
+    this.answerWhenDurable(reply, pending.intakeCount, shard, events[events.length - 1]!.sequence, () => {
+      if (mode !== 'sync-result') return this.recordPointer(pending, mode);
+      this.store.setResponseToResult(pending.recordIndex, 200);
+      return { status: 200, body: outcome.json };
+    });
+  }
+
+  /** The 202 pointer of the async modes, recorded as the command's answer. */
+  private recordPointer(pending: Pending, mode: ProcessingMode): { status: number; body: string } {
+    const body = renderPointer(pending.commandId, mode);
+    this.store.setResponse(pending.recordIndex, 202, body);
+    return { status: 202, body };
+  }
+
+  /**
+   * Sends the answer `record` gives once what it promises is durable. Past the bound
+   * the client gets a 503 instead, and the answer is still recorded when durability
+   * comes, for the retry with the same key.
+   */
+  private answerWhenDurable(reply: Reply, intake: number, shard: number, sequence: number, record: () => { status: number; body: string | Uint8Array }): void {
     let late = false;
     this.durability.wait(
-      pending.intakeCount,
+      intake,
       shard,
-      events[events.length - 1]!.sequence,
+      sequence,
       () => {
-        if (mode === 'sync-result') {
-          this.store.setResponseToResult(pending.recordIndex, 200);
-          if (!late) this.send(reply, 200, outcome.json);
-        } else {
-          const body = renderPointer(pending.commandId, mode);
-          this.store.setResponse(pending.recordIndex, 202, body);
-          if (!late) this.send(reply, 202, body);
-        }
+        const { status, body } = record();
+        if (!late) this.send(reply, status, body);
       },
       () => {
         late = true;
