@@ -8,6 +8,7 @@
 //    the books equal an independent replay of the committed history, trading goes on.
 
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { EVENT_TRADE, Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command-slot.ts';
@@ -46,6 +47,15 @@ const dataDirs: string[] = [];
 after(() => {
   if (process.env.KEEP_TEST_DATA === undefined) for (const dir of dataDirs) VenueProcess.removeDataDir(dir);
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 function dataDir(): string {
   const dir = VenueProcess.makeDataDir();
@@ -377,7 +387,28 @@ test('a command captured but never journaled (the process died in between) is re
   );
   await database.stop();
 
-  venue = await VenueProcess.start({ DATA_DIR: dir });
+  // While it recovers, the venue listens but is not ready: /readyz and the order routes answer 503.
+  const port = await freePort();
+  const starting = VenueProcess.start({ DATA_DIR: dir, PORT: String(port) });
+  const seen = new Set<string>();
+  let ready = false;
+  while (!ready) {
+    try {
+      const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const text = await readyz.text();
+      if (readyz.status === 200) ready = true;
+      else {
+        seen.add(`${readyz.status} ${JSON.parse(text).error}`);
+        const order = await fetch(`http://127.0.0.1:${port}/api/v1/orders/submit`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.traderA}` }, body: '{}' });
+        seen.add(`order ${order.status} ${order.headers.get('retry-after')}`);
+      }
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 5)); // not listening yet
+    }
+  }
+  venue = await starting;
+  assert.ok(seen.has('503 the venue is starting'), [...seen].join('; '));
+  assert.ok(seen.has('order 503 1'), [...seen].join('; '));
   try {
     assert.match(venue.log, /"commands":1,"msg":"captured commands re-driven to a terminal status"/);
     const view = (await venue.get(`/api/v1/commands/${body.commandId as string}`, TOKENS.traderA)).json;
