@@ -262,6 +262,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       principalIds,
       ports: readChannels.map((channel) => channel.port2),
       logLevel: config.logLevel,
+      marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
     };
     venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports });
     await once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');

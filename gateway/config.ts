@@ -46,6 +46,9 @@ export interface VenueConfig {
   persistenceBytesMax: number;
   /** How long an answer may wait for durability before it becomes a 503. */
   durableWaitMs: number;
+  /** The background loop that keeps the default top-of-book snapshots fresh. */
+  marketDataProjectorEnabled: boolean;
+  marketDataProjectorIntervalMs: number;
 }
 
 export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
@@ -60,6 +63,13 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new Error(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function flag(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
 function powerOfTwo(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -104,5 +114,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
+    marketDataProjectorEnabled: flag(env, 'MARKET_DATA_PROJECTOR_ENABLED'),
+    marketDataProjectorIntervalMs: integer(env, 'MARKET_DATA_PROJECTOR_INTERVAL_MS', 100, 10, 60_000),
   };
 }

@@ -9,6 +9,7 @@ import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, STATUS_LINES } fro
 import type { OrderFlow, Reply } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
+import { registerReadRoutes } from './read-routes.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
 
@@ -189,7 +190,9 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     sendNow(res, 200, deps.openApiJson);
   });
 
-  // /internal/... handlers are never reachable from the public listener.
+  registerReadRoutes(app, { validator, admit, send: sendNow, read: (read) => flow.readPlane(read) });
+
+  // /internal/admin/... handlers are never reachable from the public listener.
   app.any('/internal/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
   app.any('/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
   return app;

@@ -7,8 +7,19 @@ import {
   cancelOrderSchema,
   commandStatusSchema,
   errorSchema,
+  availabilitySchema,
+  barsSchema,
+  depthSchema,
+  fillsSchema,
   modifyOrderSchema,
+  ownOrdersSchema,
   persistenceStatusSchema,
+  projectorStatusSchema,
+  QUERY_SCHEMAS,
+  snapshotRefreshSchema,
+  snapshotSchema,
+  tapeSchema,
+  type QueryName,
   rebuildStatusSchema,
   resultEnvelopeSchema,
   submitOrderSchema,
@@ -63,10 +74,34 @@ function orderOperation(summary: string, schemaName: string) {
   };
 }
 
+/** A read route: its query parameters come from the schema the gateway validates them with. */
+function readOperation(
+  summary: string,
+  queryName: QueryName | null,
+  response: string,
+  extra: { pathParam?: boolean; notFound?: string; forbidden?: string } = {},
+): Record<string, unknown> {
+  const query = queryName === null ? [] : Object.entries(QUERY_SCHEMAS[queryName].properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
+  const path = extra.pathParam ? [{ name: 'instrumentId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] : [];
+  return {
+    summary,
+    security: [{ bearer: [] }],
+    parameters: [...path, ...query],
+    responses: {
+      200: { description: summary, content: json(ref(response)) },
+      400: error('an unknown, repeated or invalid query parameter, or a value out of range'),
+      401: error('missing or unknown bearer token'),
+      403: error(extra.forbidden ?? 'the role may not use this route'),
+      ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
+      503: error('storage is unavailable or the projections are behind past the bound'),
+    },
+  };
+}
+
 export function buildOpenApi(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
-    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session and the operator storage routes (this release).' },
+    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session, market data, own-order reads, availability and the operator storage routes (this release).' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -81,6 +116,15 @@ export function buildOpenApi(): Record<string, unknown> {
         Error: strip(errorSchema),
         RebuildStatus: strip(rebuildStatusSchema),
         PersistenceStatus: strip(persistenceStatusSchema),
+        Snapshot: strip(snapshotSchema),
+        SnapshotRefresh: strip(snapshotRefreshSchema),
+        Depth: strip(depthSchema),
+        Tape: strip(tapeSchema),
+        Bars: strip(barsSchema),
+        OwnOrders: strip(ownOrdersSchema),
+        Fills: strip(fillsSchema),
+        Availability: strip(availabilitySchema),
+        ProjectorStatus: strip(projectorStatusSchema),
       },
     },
     paths: {
@@ -110,6 +154,36 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       '/api/v1/openapi.json': {
         get: { summary: 'This document', security: [{ bearer: [] }], responses: { 200: { description: 'OpenAPI 3.1' }, 401: error('missing or unknown bearer token') } },
+      },
+      '/api/v1/market-data/snapshots/{instrumentId}': {
+        get: readOperation('The stored top-of-book snapshot (displayed LIMIT quantity only)', 'snapshot', 'Snapshot', {
+          pathParam: true,
+          notFound: 'market data snapshot not found (none produced yet under this projectionName)',
+        }),
+      },
+      '/api/v1/market-data/snapshots': {
+        post: readOperation('Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection', 'refresh', 'SnapshotRefresh', {
+          notFound: 'market data snapshot not found (the named instrument has never traded here)',
+        }),
+      },
+      '/api/v1/market-data/depth/{instrumentId}': {
+        get: readOperation('Displayed depth per price level, best first, from the order lifecycle projection', 'depth', 'Depth', {
+          pathParam: true,
+          notFound: 'market data depth not found (no order was ever accepted for the instrument)',
+        }),
+      },
+      '/api/v1/market-data/trades/{instrumentId}': {
+        get: readOperation('The public trade tape, most recent first, no identities', 'tape', 'Tape', { pathParam: true }),
+      },
+      '/api/v1/market-data/bars/{instrumentId}': {
+        get: readOperation('OHLCV bars from runtime.trades (intervals without trades are left out)', 'bars', 'Bars', { pathParam: true }),
+      },
+      '/api/v1/orders/current': { get: readOperation("The open orders of the principal's participants", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
+      '/api/v1/orders/history': { get: readOperation("All orders of the principal's participants, most recently updated first", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
+      '/api/v1/orders/fills': { get: readOperation("The fills of the principal's participants, most recent first", 'own', 'Fills', { forbidden: 'traders only' }) },
+      '/api/v1/data/availability': { get: readOperation('The read-surface inventory: source, freshness, scope, filters, lag, watermark per read', null, 'Availability') },
+      '/internal/market-data/projector/status': {
+        get: readOperation('The snapshot loop (MARKET_DATA_PROJECTOR_ENABLED): running, last refresh, lag, watermark, errors', null, 'ProjectorStatus'),
       },
       '/admin/v1/projections/order-lifecycle/rebuild': {
         post: {

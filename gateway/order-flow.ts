@@ -61,7 +61,8 @@ import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
 import type { AdminAnswer, AdminRequest } from '../persistence/persistence-thread.ts';
-import type { ReadAnswer, ReadRequest, StoredCommand } from '../persistence/read-thread.ts';
+import type { PlaneRead, ReadAnswer, ReadRequest, StoredCommand } from '../persistence/read-thread.ts';
+import type { ReadAnswerBody } from '../persistence/market-data.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient } from './storage-client.ts';
 import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
@@ -823,6 +824,14 @@ export class OrderFlow {
     const stored = answer.command;
     if (stored === null || (!any && stored.principal !== principal.index)) return null;
     return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
+  }
+
+  /** A read-plane request, answered by the read thread from PostgreSQL. */
+  async readPlane(read: PlaneRead): Promise<ReadAnswerBody> {
+    const answer = await this.reads.request({ type: 'plane', read });
+    if (!answer.ok) throw new Error(answer.message);
+    if (answer.answer === undefined) throw new Error('the read thread gave no answer');
+    return answer.answer;
   }
 
   /** GET /admin/v1/persistence/status, from the persistence thread. */

@@ -7,7 +7,7 @@ import addFormatsModule from 'ajv-formats';
 import { parseErrorReason, parsePriceNanos, parseQuantityUnits } from '../core/fixed-point.ts';
 import { isUuid } from '../core/uuid.ts';
 import type { ErrorDetail } from './error-catalog.ts';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from './schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, QUERY_SCHEMAS, submitOrderSchema, type QueryName } from './schemas.ts';
 
 // ajv-formats is CommonJS with a default export; under ESM interop it arrives as the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
@@ -60,6 +60,7 @@ export type ValidationResult<T> = { ok: true; body: T; priceNanos: number; quant
 
 export class RequestValidator {
   private readonly validators: Record<OrderRoute, ValidateFunction>;
+  private readonly queryValidators: Record<QueryName, ValidateFunction>;
 
   constructor() {
     const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false });
@@ -71,6 +72,15 @@ export class RequestValidator {
       modify: ajv.compile(modifyOrderSchema),
       'cancel-by-client-order': ajv.compile(cancelByClientOrderSchema),
     };
+    this.queryValidators = Object.fromEntries(
+      Object.entries(QUERY_SCHEMAS).map(([name, schema]) => [name, ajv.compile(schema)]),
+    ) as Record<QueryName, ValidateFunction>;
+  }
+
+  /** Query parameters of a read route, as a flat object of strings. */
+  validateQuery(name: QueryName, query: Record<string, string>): ErrorDetail[] {
+    const validator = this.queryValidators[name];
+    return validator(query) ? [] : (validator.errors ?? []).map(toDetail);
   }
 
   validate<T>(route: OrderRoute, body: unknown): ValidationResult<T> {

@@ -136,6 +136,8 @@ class Rows {
   trades = new BinaryCopy();
   lifecycle = new Map<string, OrderState>();
   watermarks = new Map<number, number>();
+  /** Instruments first seen in this group: id -> [currency, shard, sequence]. */
+  instruments = new Map<string, [string, number, number]>();
 }
 
 export type SessionNames = (runNo: number, sessionNo: number) => [string, string];
@@ -150,6 +152,8 @@ export class ProjectorStats {
 
 export class Projector {
   readonly stats = new ProjectorStats();
+  /** Instruments already in runtime.instruments. */
+  private readonly instruments = new Set<string>();
   private readonly live = new Map<string, OrderState>();
   private readonly control: PersistenceControl;
   private readonly sessionNames: SessionNames;
@@ -182,6 +186,8 @@ export class Projector {
         this.control.setProjected(row.shard_id, Number(row.sequence));
       }
     }
+    this.instruments.clear();
+    for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) this.instruments.add(row.id);
     this.live.clear();
     const open = await client.query(
       `SELECT order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
@@ -237,6 +243,14 @@ export class Projector {
       await copyInto(client, EXECUTIONS_TARGET, rows.executions);
       await copyInto(client, TRADES_TARGET, rows.trades);
       await this.upsertLifecycle(client, rows.lifecycle.values());
+      if (rows.instruments.size > 0) {
+        const entries = [...rows.instruments];
+        await client.query(
+          `INSERT INTO runtime.instruments (instrument_id, currency, shard_id, first_sequence)
+           SELECT * FROM unnest($1::uuid[], $2::char(3)[], $3::smallint[], $4::bigint[]) ON CONFLICT (instrument_id) DO NOTHING`,
+          [entries.map(([id]) => id), entries.map(([, v]) => v[0]), entries.map(([, v]) => v[1]), entries.map(([, v]) => v[2])],
+        );
+      }
       for (const [shard, sequence] of rows.watermarks) {
         await client.query(
           `INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence, updated_at) VALUES ($1, $2, $3, now())
@@ -256,6 +270,7 @@ export class Projector {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
     }
+    for (const id of rows.instruments.keys()) this.instruments.add(id);
     for (const order of rows.lifecycle.values()) {
       if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(order.orderId, order);
       else this.live.delete(order.orderId);
@@ -423,6 +438,9 @@ export class Projector {
       }
     }
     rows.lifecycle.set(order.orderId, order);
+    if (command.opcode === OPCODE_SUBMIT && !this.instruments.has(order.instrumentId) && !rows.instruments.has(order.instrumentId)) {
+      rows.instruments.set(order.instrumentId, [order.currency, batch.shard, first.sequence]);
+    }
     for (let i = 1; i + 2 < events.length; i += 3) {
       const takerExecution = events[i]!;
       const makerExecution = events[i + 1]!;

@@ -1,6 +1,11 @@
 // Worker entry of the read thread: answers, from PostgreSQL, what the gateways no
 // longer hold in memory (after a restart, or once their in-memory window moved on):
-// command status and idempotent replays. It never writes, and never calls a shard.
+// command status and idempotent replays; and the whole read plane: market data,
+// own orders and fills, the availability inventory (market-data.ts). It writes only
+// the market-data snapshots it refreshes, and never calls a shard.
+//
+// With MARKET_DATA_PROJECTOR_ENABLED it also runs the snapshot loop: whenever a
+// shard's projection moved, the default snapshots are refreshed (bounded rate).
 //
 // Read your writes (API contract): a read waits until the projections have reached
 // the journal position that was durable when the read arrived (bounded; 503 past it).
@@ -10,6 +15,21 @@ import pg from 'pg';
 import pino from 'pino';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
+import {
+  readBars,
+  readDepth,
+  readFills,
+  readOwnOrders,
+  readSnapshot,
+  readTape,
+  refreshSnapshots,
+  SNAPSHOT_PROJECTION,
+  SOURCE_PROJECTION,
+  type BarInterval,
+  type OwnOrdersView,
+  type ReadAnswerBody,
+} from './market-data.ts';
+import { availability } from './availability.ts';
 
 export interface ReadThreadData {
   databaseUrl: string;
@@ -18,7 +38,20 @@ export interface ReadThreadData {
   principalIds: string[];
   ports: MessagePort[];
   logLevel: string;
+  marketDataProjector: { enabled: boolean; intervalMs: number };
 }
+
+/** A read-plane request, validated by the gateway. */
+export type PlaneRead =
+  | { kind: 'snapshot'; instrumentId: string; projectionName: string }
+  | { kind: 'refresh'; projectionName: string; sourceProjectionName: string; instrumentId: string | null }
+  | { kind: 'depth'; instrumentId: string; levels: number }
+  | { kind: 'tape'; instrumentId: string; limit: number; before: number | null }
+  | { kind: 'bars'; instrumentId: string; interval: BarInterval; start: number; end: number }
+  | { kind: 'orders'; view: OwnOrdersView; participants: string[]; instrumentId: string | null; limit: number }
+  | { kind: 'fills'; participants: string[]; instrumentId: string | null; limit: number }
+  | { kind: 'availability' }
+  | { kind: 'projector-status' };
 
 /** What a gateway needs to render a command status view from storage. */
 export interface StoredCommand {
@@ -47,10 +80,12 @@ export type ReadRequest =
   | { id: number; type: 'command'; commandId: string }
   | { id: number; type: 'replay'; scopeDigest: string }
   /** Does storage hold this idempotency scope, or else this commandId? (for claims the shared tables may have forgotten) */
-  | { id: number; type: 'claims'; scopeDigest: string; commandId: string };
+  | { id: number; type: 'claims'; scopeDigest: string; commandId: string }
+  | { id: number; type: 'plane'; read: PlaneRead };
 
+/** command (and match) answer the command requests; answer the read-plane ones. */
 export type ReadAnswer =
-  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId' }
+  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }
   | { id: number; ok: false; message: string };
 
 const PROJECTION_WAIT_MS = 2_000;
@@ -104,8 +139,99 @@ function toStored(row: Record<string, any>): StoredCommand {
   };
 }
 
-async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId' }> {
+const projected = () => Array.from({ length: data.shardCount }, (_, shard) => control.projected(shard));
+
+/** The snapshot loop's state, reported by /internal/market-data/projector/status. */
+const projectorState = {
+  enabled: data.marketDataProjector.enabled,
+  running: false,
+  projectionName: SNAPSHOT_PROJECTION,
+  sourceProjectionName: SOURCE_PROJECTION,
+  intervalMs: data.marketDataProjector.intervalMs,
+  refreshes: 0,
+  lastRefreshAt: null as string | null,
+  lastRefreshInstruments: 0,
+  /** The projection position the snapshots were last refreshed from, per shard. */
+  watermark: Array.from({ length: data.shardCount }, () => 0),
+  /** Since when the snapshots have been behind the projection (ms since the epoch), or null. */
+  behindSinceMs: null as number | null,
+  errors: 0,
+  lastError: null as string | null,
+};
+
+async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
+  switch (read.kind) {
+    case 'snapshot':
+      return readSnapshot(pool, read.instrumentId, read.projectionName);
+    case 'refresh': {
+      const watermarks = projected();
+      const refreshed = await refreshSnapshots(pool, read.projectionName, watermarks, read.instrumentId);
+      if (read.instrumentId !== null && refreshed === 0) return { status: 404, body: JSON.stringify({ error: 'market data snapshot not found', code: 'NOT_FOUND' }) };
+      return {
+        status: 200,
+        body: JSON.stringify({
+          projectionName: read.projectionName,
+          sourceProjectionName: read.sourceProjectionName,
+          instrumentsRefreshed: refreshed,
+          sourceWatermark: watermarks.map((sequence, shardId) => ({ shardId, sequence })),
+          refreshedAt: new Date().toISOString(),
+        }),
+      };
+    }
+    case 'depth':
+      return readDepth(pool, read.instrumentId, read.levels, projected());
+    case 'tape':
+      return readTape(pool, read.instrumentId, read.limit, read.before);
+    case 'bars':
+      return readBars(pool, read.instrumentId, read.interval, read.start, read.end);
+    case 'orders':
+      return readOwnOrders(pool, read.view, read.participants, read.instrumentId, read.limit);
+    case 'fills':
+      return readFills(pool, read.participants, read.instrumentId, read.limit);
+    case 'availability':
+      return { status: 200, body: JSON.stringify(await availability(pool, control, data.shardCount, projectorState)) };
+    case 'projector-status':
+      return { status: 200, body: JSON.stringify(projectorStatus()) };
+  }
+}
+
+function projectorStatus(): object {
+  const { behindSinceMs, ...state } = projectorState;
+  const current = projected();
+  return {
+    ...state,
+    sourceWatermark: current,
+    lagSequences: current.reduce((sum, sequence, shard) => sum + (sequence - state.watermark[shard]!), 0),
+    lagMs: behindSinceMs === null ? 0 : Date.now() - behindSinceMs,
+  };
+}
+
+async function projectorLoop(): Promise<void> {
+  projectorState.running = true;
+  while (projectorState.running) {
+    const current = projected();
+    const moved = current.some((sequence, shard) => sequence !== projectorState.watermark[shard]);
+    if (moved) {
+      projectorState.behindSinceMs ??= Date.now();
+      try {
+        projectorState.lastRefreshInstruments = await refreshSnapshots(pool, SNAPSHOT_PROJECTION, current, null);
+        projectorState.refreshes++;
+        projectorState.lastRefreshAt = new Date().toISOString();
+        projectorState.watermark = current;
+        projectorState.behindSinceMs = projected().some((sequence, shard) => sequence !== current[shard]) ? Date.now() : null;
+      } catch (error) {
+        projectorState.errors++;
+        projectorState.lastError = (error as Error).message;
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, projectorState.intervalMs));
+  }
+}
+
+async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }> {
+  if (request.type === 'plane' && request.read.kind === 'projector-status') return { command: null, answer: await plane(request.read) };
   await readYourWrites();
+  if (request.type === 'plane') return { command: null, answer: await plane(request.read) };
   const one = async (where: string, value: string) => {
     const result = await pool.query(`${SELECT} WHERE ${where}`, [value]);
     return result.rows.length === 0 ? null : toStored(result.rows[0]!);
@@ -126,8 +252,11 @@ for (const port of data.ports) {
   });
 }
 
+if (projectorState.enabled) void projectorLoop();
+
 parentPort!.on('message', (message: { type: string }) => {
   if (message.type !== 'stop') return;
+  projectorState.running = false;
   for (const port of data.ports) port.close();
   pool.end().then(
     () => parentPort!.postMessage({ type: 'stopped' }),

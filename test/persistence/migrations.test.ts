@@ -21,12 +21,13 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
       { version: 1, name: '001_runtime.sql' },
       { version: 2, name: '002_command_log_lean.sql' },
+      { version: 3, name: '003_instruments.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -35,6 +36,7 @@ test('migrations apply once, in order, and are recorded', async () => {
         'command_log',
         'command_outcomes',
         'executions',
+        'instruments',
         'journal_batches',
         'market_data_snapshots',
         'order_lifecycle_state',
@@ -68,11 +70,11 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
   const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
   try {
     cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-    writeFileSync(path.join(dir, '003_broken.sql'), 'CREATE TABLE runtime.half_done (id int);\nSELECT no_such_function();\n');
+    writeFileSync(path.join(dir, '009_broken.sql'), 'CREATE TABLE runtime.half_done (id int);\nSELECT no_such_function();\n');
     await withClient(url, async (client) => {
-      await assert.rejects(migrate(client, dir), /003_broken\.sql failed/);
+      await assert.rejects(migrate(client, dir), /009_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });

@@ -12,7 +12,23 @@ ajv.addFormat('uuid', { type: 'string', validate: isUuid });
 for (const schema of RESPONSE_SCHEMAS) ajv.addSchema(schema);
 
 export function assertShape(
-  schemaId: 'ResultEnvelope' | 'AcceptedPointer' | 'CommandStatus' | 'VenueSession' | 'Error' | 'RebuildStatus' | 'PersistenceStatus',
+  schemaId:
+    | 'ResultEnvelope'
+    | 'AcceptedPointer'
+    | 'CommandStatus'
+    | 'VenueSession'
+    | 'Error'
+    | 'RebuildStatus'
+    | 'PersistenceStatus'
+    | 'Snapshot'
+    | 'SnapshotRefresh'
+    | 'Depth'
+    | 'Tape'
+    | 'Bars'
+    | 'OwnOrders'
+    | 'Fills'
+    | 'Availability'
+    | 'ProjectorStatus',
   value: unknown,
 ): void {
   const validate = ajv.getSchema(schemaId)!;

@@ -1,0 +1,126 @@
+// GET /api/v1/data/availability: one row per read route, saying where its data comes
+// from and how fresh it is, so a report can tell durable facts from projections.
+//   durable-facts  read from what acknowledgements waited for (command log, journal)
+//                  or from the settlement fact trail
+//   projection     materialized from the journal behind it (tier 2); lag and watermark
+//   live           computed from the venue's memory at the time of the read
+
+import type pg from 'pg';
+import type { PersistenceControl } from '../core/persistence-control.ts';
+
+type SourceType = 'durable-facts' | 'projection' | 'live';
+
+interface ReadRow {
+  name: string;
+  endpoint: string;
+  sourceType: SourceType;
+  freshnessModel: string;
+  visibilityScope: string;
+  requiredFilters: string[];
+  optionalFilters: string[];
+  projectionLagMs: number | null;
+  watermark: { shardId: number; sequence: number }[] | null;
+}
+
+type Lagged = 'journal' | 'snapshots' | 'none';
+
+const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[] = [
+  {
+    name: 'command-status', endpoint: 'GET /api/v1/commands/{commandId}', sourceType: 'durable-facts', lag: 'none',
+    freshnessModel: 'read-your-writes: the gateway memory, else the command log and the journal (waits for the outcome projection, bounded)',
+    visibilityScope: 'trader: own commands; operator: any', requiredFilters: ['commandId'], optionalFilters: [],
+  },
+  {
+    name: 'market-data-snapshot', endpoint: 'GET /api/v1/market-data/snapshots/{instrumentId}', sourceType: 'projection', lag: 'snapshots',
+    freshnessModel: 'as of its last refresh (POST /api/v1/market-data/snapshots, or continuously with MARKET_DATA_PROJECTOR_ENABLED); sourceWatermark says from which journal position',
+    visibilityScope: 'public: displayed (LIMIT) quantity only', requiredFilters: ['instrumentId'], optionalFilters: ['projectionName'],
+  },
+  {
+    name: 'market-data-snapshot-refresh', endpoint: 'POST /api/v1/market-data/snapshots', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes: recomputed from runtime.order_lifecycle_state once it reached the journal position durable at arrival',
+    visibilityScope: 'public', requiredFilters: [], optionalFilters: ['projectionName', 'sourceProjectionName', 'instrumentId'],
+  },
+  {
+    name: 'market-data-depth', endpoint: 'GET /api/v1/market-data/depth/{instrumentId}', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state',
+    visibilityScope: 'public: displayed (LIMIT) quantity and order count per price level', requiredFilters: ['instrumentId'],
+    optionalFilters: ['levels', 'projectionName', 'sourceProjectionName'],
+  },
+  {
+    name: 'market-data-trades', endpoint: 'GET /api/v1/market-data/trades/{instrumentId}', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes over runtime.trades (materialized from the journal); sequence is the tape cursor',
+    visibilityScope: 'public: no order, participant, account or counterparty identity', requiredFilters: ['instrumentId'], optionalFilters: ['limit', 'before'],
+  },
+  {
+    name: 'market-data-bars', endpoint: 'GET /api/v1/market-data/bars/{instrumentId}', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes, aggregated from runtime.trades at read time', visibilityScope: 'public', requiredFilters: ['instrumentId'],
+    optionalFilters: ['interval', 'start', 'end'],
+  },
+  {
+    name: 'own-orders-current', endpoint: 'GET /api/v1/orders/current', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state', visibilityScope: "trader: the principal's participants",
+    requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
+  },
+  {
+    name: 'own-orders-history', endpoint: 'GET /api/v1/orders/history', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state', visibilityScope: "trader: the principal's participants",
+    requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
+  },
+  {
+    name: 'own-orders-fills', endpoint: 'GET /api/v1/orders/fills', sourceType: 'projection', lag: 'journal',
+    freshnessModel: 'read-your-writes over runtime.executions joined with runtime.order_lifecycle_state',
+    visibilityScope: "trader: the principal's participants", requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
+  },
+  {
+    name: 'venue-session', endpoint: 'GET /api/v1/venue/session', sourceType: 'live', lag: 'none',
+    freshnessModel: 'the active session', visibilityScope: 'any principal', requiredFilters: [], optionalFilters: [],
+  },
+  {
+    name: 'data-availability', endpoint: 'GET /api/v1/data/availability', sourceType: 'live', lag: 'none',
+    freshnessModel: 'computed at the read', visibilityScope: 'any principal', requiredFilters: [], optionalFilters: [],
+  },
+  ...(['facts', 'obligations', 'ledger', 'exceptions', 'proof', 'score'] as const).map((read) => ({
+    name: `settlement-${read}`,
+    endpoint: `GET /api/v1/settlement/${read}/{scenarioRunId}`,
+    sourceType: 'durable-facts' as const,
+    lag: 'none' as const,
+    freshnessModel: 'the settlement fact trail, append-only; derived views are computed from it at read time (settlement issue)',
+    visibilityScope: "operator: any; trader: rows of the principal's participants",
+    requiredFilters: ['scenarioRunId'],
+    optionalFilters: [],
+  })),
+];
+
+export async function availability(
+  db: pg.Pool,
+  control: PersistenceControl,
+  shardCount: number,
+  snapshots: { watermark: number[]; behindSinceMs: number | null; enabled: boolean },
+): Promise<{ reads: ReadRow[] }> {
+  const projected = Array.from({ length: shardCount }, (_, shardId) => ({ shardId, sequence: control.projected(shardId) }));
+  // The journal lag in ms: the age of the oldest committed batch the projections have not reached.
+  let journalLagMs = 0;
+  for (const { shardId, sequence } of projected) {
+    if (control.journalCommitted(shardId) <= sequence) continue;
+    const oldest = await db.query<{ ms: string }>(
+      `SELECT (extract(epoch FROM clock_timestamp() - committed_at) * 1000)::bigint::text AS ms
+         FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT 1`,
+      [shardId, sequence],
+    );
+    journalLagMs = Math.max(journalLagMs, Number(oldest.rows[0]?.ms ?? 0));
+  }
+  return {
+    reads: READS.map(({ lag, ...row }) => ({
+      ...row,
+      // Snapshots refreshed on demand carry their own sourceWatermark; the loop's lag only exists while it runs.
+      projectionLagMs:
+        lag === 'journal' ? journalLagMs : lag === 'snapshots' && snapshots.enabled ? (snapshots.behindSinceMs === null ? 0 : Date.now() - snapshots.behindSinceMs) : null,
+      watermark:
+        lag === 'journal'
+          ? projected
+          : lag === 'snapshots' && snapshots.enabled
+            ? snapshots.watermark.map((sequence, shardId) => ({ shardId, sequence }))
+            : null,
+    })),
+  };
+}

@@ -1,0 +1,249 @@
+// The read plane's queries (run by the read thread): top-of-book snapshots and their
+// refresh, depth, the public trade tape, OHLCV bars, own orders and fills, and the
+// availability inventory. Each answers { status, body } with the body already JSON.
+//
+// Numbers stay exact: PostgreSQL's bigint and numeric come back as strings and are
+// passed through; no value is ever turned into a float. Prices render as
+// { nanos, currency }, quantities as { units }, as in the result envelope.
+
+import type pg from 'pg';
+import { occurredAtOf } from '../core/outcome-format.ts';
+
+export const SOURCE_PROJECTION = 'runtime-normalized-venue-outcomes';
+export const SNAPSHOT_PROJECTION = 'market-data-top-of-book';
+export const DEPTH_PROJECTION = 'market-data-depth';
+export const BAR_INTERVALS = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600 } as const;
+export type BarInterval = keyof typeof BAR_INTERVALS;
+
+export interface ReadAnswerBody {
+  status: number;
+  body: string;
+}
+
+type Db = pg.Pool | pg.ClientBase;
+
+const OPEN = "state IN ('OPEN', 'PARTIALLY_FILLED')";
+
+const price = (nanos: string, currency: string) => ({ nanos, currency });
+const units = (value: string) => ({ units: value });
+const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.stringify(value) });
+const notFound = (message: string): ReadAnswerBody => ({ status: 404, body: JSON.stringify({ error: message, code: 'NOT_FOUND' }) });
+/** Microseconds since the epoch of a timestamptz column, as text (exact). */
+const micros = (column: string) => `((extract(epoch FROM ${column}) * 1000000)::bigint)::text`;
+
+interface InstrumentRow {
+  currency: string;
+  shard_id: number;
+}
+
+async function instrument(db: Db, instrumentId: string): Promise<InstrumentRow | null> {
+  const rows = await db.query<InstrumentRow>('SELECT currency, shard_id FROM runtime.instruments WHERE instrument_id = $1', [instrumentId]);
+  return rows.rows[0] ?? null;
+}
+
+// ---- snapshots ----
+
+export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<ReadAnswerBody> {
+  const rows = await db.query<{
+    bid_p: string | null;
+    bid_q: string | null;
+    ask_p: string | null;
+    ask_q: string | null;
+    currency: string | null;
+    source_watermark: string;
+    refreshed_us: string;
+  }>(
+    `SELECT best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
+            best_ask_quantity_units::text AS ask_q, currency, source_watermark::text, ${micros('refreshed_at')} AS refreshed_us
+       FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`,
+    [instrumentId, projectionName],
+  );
+  const row = rows.rows[0];
+  if (row === undefined) return notFound('market data snapshot not found');
+  const side = (p: string | null, q: string | null) => (p === null || q === null ? null : { price: price(p, row.currency ?? ''), quantity: units(q) });
+  return ok({
+    instrumentId,
+    projectionName,
+    bestBid: side(row.bid_p, row.bid_q),
+    bestAsk: side(row.ask_p, row.ask_q),
+    sourceWatermark: Number(row.source_watermark),
+    refreshedAt: occurredAtOf(Number(row.refreshed_us)),
+  });
+}
+
+/**
+ * Recomputes the snapshots of one instrument, or of every instrument that has open
+ * orders or a snapshot under this name, from the order lifecycle projection: the best
+ * displayed (LIMIT) price per side and the open quantity at it. `watermarks[shard]` is
+ * how far that shard's projection had reached. Returns the instruments refreshed.
+ */
+export async function refreshSnapshots(db: Db, projectionName: string, watermarks: number[], instrumentId: string | null): Promise<number> {
+  const result = await db.query(
+    `WITH targets AS (
+       SELECT i.instrument_id, i.currency, i.shard_id FROM runtime.instruments i
+        WHERE ($2::uuid IS NOT NULL AND i.instrument_id = $2)
+           OR ($2::uuid IS NULL AND (EXISTS (SELECT 1 FROM runtime.order_lifecycle_state o WHERE o.instrument_id = i.instrument_id AND o.${OPEN})
+                                  OR EXISTS (SELECT 1 FROM runtime.market_data_snapshots s WHERE s.instrument_id = i.instrument_id AND s.projection_name = $1)))
+     ),
+     bids AS (
+       SELECT DISTINCT ON (o.instrument_id) o.instrument_id, o.limit_price_nanos AS p,
+              sum(o.remaining_quantity_units) OVER (PARTITION BY o.instrument_id, o.limit_price_nanos) AS q
+         FROM runtime.order_lifecycle_state o JOIN targets t ON t.instrument_id = o.instrument_id
+        WHERE o.${OPEN} AND o.side = 'BUY' AND o.order_type = 'LIMIT'
+        ORDER BY o.instrument_id, o.limit_price_nanos DESC
+     ),
+     asks AS (
+       SELECT DISTINCT ON (o.instrument_id) o.instrument_id, o.limit_price_nanos AS p,
+              sum(o.remaining_quantity_units) OVER (PARTITION BY o.instrument_id, o.limit_price_nanos) AS q
+         FROM runtime.order_lifecycle_state o JOIN targets t ON t.instrument_id = o.instrument_id
+        WHERE o.${OPEN} AND o.side = 'SELL' AND o.order_type = 'LIMIT'
+        ORDER BY o.instrument_id, o.limit_price_nanos ASC
+     )
+     INSERT INTO runtime.market_data_snapshots
+       (instrument_id, projection_name, best_bid_price_nanos, best_bid_quantity_units, best_ask_price_nanos, best_ask_quantity_units, currency, source_watermark, refreshed_at)
+     SELECT t.instrument_id, $1, b.p, b.q, a.p, a.q, t.currency, ($3::bigint[])[t.shard_id + 1], clock_timestamp()
+       FROM targets t LEFT JOIN bids b ON b.instrument_id = t.instrument_id LEFT JOIN asks a ON a.instrument_id = t.instrument_id
+     ON CONFLICT (instrument_id, projection_name) DO UPDATE SET
+       best_bid_price_nanos = EXCLUDED.best_bid_price_nanos, best_bid_quantity_units = EXCLUDED.best_bid_quantity_units,
+       best_ask_price_nanos = EXCLUDED.best_ask_price_nanos, best_ask_quantity_units = EXCLUDED.best_ask_quantity_units,
+       currency = EXCLUDED.currency, source_watermark = EXCLUDED.source_watermark, refreshed_at = EXCLUDED.refreshed_at`,
+    [projectionName, instrumentId, watermarks],
+  );
+  return result.rowCount ?? 0;
+}
+
+// ---- depth ----
+
+export async function readDepth(db: Db, instrumentId: string, levels: number, watermarks: number[]): Promise<ReadAnswerBody> {
+  const known = await instrument(db, instrumentId);
+  if (known === null) return notFound('market data depth not found');
+  const side = async (name: 'BUY' | 'SELL') =>
+    (
+      await db.query<{ p: string; q: string; n: number }>(
+        `SELECT limit_price_nanos::text AS p, sum(remaining_quantity_units)::text AS q, count(*)::int AS n
+           FROM runtime.order_lifecycle_state
+          WHERE instrument_id = $1 AND ${OPEN} AND side = $2 AND order_type = 'LIMIT'
+          GROUP BY limit_price_nanos ORDER BY limit_price_nanos ${name === 'BUY' ? 'DESC' : 'ASC'} LIMIT $3`,
+        [instrumentId, name, levels],
+      )
+    ).rows.map((row) => ({ price: price(row.p, known.currency), quantity: units(row.q), orderCount: row.n }));
+  const [bids, asks] = [await side('BUY'), await side('SELL')];
+  return ok({ instrumentId, levels, bids, asks, watermark: watermarks[known.shard_id] ?? 0 });
+}
+
+// ---- trade tape ----
+
+export async function readTape(db: Db, instrumentId: string, limit: number, before: number | null): Promise<ReadAnswerBody> {
+  const rows = await db.query<{ trade_id: string; p: string; q: string; currency: string; us: string; sequence: string }>(
+    `SELECT trade_id, price_nanos::text AS p, quantity_units::text AS q, currency, ${micros('occurred_at')} AS us, tape_sequence::text AS sequence
+       FROM runtime.trades
+      WHERE instrument_id = $1 AND ($2::bigint IS NULL OR tape_sequence < $2)
+      ORDER BY tape_sequence DESC LIMIT $3`,
+    [instrumentId, before, limit],
+  );
+  const tape = rows.rows.map((row) => ({
+    tradeId: row.trade_id,
+    price: price(row.p, row.currency),
+    quantity: units(row.q),
+    currency: row.currency,
+    occurredAt: occurredAtOf(Number(row.us)),
+    sequence: Number(row.sequence),
+  }));
+  const last = tape[tape.length - 1];
+  return ok({ instrumentId, rows: tape, nextBefore: tape.length === limit && last !== undefined ? last.sequence : null });
+}
+
+// ---- bars ----
+
+/** start/end: whole seconds since the epoch, start aligned to the interval, end exclusive. */
+export async function readBars(db: Db, instrumentId: string, interval: BarInterval, startSeconds: number, endSeconds: number): Promise<ReadAnswerBody> {
+  const seconds = BAR_INTERVALS[interval];
+  const rows = await db.query<{ bucket: string; o: string; h: string; l: string; c: string; v: string; n: number; currency: string }>(
+    `SELECT (floor(extract(epoch FROM occurred_at) / $4)::bigint * $4)::text AS bucket,
+            (array_agg(price_nanos ORDER BY stream_sequence))[1]::text AS o,
+            max(price_nanos)::text AS h, min(price_nanos)::text AS l,
+            (array_agg(price_nanos ORDER BY stream_sequence DESC))[1]::text AS c,
+            sum(quantity_units)::text AS v, count(*)::int AS n, min(currency) AS currency
+       FROM runtime.trades
+      WHERE instrument_id = $1 AND occurred_at >= to_timestamp($2) AND occurred_at < to_timestamp($3)
+      GROUP BY 1 ORDER BY 1`,
+    [instrumentId, startSeconds, endSeconds, seconds],
+  );
+  const iso = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
+  return ok({
+    instrumentId,
+    interval,
+    start: iso(startSeconds),
+    end: iso(endSeconds),
+    bars: rows.rows.map((row) => ({
+      start: iso(Number(row.bucket)),
+      open: price(row.o, row.currency),
+      high: price(row.h, row.currency),
+      low: price(row.l, row.currency),
+      close: price(row.c, row.currency),
+      volume: units(row.v),
+      tradeCount: row.n,
+    })),
+  });
+}
+
+// ---- own orders and fills ----
+
+export type OwnOrdersView = 'current' | 'history';
+
+export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
+  const rows = await db.query(
+    `SELECT order_id, client_order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+            limit_price_nanos::text AS p, currency, original_quantity_units::text AS oq, remaining_quantity_units::text AS rq,
+            filled_quantity_units::text AS fq, ${micros('updated_at')} AS us
+       FROM runtime.order_lifecycle_state
+      WHERE participant_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR instrument_id = $2) ${view === 'current' ? `AND ${OPEN}` : ''}
+      ORDER BY updated_at DESC, order_id LIMIT $3`,
+    [participants, instrumentId, limit],
+  );
+  return ok({
+    rows: rows.rows.map((row) => ({
+      orderId: row.order_id,
+      clientOrderId: row.client_order_id,
+      runId: row.run_id,
+      venueSessionId: row.venue_session_id,
+      instrumentId: row.instrument_id,
+      participantId: row.participant_id,
+      accountId: row.account_id,
+      side: row.side,
+      orderType: row.order_type,
+      timeInForce: row.time_in_force,
+      state: row.state,
+      limitPrice: price(row.p, row.currency),
+      originalQuantity: units(row.oq),
+      remainingQuantity: units(row.rq),
+      filledQuantity: units(row.fq),
+      updatedAt: occurredAtOf(Number(row.us)),
+    })),
+    limit,
+  });
+}
+
+export async function readFills(db: Db, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
+  const rows = await db.query(
+    `SELECT e.execution_id, e.trade_id, e.order_id, e.instrument_id, o.side, e.quantity_units::text AS q, e.price_nanos::text AS p, e.currency,
+            ${micros('e.occurred_at')} AS us
+       FROM runtime.executions e JOIN runtime.order_lifecycle_state o ON o.order_id = e.order_id
+      WHERE e.participant_id = ANY($1::uuid[]) AND o.participant_id = e.participant_id AND ($2::uuid IS NULL OR e.instrument_id = $2)
+      ORDER BY e.occurred_at DESC, e.shard_id, e.stream_sequence DESC LIMIT $3`,
+    [participants, instrumentId, limit],
+  );
+  return ok({
+    rows: rows.rows.map((row) => ({
+      executionId: row.execution_id,
+      tradeId: row.trade_id,
+      orderId: row.order_id,
+      instrumentId: row.instrument_id,
+      side: row.side,
+      quantity: units(row.q),
+      executionPrice: price(row.p, row.currency),
+      occurredAt: occurredAtOf(Number(row.us)),
+    })),
+    limit,
+  });
+}
