@@ -2,8 +2,10 @@
 import { runCoreBench } from './core-bench.ts';
 import { runMemoryLatencyBench } from './memory-latency-bench.ts';
 import { runPersistenceBench } from './persistence-bench.ts';
+import { runReadBench } from './read-bench.ts';
 
 const quick = process.argv.includes('--quick');
 runMemoryLatencyBench();
 await runCoreBench(quick);
 await runPersistenceBench(quick);
+await runReadBench(quick);

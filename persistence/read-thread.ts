@@ -229,7 +229,10 @@ async function projectorLoop(): Promise<void> {
 }
 
 async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }> {
-  if (request.type === 'plane' && request.read.kind === 'projector-status') return { command: null, answer: await plane(request.read) };
+  // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live: neither waits.
+  if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot')) {
+    return { command: null, answer: await plane(request.read) };
+  }
   await readYourWrites();
   if (request.type === 'plane') return { command: null, answer: await plane(request.read) };
   const one = async (where: string, value: string) => {
