@@ -211,6 +211,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
     // -- persistence: materializes what the projections lack, then takes the rings --
     const control = new PersistenceControl(memory.persistenceControl);
+    const bookChannel = new MessageChannel(); // persistence -> read: each group's changes to the displayed books
     const persistenceData: PersistenceThreadData = {
       databaseUrl,
       shardCount: config.matchingShards,
@@ -224,8 +225,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       journalDurable,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
+      bookPort: bookChannel.port1,
     };
-    venue.persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, { transferList: persistenceData.adminPorts });
+    venue.persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
+      transferList: [...persistenceData.adminPorts, persistenceData.bookPort],
+    });
     await once<{ type: string }>(venue.persistence, (m) => m.type === 'ready', 'persistence');
 
     // -- re-drive what was captured (maybe acknowledged) but never journaled --
@@ -263,8 +267,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       ports: readChannels.map((channel) => channel.port2),
       logLevel: config.logLevel,
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
+      bookPort: bookChannel.port2,
     };
-    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports });
+    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: [...readData.ports, readData.bookPort] });
     await once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
     for (const port of recovery) port.postMessage({ type: 'start' } satisfies RecoveryRequest);
     for (const worker of [...venue.shards, ...venue.gateways, venue.persistence, venue.read]) {

@@ -1,5 +1,5 @@
 // The read plane's queries (run by the read thread): top-of-book snapshots and their
-// refresh, depth, the public trade tape, OHLCV bars, own orders and fills, and the
+// refresh, the public trade tape, OHLCV bars, own orders and fills, and the
 // availability inventory. Each answers { status, body } with the body already JSON.
 //
 // Numbers stay exact: PostgreSQL's bigint and numeric come back as strings and are
@@ -30,16 +30,6 @@ const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.string
 const notFound = (message: string): ReadAnswerBody => ({ status: 404, body: JSON.stringify({ error: message, code: 'NOT_FOUND' }) });
 /** Microseconds since the epoch of a timestamptz column, as text (exact). */
 const micros = (column: string) => `((extract(epoch FROM ${column}) * 1000000)::bigint)::text`;
-
-interface InstrumentRow {
-  currency: string;
-  shard_id: number;
-}
-
-async function instrument(db: Db, instrumentId: string): Promise<InstrumentRow | null> {
-  const rows = await db.query<InstrumentRow>('SELECT currency, shard_id FROM runtime.instruments WHERE instrument_id = $1', [instrumentId]);
-  return rows.rows[0] ?? null;
-}
 
 // ---- snapshots ----
 
@@ -110,25 +100,6 @@ export async function refreshSnapshots(db: Db, projectionName: string, watermark
     [projectionName, instrumentId, watermarks],
   );
   return result.rowCount ?? 0;
-}
-
-// ---- depth ----
-
-export async function readDepth(db: Db, instrumentId: string, levels: number, watermarks: number[]): Promise<ReadAnswerBody> {
-  const known = await instrument(db, instrumentId);
-  if (known === null) return notFound('market data depth not found');
-  const side = async (name: 'BUY' | 'SELL') =>
-    (
-      await db.query<{ p: string; q: string; n: number }>(
-        `SELECT limit_price_nanos::text AS p, sum(remaining_quantity_units)::text AS q, count(*)::int AS n
-           FROM runtime.order_lifecycle_state
-          WHERE instrument_id = $1 AND ${OPEN} AND side = $2 AND order_type = 'LIMIT'
-          GROUP BY limit_price_nanos ORDER BY limit_price_nanos ${name === 'BUY' ? 'DESC' : 'ASC'} LIMIT $3`,
-        [instrumentId, name, levels],
-      )
-    ).rows.map((row) => ({ price: price(row.p, known.currency), quantity: units(row.q), orderCount: row.n }));
-  const [bids, asks] = [await side('BUY'), await side('SELL')];
-  return ok({ instrumentId, levels, bids, asks, watermark: watermarks[known.shard_id] ?? 0 });
 }
 
 // ---- trade tape ----

@@ -30,6 +30,8 @@ export interface PersistenceThreadData {
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
+  /** To the read thread: what each projection group changed in the displayed books. */
+  bookPort: MessagePort;
 }
 
 export type AdminRequest = { id: number; type: 'rebuild-lifecycle' } | { id: number; type: 'status' };
@@ -105,6 +107,7 @@ const projector = new Projector({
   control,
   shardCount: data.shardCount,
   // Sessions are loaded with each connection; a pair the venue never ran cannot reach the journal.
+  onGroup: (update) => data.bookPort.postMessage({ type: 'update', update }),
   sessionNames: (runNo, sessionNo) => {
     const names = sessionCache.get(`${runNo}:${sessionNo}`);
     if (names === undefined) throw new Error(`unknown venue session ${runNo}:${sessionNo}`);
@@ -279,6 +282,7 @@ for (const port of data.adminPorts) {
       try {
         await loadSessions(client);
         const rowsRebuilt = await projector.rebuildLifecycle(client);
+        data.bookPort.postMessage({ type: 'reset' }); // the read thread reloads its books from the rebuilt table
         port.postMessage({
           id: request.id,
           ok: true,
@@ -320,6 +324,7 @@ async function main(): Promise<void> {
   await journalClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
+  data.bookPort.close();
   parentPort!.postMessage({ type: 'stopped' });
 }
 

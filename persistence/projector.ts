@@ -142,6 +142,18 @@ class Rows {
 
 export type SessionNames = (runNo: number, sessionNo: number) => [string, string];
 
+/**
+ * What one projection group changed in the displayed books (open LIMIT orders):
+ * per (instrument, side, price) the change of open quantity and of order count, the
+ * instruments first seen, and the watermarks reached. The read thread keeps its
+ * in-memory depth from these.
+ */
+export interface BookUpdate {
+  watermarks: [shard: number, sequence: number][];
+  levels: [instrumentId: string, side: string, priceNanos: number, quantityDelta: number, countDelta: number][];
+  instruments: [instrumentId: string, currency: string, shard: number][];
+}
+
 /** What the projector did since it started. */
 export class ProjectorStats {
   groups = 0;
@@ -160,12 +172,17 @@ export class Projector {
   private readonly projected: number[];
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
 
+  private readonly onGroup: (update: BookUpdate) => void;
+
   constructor(options: {
     control: PersistenceControl;
     shardCount: number;
     sessionNames: SessionNames;
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
+    /** Called after each committed group with what it changed in the displayed books. */
+    onGroup?: (update: BookUpdate) => void;
   }) {
+    this.onGroup = options.onGroup ?? (() => undefined);
     this.control = options.control;
     this.sessionNames = options.sessionNames;
     this.projected = Array.from({ length: options.shardCount }, () => 0);
@@ -271,10 +288,34 @@ export class Projector {
       this.control.setProjected(shard, sequence);
     }
     for (const id of rows.instruments.keys()) this.instruments.add(id);
+    const update = this.bookUpdate(rows);
     for (const order of rows.lifecycle.values()) {
       if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(order.orderId, order);
       else this.live.delete(order.orderId);
     }
+    this.onGroup(update);
+  }
+
+  /** The group's changes to the displayed books: new states minus the states before the group (still in `live`). */
+  private bookUpdate(rows: Rows): BookUpdate {
+    const levels = new Map<string, [string, string, number, number, number]>();
+    const add = (order: OrderState | undefined, sign: number) => {
+      if (order === undefined || order.orderType !== 'LIMIT' || (order.state !== STATE_OPEN && order.state !== STATE_PARTIALLY_FILLED)) return;
+      const key = `${order.instrumentId}|${order.side}|${order.priceNanos}`;
+      const entry = levels.get(key) ?? [order.instrumentId, order.side, order.priceNanos, 0, 0];
+      entry[3] += sign * (order.quantity - order.filled);
+      entry[4] += sign;
+      levels.set(key, entry);
+    };
+    for (const order of rows.lifecycle.values()) {
+      add(this.live.get(order.orderId), -1);
+      add(order, 1);
+    }
+    return {
+      watermarks: [...rows.watermarks],
+      levels: [...levels.values()].filter((entry) => entry[3] !== 0 || entry[4] !== 0),
+      instruments: [...rows.instruments].map(([id, [currency, shard]]) => [id, currency, shard]),
+    };
   }
 
   /**

@@ -17,7 +17,6 @@ import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts'
 import { PersistenceControl } from '../core/persistence-control.ts';
 import {
   readBars,
-  readDepth,
   readFills,
   readOwnOrders,
   readSnapshot,
@@ -30,6 +29,8 @@ import {
   type ReadAnswerBody,
 } from './market-data.ts';
 import { availability } from './availability.ts';
+import { BookModel } from './book-model.ts';
+import type { BookUpdate } from './projector.ts';
 
 export interface ReadThreadData {
   databaseUrl: string;
@@ -39,6 +40,8 @@ export interface ReadThreadData {
   ports: MessagePort[];
   logLevel: string;
   marketDataProjector: { enabled: boolean; intervalMs: number };
+  /** From the persistence thread: each projection group's changes to the displayed books. */
+  bookPort: MessagePort;
 }
 
 /** A read-plane request, validated by the gateway. */
@@ -97,11 +100,14 @@ const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4 });
 pool.on('error', () => undefined);
 const principalIndex = new Map(data.principalIds.map((id, index) => [id, index]));
 
-/** Waits until every shard's projection covers what the journal held at arrival. */
-async function readYourWrites(): Promise<void> {
+/**
+ * Waits until every shard's projection covers what the journal held at arrival;
+ * `reached` says how far a shard is (the tables, or the in-memory books).
+ */
+async function readYourWrites(reached: (shard: number) => number = (shard) => control.projected(shard)): Promise<void> {
   const targets = Array.from({ length: data.shardCount }, (_, shard) => control.journalCommitted(shard));
   const deadline = Date.now() + PROJECTION_WAIT_MS;
-  while (targets.some((target, shard) => control.projected(shard) < target)) {
+  while (targets.some((target, shard) => reached(shard) < target)) {
     if (Date.now() > deadline) throw new Error('the projections are behind the journal; retry shortly');
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
@@ -178,8 +184,19 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
         }),
       };
     }
-    case 'depth':
-      return readDepth(pool, read.instrumentId, read.levels, projected());
+    case 'depth': {
+      const depth = books.depth(read.instrumentId, read.levels);
+      if (depth === null) return { status: 404, body: JSON.stringify({ error: 'market data depth not found', code: 'NOT_FOUND' }) };
+      const level = (entry: { priceNanos: number; quantity: bigint; count: number }) => ({
+        price: { nanos: String(entry.priceNanos), currency: depth.currency },
+        quantity: { units: String(entry.quantity) },
+        orderCount: entry.count,
+      });
+      return {
+        status: 200,
+        body: JSON.stringify({ instrumentId: read.instrumentId, levels: read.levels, bids: depth.bids.map(level), asks: depth.asks.map(level), watermark: books.watermark(depth.shard) }),
+      };
+    }
     case 'tape':
       return readTape(pool, read.instrumentId, read.limit, read.before);
     case 'bars':
@@ -233,6 +250,10 @@ async function answer(request: ReadRequest): Promise<{ command: StoredCommand | 
   if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot')) {
     return { command: null, answer: await plane(request.read) };
   }
+  if (request.type === 'plane' && request.read.kind === 'depth') {
+    await readYourWrites((shard) => books.watermark(shard));
+    return { command: null, answer: await plane(request.read) };
+  }
   await readYourWrites();
   if (request.type === 'plane') return { command: null, answer: await plane(request.read) };
   const one = async (where: string, value: string) => {
@@ -261,10 +282,31 @@ parentPort!.on('message', (message: { type: string }) => {
   if (message.type !== 'stop') return;
   projectorState.running = false;
   for (const port of data.ports) port.close();
+  data.bookPort.close();
   pool.end().then(
     () => parentPort!.postMessage({ type: 'stopped' }),
     () => parentPort!.postMessage({ type: 'stopped' }),
   );
 });
-logger.debug('read thread ready');
-parentPort!.postMessage({ type: 'ready' });
+const books = new BookModel(data.shardCount);
+let reloading: Promise<void> = Promise.resolve();
+data.bookPort.on('message', (message: { type: 'update'; update: BookUpdate } | { type: 'reset' }) => {
+  if (message.type === 'update') {
+    // Updates wait behind a reload in progress; the reload's watermarks then skip what it holds.
+    reloading = reloading.then(() => books.apply(message.update));
+  } else {
+    reloading = reloading.then(() => books.load(pool));
+  }
+  reloading.catch((error: Error) => logger.error({ err: error.message }, 'the in-memory books failed; depth reads will wait'));
+});
+
+books.load(pool).then(
+  () => {
+    logger.debug('read thread ready');
+    parentPort!.postMessage({ type: 'ready' });
+  },
+  (error: Error) => {
+    logger.fatal({ err: error.message }, 'the read thread could not load the books');
+    process.exit(1);
+  },
+);

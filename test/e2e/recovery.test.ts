@@ -117,12 +117,15 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
 
   const viewsBefore = new Map<string, any>();
   for (const { body } of sent) viewsBefore.set(body.commandId as string, await terminalView(venue, body.commandId as string));
+  const depthBefore = (await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json;
+  assert.equal(depthBefore.bids.length, 2);
   assert.equal(await venue.stop(), 0);
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
   try {
     assert.equal((await venue.get('/readyz')).status, 200);
     assert.deepEqual((await venue.get('/api/v1/venue/session', TOKENS.traderA)).json, session, 'a restart does not end the session');
+    assert.deepEqual((await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json, depthBefore, 'the read thread loaded the same books');
     for (const { body, key, mode, answer } of sent) {
       const commandId = body.commandId as string;
       const view = (await venue.get(`/api/v1/commands/${commandId}`, TOKENS.traderA)).json;

@@ -156,6 +156,9 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     await projectionsCaughtUp(url);
     const after = await withClient(url, async (client) => (await client.query('SELECT state, remaining_quantity_units FROM runtime.order_lifecycle_state WHERE order_id = $1', [ask.orderId])).rows);
     assert.deepEqual(after, [{ state: 'PARTIALLY_FILLED', remaining_quantity_units: '3' }]);
+    // The read thread's in-memory books were reloaded from the rebuilt table and kept up since.
+    const depth = (await venue.get(`/api/v1/market-data/depth/${INSTRUMENT}`, TOKENS.viewer)).json;
+    assert.deepEqual([depth.bids, depth.asks], [[], [{ price: { nanos: '12000000000', currency: 'USD' }, quantity: { units: '3' }, orderCount: 1 }]]);
 
     // Both tiers are observable: watermarks, lag, what was written.
     for (const token of [undefined, TOKENS.traderA, TOKENS.viewer]) {

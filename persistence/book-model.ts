@@ -1,0 +1,106 @@
+// The read thread's in-memory displayed books: per instrument and side, the open
+// LIMIT quantity and order count at each price. Loaded once from
+// runtime.order_lifecycle_state, then kept current by the projector's BookUpdate of
+// every committed group, so a depth read costs no query. Quantities are summed as
+// BigInt (exact whatever the number of orders).
+
+import type pg from 'pg';
+import type { BookUpdate } from './projector.ts';
+
+interface Level {
+  quantity: bigint;
+  count: number;
+}
+
+interface Book {
+  currency: string;
+  shard: number;
+  bids: Map<number, Level>;
+  asks: Map<number, Level>;
+}
+
+export interface DepthLevel {
+  priceNanos: number;
+  quantity: bigint;
+  count: number;
+}
+
+export class BookModel {
+  private readonly books = new Map<string, Book>();
+  /** The projection position per shard the model includes. */
+  private readonly watermarks: number[];
+
+  constructor(shardCount: number) {
+    this.watermarks = Array.from({ length: shardCount }, () => 0);
+  }
+
+  /**
+   * (Re)loads everything from PostgreSQL in one snapshot, with the projection
+   * watermarks of that snapshot: an update the snapshot already holds is then skipped,
+   * and none it lacks is (the projector commits watermarks with its rows).
+   */
+  async load(pool: pg.Pool): Promise<void> {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const marks = await client.query<{ shard_id: number; sequence: string }>("SELECT shard_id, sequence FROM runtime.projection_watermarks WHERE projection = 'runtime'");
+      const instruments = await client.query<{ instrument_id: string; currency: string; shard_id: number }>('SELECT instrument_id, currency, shard_id FROM runtime.instruments');
+      const levels = await client.query<{ instrument_id: string; side: string; p: string; q: string; n: number }>(
+        `SELECT instrument_id, side, limit_price_nanos::text AS p, sum(remaining_quantity_units)::text AS q, count(*)::int AS n
+           FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED') AND order_type = 'LIMIT'
+          GROUP BY instrument_id, side, limit_price_nanos`,
+      );
+      await client.query('COMMIT');
+      this.books.clear();
+      for (const row of instruments.rows) this.books.set(row.instrument_id, { currency: row.currency, shard: row.shard_id, bids: new Map(), asks: new Map() });
+      for (const row of levels.rows) {
+        const book = this.books.get(row.instrument_id);
+        if (book !== undefined) (row.side === 'BUY' ? book.bids : book.asks).set(Number(row.p), { quantity: BigInt(row.q), count: row.n });
+      }
+      this.watermarks.fill(0);
+      for (const row of marks.rows) if (row.shard_id < this.watermarks.length) this.watermarks[row.shard_id] = Number(row.sequence);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The projection position of a shard that the model includes. */
+  watermark(shard: number): number {
+    return this.watermarks[shard] ?? 0;
+  }
+
+  /** Applies one group's changes, unless the load already included them. */
+  apply(update: BookUpdate): void {
+    if (update.watermarks.every(([shard, sequence]) => sequence <= this.watermarks[shard]!)) return;
+    for (const [id, currency, shard] of update.instruments) {
+      if (!this.books.has(id)) this.books.set(id, { currency, shard, bids: new Map(), asks: new Map() });
+    }
+    for (const [id, side, priceNanos, quantityDelta, countDelta] of update.levels) {
+      const book = this.books.get(id);
+      if (book === undefined) throw new Error(`book update for an unknown instrument ${id}`);
+      const levels = side === 'BUY' ? book.bids : book.asks;
+      const level = levels.get(priceNanos) ?? { quantity: 0n, count: 0 };
+      level.quantity += BigInt(quantityDelta);
+      level.count += countDelta;
+      if (level.count < 0 || level.quantity < 0n) throw new Error(`book level went negative: ${id} ${side} ${priceNanos}`);
+      if (level.count === 0) levels.delete(priceNanos);
+      else levels.set(priceNanos, level);
+    }
+    for (const [shard, sequence] of update.watermarks) if (sequence > this.watermarks[shard]!) this.watermarks[shard] = sequence;
+  }
+
+  /** The best `levels` prices per side, or null for an instrument the venue never took an order for. */
+  depth(instrumentId: string, levels: number): { currency: string; shard: number; bids: DepthLevel[]; asks: DepthLevel[] } | null {
+    const book = this.books.get(instrumentId);
+    if (book === undefined) return null;
+    const best = (side: Map<number, Level>, descending: boolean): DepthLevel[] =>
+      [...side.keys()]
+        .sort((a, b) => (descending ? b - a : a - b))
+        .slice(0, levels)
+        .map((priceNanos) => ({ priceNanos, quantity: side.get(priceNanos)!.quantity, count: side.get(priceNanos)!.count }));
+    return { currency: book.currency, shard: book.shard, bids: best(book.bids, true), asks: best(book.asks, false) };
+  }
+}
