@@ -462,53 +462,45 @@ export const barsSchema = {
   required: ['instrumentId', 'interval', 'start', 'end', 'bars'],
 } as const;
 
-export const ownOrdersSchema = {
-  $id: 'OwnOrders',
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    rows: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          orderId: uuid, clientOrderId: { anyOf: [{ type: 'null' }, { type: 'string' }] }, runId: { type: 'string' }, venueSessionId: { type: 'string' }, instrumentId: uuid,
-          participantId: uuid, accountId: uuid, side: { enum: ['BUY', 'SELL'] }, orderType: { enum: ['LIMIT', 'LIMIT_HIDDEN'] }, timeInForce: { enum: ['DAY', 'IOC'] },
-          state: { enum: ['OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED', 'EXPIRED'] }, limitPrice: priceObject, originalQuantity: unitsObject,
-          remainingQuantity: unitsObject, filledQuantity: unitsObject, updatedAt: timestamp,
-        },
-        required: [
-          'orderId', 'clientOrderId', 'runId', 'venueSessionId', 'instrumentId', 'participantId', 'accountId', 'side', 'orderType', 'timeInForce', 'state',
-          'limitPrice', 'originalQuantity', 'remainingQuantity', 'filledQuantity', 'updatedAt',
-        ],
-      },
-    },
-    limit: { type: 'integer' },
-  },
-  required: ['rows', 'limit'],
-} as const;
+/** An object schema whose every property is required and nothing else is allowed. */
+function closed(properties: Record<string, unknown>) {
+  return { type: 'object', additionalProperties: false, properties, required: Object.keys(properties) } as const;
+}
 
-export const fillsSchema = {
-  $id: 'Fills',
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    rows: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          executionId: uuid, tradeId: uuid, orderId: uuid, instrumentId: uuid, side: { enum: ['BUY', 'SELL'] }, quantity: unitsObject, executionPrice: priceObject, occurredAt: timestamp,
-        },
-        required: ['executionId', 'tradeId', 'orderId', 'instrumentId', 'side', 'quantity', 'executionPrice', 'occurredAt'],
-      },
-    },
-    limit: { type: 'integer' },
-  },
-  required: ['rows', 'limit'],
-} as const;
+/** A bounded list read: `{ rows: [...], limit }`. */
+function rowList(id: string, row: Record<string, unknown>) {
+  return { $id: id, ...closed({ rows: { type: 'array', items: closed(row) }, limit: { type: 'integer' } }) };
+}
+
+export const ownOrdersSchema = rowList('OwnOrders', {
+  orderId: uuid,
+  clientOrderId: { anyOf: [{ type: 'null' }, { type: 'string' }] },
+  runId: { type: 'string' },
+  venueSessionId: { type: 'string' },
+  instrumentId: uuid,
+  participantId: uuid,
+  accountId: uuid,
+  side: { enum: ['BUY', 'SELL'] },
+  orderType: { enum: ['LIMIT', 'LIMIT_HIDDEN'] },
+  timeInForce: { enum: ['DAY', 'IOC'] },
+  state: { enum: ['OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED', 'EXPIRED'] },
+  limitPrice: priceObject,
+  originalQuantity: unitsObject,
+  remainingQuantity: unitsObject,
+  filledQuantity: unitsObject,
+  updatedAt: timestamp,
+});
+
+export const fillsSchema = rowList('Fills', {
+  executionId: uuid,
+  tradeId: uuid,
+  orderId: uuid,
+  instrumentId: uuid,
+  side: { enum: ['BUY', 'SELL'] },
+  quantity: unitsObject,
+  executionPrice: priceObject,
+  occurredAt: timestamp,
+});
 
 export const availabilitySchema = {
   $id: 'Availability',
