@@ -30,9 +30,9 @@ import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres.ts';
 import { JournalWriter } from '../persistence/journal-writer.ts';
-import { LatencyHistogram, type LatencySummary } from '../persistence/latency-histogram.ts';
+import type { LatencySummary, PersistenceStatus } from '../core/storage-protocol.ts';
+import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { migrate } from '../persistence/migrations.ts';
-import type { PersistenceStatus } from '../persistence/persistence-thread.ts';
 import { writeResult } from './lib/results.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));

@@ -10,7 +10,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LatencyHistogram, type LatencySummary } from '../persistence/latency-histogram.ts';
+import type { LatencySummary } from '../core/storage-protocol.ts';
+import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { writeResult } from './lib/results.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));

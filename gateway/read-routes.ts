@@ -6,8 +6,7 @@
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
-import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval } from '../persistence/market-data.ts';
-import type { PlaneRead } from '../persistence/read-thread.ts';
+import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead } from '../core/storage-protocol.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './schemas.ts';

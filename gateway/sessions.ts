@@ -3,17 +3,8 @@
 // one (runtime.venue_sessions: run_no, session_no); a pair the venue never ran maps
 // to -1, which matches no order. A restart keeps the open session (API contract).
 
-export interface VenueSession {
-  runId: string;
-  venueSessionId: string;
-  startedAt: string;
-}
-
-/** A session with the numbers the engine knows it by. */
-export interface NumberedSession extends VenueSession {
-  runNo: number;
-  sessionNo: number;
-}
+export type { NumberedSession, VenueSession } from '../core/storage-protocol.ts';
+import type { NumberedSession, VenueSession } from '../core/storage-protocol.ts';
 
 export class SessionRegistry {
   private readonly current: NumberedSession;

@@ -3,16 +3,11 @@
 // about 18 hours. Fixed memory whatever it records; percentiles read the upper bound
 // of the bucket holding them (never optimistic).
 
+import type { LatencySummary } from '../core/storage-protocol.ts';
+
 const SUB_BUCKETS = 16;
 const POWERS = 36;
 
-export interface LatencySummary {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
 
 export class LatencyHistogram {
   private readonly counts = new Float64Array(POWERS * SUB_BUCKETS);

@@ -8,17 +8,7 @@
 
 import type pg from 'pg';
 import { occurredAtOf } from '../core/outcome-format.ts';
-
-export const SOURCE_PROJECTION = 'runtime-normalized-venue-outcomes';
-export const SNAPSHOT_PROJECTION = 'market-data-top-of-book';
-export const DEPTH_PROJECTION = 'market-data-depth';
-export const BAR_INTERVALS = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600 } as const;
-export type BarInterval = keyof typeof BAR_INTERVALS;
-
-export interface ReadAnswerBody {
-  status: number;
-  body: string;
-}
+import { BAR_INTERVALS, type BarInterval, type OwnOrdersView, type ReadAnswerBody } from '../core/storage-protocol.ts';
 
 type Db = pg.Pool | pg.ClientBase;
 
@@ -160,7 +150,6 @@ export async function readBars(db: Db, instrumentId: string, interval: BarInterv
 
 // ---- own orders and fills ----
 
-export type OwnOrdersView = 'current' | 'history';
 
 export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
   const rows = await db.query(

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type JournalBatch, type WriterLimits } from './journal-writer.ts';
-import type { LatencySummary } from './latency-histogram.ts';
+import type { AdminAnswer, AdminRequest, PersistenceStatus } from '../core/storage-protocol.ts';
 import { Projector } from './projector.ts';
 
 export interface PersistenceThreadData {
@@ -34,37 +34,6 @@ export interface PersistenceThreadData {
   bookPort: MessagePort;
 }
 
-export type AdminRequest = { id: number; type: 'rebuild-lifecycle' } | { id: number; type: 'status' };
-export interface RebuildStatus {
-  projection: string;
-  status: string;
-  rowsRebuilt: number;
-  startedAt: string;
-  finishedAt: string;
-}
-/** GET /admin/v1/persistence/status: both tiers, their watermarks and lag, throughput and latency. */
-export interface PersistenceStatus {
-  database: 'starting' | 'up' | 'down';
-  shards: { shardId: number; journalCommitted: number; projected: number; projectionLag: number }[];
-  journal: {
-    commits: number;
-    intakeRows: number;
-    journalRows: number;
-    commands: number;
-    events: number;
-    bytes: number;
-    busyMs: number;
-    /** Rows (command log + journal) per second of commit time: the tier's capacity. */
-    rowsPerBusySecond: number;
-    captureLatencyUs: LatencySummary;
-    journalLatencyUs: LatencySummary;
-  };
-  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number };
-}
-export type AdminAnswer =
-  | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
-  | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
-  | { id: number; ok: false; message: string };
 
 const data = workerData as PersistenceThreadData;
 const logger = pino({ level: data.logLevel, base: { thread: 'persistence' } });

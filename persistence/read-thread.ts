@@ -16,18 +16,15 @@ import pino from 'pino';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import {
-  readBars,
-  readFills,
-  readOwnOrders,
-  readSnapshot,
-  readTape,
-  refreshSnapshots,
   SNAPSHOT_PROJECTION,
   SOURCE_PROJECTION,
-  type BarInterval,
-  type OwnOrdersView,
+  type PlaneRead,
+  type ReadAnswer,
   type ReadAnswerBody,
-} from './market-data.ts';
+  type ReadRequest,
+  type StoredCommand,
+} from '../core/storage-protocol.ts';
+import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots } from './market-data.ts';
 import { availability } from './availability.ts';
 import { BookModel } from './book-model.ts';
 import type { BookUpdate } from './projector.ts';
@@ -43,53 +40,6 @@ export interface ReadThreadData {
   /** From the persistence thread: each projection group's changes to the displayed books. */
   bookPort: MessagePort;
 }
-
-/** A read-plane request, validated by the gateway. */
-export type PlaneRead =
-  | { kind: 'snapshot'; instrumentId: string; projectionName: string }
-  | { kind: 'refresh'; projectionName: string; sourceProjectionName: string; instrumentId: string | null }
-  | { kind: 'depth'; instrumentId: string; levels: number }
-  | { kind: 'tape'; instrumentId: string; limit: number; before: number | null }
-  | { kind: 'bars'; instrumentId: string; interval: BarInterval; start: number; end: number }
-  | { kind: 'orders'; view: OwnOrdersView; participants: string[]; instrumentId: string | null; limit: number }
-  | { kind: 'fills'; participants: string[]; instrumentId: string | null; limit: number }
-  | { kind: 'availability' }
-  | { kind: 'projector-status' };
-
-/** What a gateway needs to render a command status view from storage. */
-export interface StoredCommand {
-  commandId: string;
-  clientId: string;
-  idempotencyKey: string;
-  route: number;
-  processingMode: number;
-  shard: number;
-  principal: number;
-  orderId: string | null;
-  instrumentId: string | null;
-  payloadHash: string;
-  streamSequence: number;
-  /** The shard's batch number (the status view's batchId). */
-  shardBatch: number;
-  resultStatus: number;
-  rejectCode: string;
-  resultPayloadJson: string | null;
-  /** The answer the command was given (202 pointer, or 200 envelope once the outcome exists). */
-  responseStatus: number;
-  responseBody: string | null;
-}
-
-export type ReadRequest =
-  | { id: number; type: 'command'; commandId: string }
-  | { id: number; type: 'replay'; scopeDigest: string }
-  /** Does storage hold this idempotency scope, or else this commandId? (for claims the shared tables may have forgotten) */
-  | { id: number; type: 'claims'; scopeDigest: string; commandId: string }
-  | { id: number; type: 'plane'; read: PlaneRead };
-
-/** command (and match) answer the command requests; answer the read-plane ones. */
-export type ReadAnswer =
-  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }
-  | { id: number; ok: false; message: string };
 
 const PROJECTION_WAIT_MS = 2_000;
 

@@ -7,7 +7,7 @@
 
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
-import type { NumberedSession } from '../gateway/sessions.ts';
+import type { NumberedSession } from '../core/storage-protocol.ts';
 
 const JOURNAL_PAGE_ROWS = 64;
 const REDRIVE_PAGE_ROWS = 4096;

@@ -1,0 +1,118 @@
+// The messages between the gateway threads and the storage threads (read thread,
+// persistence thread), and the names and shapes they share. Types and constants only:
+// gateway/ imports core/, never persistence/ (ARCHITECTURE.md, folders).
+
+/** A venue session: the pair every accepted order is stamped with. */
+export interface VenueSession {
+  runId: string;
+  venueSessionId: string;
+  startedAt: string;
+}
+
+/** A session with the numbers the engine knows it by (runtime.venue_sessions). */
+export interface NumberedSession extends VenueSession {
+  runNo: number;
+  sessionNo: number;
+}
+
+export const SOURCE_PROJECTION = 'runtime-normalized-venue-outcomes';
+export const SNAPSHOT_PROJECTION = 'market-data-top-of-book';
+export const DEPTH_PROJECTION = 'market-data-depth';
+export const BAR_INTERVALS = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600 } as const;
+export type BarInterval = keyof typeof BAR_INTERVALS;
+
+export interface ReadAnswerBody {
+  status: number;
+  body: string;
+}
+
+
+export type OwnOrdersView = 'current' | 'history';
+
+export interface LatencySummary {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+/** A read-plane request, validated by the gateway. */
+export type PlaneRead =
+  | { kind: 'snapshot'; instrumentId: string; projectionName: string }
+  | { kind: 'refresh'; projectionName: string; sourceProjectionName: string; instrumentId: string | null }
+  | { kind: 'depth'; instrumentId: string; levels: number }
+  | { kind: 'tape'; instrumentId: string; limit: number; before: number | null }
+  | { kind: 'bars'; instrumentId: string; interval: BarInterval; start: number; end: number }
+  | { kind: 'orders'; view: OwnOrdersView; participants: string[]; instrumentId: string | null; limit: number }
+  | { kind: 'fills'; participants: string[]; instrumentId: string | null; limit: number }
+  | { kind: 'availability' }
+  | { kind: 'projector-status' };
+
+/** What a gateway needs to render a command status view from storage. */
+export interface StoredCommand {
+  commandId: string;
+  clientId: string;
+  idempotencyKey: string;
+  route: number;
+  processingMode: number;
+  shard: number;
+  principal: number;
+  orderId: string | null;
+  instrumentId: string | null;
+  payloadHash: string;
+  streamSequence: number;
+  /** The shard's batch number (the status view's batchId). */
+  shardBatch: number;
+  resultStatus: number;
+  rejectCode: string;
+  resultPayloadJson: string | null;
+  /** The answer the command was given (202 pointer, or 200 envelope once the outcome exists). */
+  responseStatus: number;
+  responseBody: string | null;
+}
+
+export type ReadRequest =
+  | { id: number; type: 'command'; commandId: string }
+  | { id: number; type: 'replay'; scopeDigest: string }
+  /** Does storage hold this idempotency scope, or else this commandId? (for claims the shared tables may have forgotten) */
+  | { id: number; type: 'claims'; scopeDigest: string; commandId: string }
+  | { id: number; type: 'plane'; read: PlaneRead };
+
+/** command (and match) answer the command requests; answer the read-plane ones. */
+export type ReadAnswer =
+  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }
+  | { id: number; ok: false; message: string };
+
+
+export type AdminRequest = { id: number; type: 'rebuild-lifecycle' } | { id: number; type: 'status' };
+export interface RebuildStatus {
+  projection: string;
+  status: string;
+  rowsRebuilt: number;
+  startedAt: string;
+  finishedAt: string;
+}
+/** GET /admin/v1/persistence/status: both tiers, their watermarks and lag, throughput and latency. */
+export interface PersistenceStatus {
+  database: 'starting' | 'up' | 'down';
+  shards: { shardId: number; journalCommitted: number; projected: number; projectionLag: number }[];
+  journal: {
+    commits: number;
+    intakeRows: number;
+    journalRows: number;
+    commands: number;
+    events: number;
+    bytes: number;
+    busyMs: number;
+    /** Rows (command log + journal) per second of commit time: the tier's capacity. */
+    rowsPerBusySecond: number;
+    captureLatencyUs: LatencySummary;
+    journalLatencyUs: LatencySummary;
+  };
+  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number };
+}
+export type AdminAnswer =
+  | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
+  | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
+  | { id: number; ok: false; message: string };
