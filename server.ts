@@ -268,6 +268,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logLevel: config.logLevel,
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
       bookPort: bookChannel.port2,
+      competitionProfile: config.competitionProfile,
     };
     venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: [...readData.ports, readData.bookPort] });
     await once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');

@@ -37,6 +37,29 @@ export interface LatencySummary {
   max: number;
 }
 
+/** A settlement read; `participants` null for operators (everything), else the trader's own. */
+export interface SettlementRead {
+  view: 'facts' | 'obligations' | 'ledger' | 'exceptions' | 'proof' | 'score' | 'leaderboard';
+  scenarioRunId: string;
+  participants: string[] | null;
+  asOfUs: number | null;
+  agedFailAfterSeconds: number;
+}
+
+/** An operator's settlement request (`/admin/v1/settlement/...`), validated by the gateway. */
+export type SettlementAdmin =
+  | {
+      action: 'facts';
+      scenarioRunId: string;
+      facts: { factId: string; factType: string; occurredAtUs: number; causationId: string | null; payload: Record<string, unknown> }[];
+    }
+  | { action: 'materialize'; scenarioRunId: string; profile: string | null }
+  | { action: 'repair-cash'; scenarioRunId: string; obligationId: string; amountNanos: string; currency: string }
+  | { action: 'repair-security'; scenarioRunId: string; obligationId: string; quantityUnits: string }
+  | { action: 'force-settle'; scenarioRunId: string; obligationId: string; reason: string }
+  | { action: 'reverse-ledger-entry'; scenarioRunId: string; ledgerEntryId: string; reason: string }
+  | { action: 'profiles'; scope: 'platform' | 'venueSession' | 'scenarioRun'; scopeId: string | null; profile: string };
+
 /** A read-plane request, validated by the gateway. */
 export type PlaneRead =
   | { kind: 'snapshot'; instrumentId: string; projectionName: string }
@@ -47,7 +70,9 @@ export type PlaneRead =
   | { kind: 'orders'; view: OwnOrdersView; participants: string[]; instrumentId: string | null; limit: number }
   | { kind: 'fills'; participants: string[]; instrumentId: string | null; limit: number }
   | { kind: 'availability' }
-  | { kind: 'projector-status' };
+  | { kind: 'projector-status' }
+  | { kind: 'settlement-read'; read: SettlementRead }
+  | { kind: 'settlement-admin'; admin: SettlementAdmin };
 
 /** What a gateway needs to render a command status view from storage. */
 export interface StoredCommand {

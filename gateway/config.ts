@@ -46,6 +46,10 @@ export interface VenueConfig {
   persistenceBytesMax: number;
   /** How long an answer may wait for durability before it becomes a 503. */
   durableWaitMs: number;
+  /** Largest JSON body of an operator route (settlement fact bundles). */
+  adminMaxBodyBytes: number;
+  /** COMPETITION_PROFILE: a name turns on the public settlement leaderboard; empty: off. */
+  competitionProfile: string;
   /** The background loop that keeps the default top-of-book snapshots fresh. */
   marketDataProjectorEnabled: boolean;
   marketDataProjectorIntervalMs: number;
@@ -63,6 +67,12 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new Error(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function competition(env: Env): string {
+  const raw = env.COMPETITION_PROFILE ?? '';
+  if (raw !== '' && !/^[A-Za-z0-9._:-]{1,64}$/.test(raw)) throw new Error(`COMPETITION_PROFILE must match [A-Za-z0-9._:-]{1,64}, got "${raw}"`);
+  return raw;
 }
 
 function flag(env: Env, name: string): boolean {
@@ -114,6 +124,8 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
+    adminMaxBodyBytes: integer(env, 'ADMIN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    competitionProfile: competition(env),
     marketDataProjectorEnabled: flag(env, 'MARKET_DATA_PROJECTOR_ENABLED'),
     marketDataProjectorIntervalMs: integer(env, 'MARKET_DATA_PROJECTOR_INTERVAL_MS', 100, 10, 60_000),
   };

@@ -10,6 +10,7 @@ import type { OrderFlow, Reply } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { registerReadRoutes } from './read-routes.ts';
+import { registerSettlementRoutes } from './settlement-routes.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
 
@@ -191,6 +192,18 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   });
 
   registerReadRoutes(app, { validator, admit, send: sendNow, read: (read) => flow.readPlane(read) });
+  registerSettlementRoutes(app, {
+    validator,
+    admit,
+    send: sendNow,
+    read: (read) => flow.readPlane(read),
+    adminMaxBodyBytes: config.adminMaxBodyBytes,
+    competition: config.competitionProfile !== '',
+    readJson: (res, max, done) => {
+      const reply = new UwsReply(res);
+      readBody(res, max, reply, (raw) => done(raw, (status, body, headers) => reply.send(status, body, headers ?? JSON_HEADERS)));
+    },
+  });
 
   // /internal/admin/... handlers are never reachable from the public listener.
   app.any('/internal/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));

@@ -24,6 +24,9 @@ import {
   resultEnvelopeSchema,
   submitOrderSchema,
   venueSessionSchema,
+  QUERY_SCHEMAS as QUERIES,
+  SETTLEMENT_BODY_SCHEMAS,
+  SETTLEMENT_RESPONSE_SCHEMAS,
 } from './schemas.ts';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -98,10 +101,55 @@ function readOperation(
   };
 }
 
+/** An operator settlement route: POST, a JSON body validated with its schema, the answer's schema. */
+function settlementAdminOperation(summary: string, body: string, response: string, extra: { notFound?: string; conflict?: string } = {}) {
+  return {
+    post: {
+      summary: `Operator: ${summary}`,
+      security: [{ bearer: [] }],
+      requestBody: { required: true, content: json(ref(body)) },
+      responses: {
+        200: { description: summary, content: json(ref(response)) },
+        400: error('the body is not JSON or does not match the schema (every problem listed in details)'),
+        401: error('missing or unknown bearer token'),
+        403: error('operators only'),
+        ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
+        ...(extra.conflict === undefined ? {} : { 409: error(extra.conflict) }),
+        405: error('the route takes POST'),
+        413: error('the body is larger than ADMIN_MAX_BODY_BYTES'),
+        503: error('storage is unavailable'),
+      },
+    },
+  };
+}
+
+/** A settlement read of one scenario run (a venue runId). */
+function settlementReadOperation(summary: string, response: string, options: { query?: boolean; public?: boolean } = {}) {
+  const query = options.query ? Object.entries(QUERIES.score.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })) : [];
+  return {
+    get: {
+      summary,
+      security: [{ bearer: [] }],
+      parameters: [{ name: 'scenarioRunId', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$' } }, ...query],
+      responses: {
+        200: { description: summary, content: json(ref(response)) },
+        400: error(options.query ? 'an invalid scenarioRunId, or an unknown, repeated or invalid query parameter' : 'an invalid scenarioRunId, or any query parameter'),
+        401: error('missing or unknown bearer token'),
+        ...(options.public ? {} : { 403: error('viewers may not read settlement evidence (traders see the rows of their own participants)') }),
+        503: error('storage is unavailable'),
+      },
+    },
+  };
+}
+
+const SETTLEMENT_SCHEMA_NAMES = Object.fromEntries(
+  [...Object.values(SETTLEMENT_BODY_SCHEMAS), ...SETTLEMENT_RESPONSE_SCHEMAS].map((schema) => [schema.$id, strip(schema)]),
+);
+
 export function buildOpenApi(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
-    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session, market data, own-order reads, availability and the operator storage routes (this release).' },
+    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session, market data, own-order reads, availability, settlement evidence and the operator routes.' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -125,6 +173,7 @@ export function buildOpenApi(): Record<string, unknown> {
         Fills: strip(fillsSchema),
         Availability: strip(availabilitySchema),
         ProjectorStatus: strip(projectorStatusSchema),
+        ...SETTLEMENT_SCHEMA_NAMES,
       },
     },
     paths: {
@@ -209,6 +258,41 @@ export function buildOpenApi(): Record<string, unknown> {
           },
         },
       },
+      '/admin/v1/settlement/facts': settlementAdminOperation(
+        'append a bundle of facts to a scenario run, all or nothing (an identical fact again is a duplicate)',
+        'SettlementFactsBundle',
+        'SettlementAppended',
+        { conflict: 'FACT_CONFLICT: a factId already stored with other content; nothing of the bundle was stored' },
+      ),
+      '/admin/v1/settlement/obligations/materialize': settlementAdminOperation(
+        "one obligation per persisted trade of the run not yet materialized (gross per trade); under instant-post-trade-v1 each chain runs to its end",
+        'SettlementMaterialize',
+        'SettlementMaterialized',
+      ),
+      '/admin/v1/settlement/repairs/cash': settlementAdminOperation("post cash to the buyer's account for an open cash-leg break, then the deterministic retry", 'SettlementCashRepair', 'SettlementAction', {
+        notFound: 'the obligation is not in the scenario run',
+        conflict: 'FACT_CONFLICT: the obligation has no open cash-leg break',
+      }),
+      '/admin/v1/settlement/repairs/security': settlementAdminOperation("post securities to the seller's account for an open security-leg break, then the deterministic retry", 'SettlementSecurityRepair', 'SettlementAction', {
+        notFound: 'the obligation is not in the scenario run',
+        conflict: 'FACT_CONFLICT: the obligation has no open security-leg break',
+      }),
+      '/admin/v1/settlement/force-settle': settlementAdminOperation('finality by operator decision: the ledger entries and SettlementSettled marked FORCED', 'SettlementForceSettle', 'SettlementAction', {
+        notFound: 'the obligation is not in the scenario run',
+        conflict: 'FACT_CONFLICT: the obligation is already settled',
+      }),
+      '/admin/v1/settlement/reverse-ledger-entry': settlementAdminOperation('a compensating ledger entry (nothing is deleted)', 'SettlementReverseLedgerEntry', 'SettlementAction', {
+        notFound: 'the ledger entry is not in the scenario run',
+        conflict: 'FACT_CONFLICT: the entry is already reversed, or is itself a reversal',
+      }),
+      '/admin/v1/settlement/profiles': settlementAdminOperation('set a post-trade profile override (platform, venueSession or scenarioRun scope)', 'SettlementProfileOverride', 'SettlementProfileSet'),
+      '/api/v1/settlement/facts/{scenarioRunId}': settlementReadOperation('The fact trail of a scenario run, in sequence order', 'SettlementFacts'),
+      '/api/v1/settlement/obligations/{scenarioRunId}': settlementReadOperation('One obligation per materialized trade, with its state', 'SettlementObligations'),
+      '/api/v1/settlement/ledger/{scenarioRunId}': settlementReadOperation('Ledger entries, balances per participant/account/asset, and proof totals per settlement', 'SettlementLedger'),
+      '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation('Exceptions (clearing rejections, leg breaks) with open/resolved counts', 'SettlementExceptions'),
+      '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
+      '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
+      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true }),
       '/healthz': { get: { summary: 'Liveness: 200 while the process lives', responses: { 200: { description: '{ "status": "ok" }' } } } },
       '/readyz': {
         get: {

@@ -7,7 +7,16 @@ import addFormatsModule from 'ajv-formats';
 import { parseErrorReason, parsePriceNanos, parseQuantityUnits } from '../core/fixed-point.ts';
 import { isUuid } from '../core/uuid.ts';
 import type { ErrorDetail } from './error-catalog.ts';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, QUERY_SCHEMAS, submitOrderSchema, type QueryName } from './schemas.ts';
+import {
+  cancelByClientOrderSchema,
+  cancelOrderSchema,
+  modifyOrderSchema,
+  QUERY_SCHEMAS,
+  SETTLEMENT_BODY_SCHEMAS,
+  submitOrderSchema,
+  type QueryName,
+  type SettlementBodyName,
+} from './schemas.ts';
 
 // ajv-formats is CommonJS with a default export; under ESM interop it arrives as the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
@@ -61,6 +70,7 @@ export type ValidationResult<T> = { ok: true; body: T; priceNanos: number; quant
 export class RequestValidator {
   private readonly validators: Record<OrderRoute, ValidateFunction>;
   private readonly queryValidators: Record<QueryName, ValidateFunction>;
+  private readonly bodyValidators: Record<SettlementBodyName, ValidateFunction>;
 
   constructor() {
     const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false });
@@ -75,6 +85,15 @@ export class RequestValidator {
     this.queryValidators = Object.fromEntries(
       Object.entries(QUERY_SCHEMAS).map(([name, schema]) => [name, ajv.compile(schema)]),
     ) as Record<QueryName, ValidateFunction>;
+    this.bodyValidators = Object.fromEntries(
+      Object.entries(SETTLEMENT_BODY_SCHEMAS).map(([name, schema]) => [name, ajv.compile(schema)]),
+    ) as Record<SettlementBodyName, ValidateFunction>;
+  }
+
+  /** The JSON body of an operator settlement route. */
+  validateSettlementBody(name: SettlementBodyName, body: unknown): ErrorDetail[] {
+    const validator = this.bodyValidators[name];
+    return validator(body) ? [] : (validator.errors ?? []).map(toDetail);
   }
 
   /** Query parameters of a read route, as a flat object of strings. */

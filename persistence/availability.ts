@@ -91,11 +91,23 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   })),
 ];
 
+const LEADERBOARD: (typeof READS)[number] = {
+  name: 'settlement-leaderboard',
+  endpoint: 'GET /api/v1/settlement/leaderboard/{scenarioRunId}',
+  sourceType: 'durable-facts',
+  lag: 'none',
+  freshnessModel: 'ranked at the read from the score inputs of the settlement fact trail (COMPETITION_PROFILE)',
+  visibilityScope: 'public: participant ids and their fail and penalty figures',
+  requiredFilters: ['scenarioRunId'],
+  optionalFilters: ['asOf', 'agedFailAfterSeconds'],
+};
+
 export async function availability(
   db: pg.Pool,
   control: PersistenceControl,
   shardCount: number,
   snapshots: { watermark: number[]; behindSinceMs: number | null; enabled: boolean },
+  competition: boolean,
 ): Promise<{ reads: ReadRow[] }> {
   const projected = Array.from({ length: shardCount }, (_, shardId) => ({ shardId, sequence: control.projected(shardId) }));
   // The journal lag in ms: the age of the oldest committed batch the projections have not reached.
@@ -110,7 +122,7 @@ export async function availability(
     journalLagMs = Math.max(journalLagMs, Number(oldest.rows[0]?.ms ?? 0));
   }
   return {
-    reads: READS.map(({ lag, ...row }) => ({
+    reads: [...READS, ...(competition ? [LEADERBOARD] : [])].map(({ lag, ...row }) => ({
       ...row,
       // Snapshots refreshed on demand carry their own sourceWatermark; the loop's lag only exists while it runs.
       projectionLagMs:

@@ -26,6 +26,7 @@ import {
 } from '../core/storage-protocol.ts';
 import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots } from './market-data.ts';
 import { availability } from './availability.ts';
+import { settlementAdmin, settlementRead } from './settlement-store.ts';
 import { BookModel } from './book-model.ts';
 import type { BookUpdate } from './projector.ts';
 
@@ -39,6 +40,8 @@ export interface ReadThreadData {
   marketDataProjector: { enabled: boolean; intervalMs: number };
   /** From the persistence thread: each projection group's changes to the displayed books. */
   bookPort: MessagePort;
+  /** COMPETITION_PROFILE, or '' (the leaderboard is listed in the inventory only when set). */
+  competitionProfile: string;
 }
 
 const PROJECTION_WAIT_MS = 2_000;
@@ -156,9 +159,13 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'fills':
       return readFills(pool, read.participants, read.instrumentId, read.limit);
     case 'availability':
-      return { status: 200, body: JSON.stringify(await availability(pool, control, data.shardCount, projectorState)) };
+      return { status: 200, body: JSON.stringify(await availability(pool, control, data.shardCount, projectorState, data.competitionProfile !== '')) };
     case 'projector-status':
       return { status: 200, body: JSON.stringify(projectorStatus()) };
+    case 'settlement-read':
+      return settlementRead(pool, read.read, data.competitionProfile);
+    case 'settlement-admin':
+      return settlementAdmin(pool, read.admin);
   }
 }
 
@@ -196,8 +203,9 @@ async function projectorLoop(): Promise<void> {
 }
 
 async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }> {
-  // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live: neither waits.
-  if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot')) {
+  // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
+  // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
+  if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot' || request.read.kind === 'settlement-read')) {
     return { command: null, answer: await plane(request.read) };
   }
   if (request.type === 'plane' && request.read.kind === 'depth') {

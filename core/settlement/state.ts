@@ -167,6 +167,8 @@ function openException(state: SettlementState, fact: Fact, obligation: Obligatio
   return exceptionId;
 }
 
+const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.values(FACT));
+
 /** Applies one fact (the next in sequence) to the state. */
 export function applyFact(state: SettlementState, fact: Fact): void {
   if (fact.sequence !== state.lastSequence + 1) throw new Error(`settlement trail out of order: ${fact.sequence} after ${state.lastSequence}`);
@@ -225,7 +227,9 @@ export function applyFact(state: SettlementState, fact: Fact): void {
   }
   const obligation = state.obligations.get(text(p.obligationId));
   if (obligation === undefined) {
-    if (fact.factType.startsWith('Settlement')) anomaly(`names obligation ${text(p.obligationId) || '(none)'} that the trail does not hold`);
+    // A fact naming an unknown obligation, or a chain fact naming none, is an anomaly; a fact of a type
+    // this venue does not act on and naming no obligation (an operator's note) is just kept and counted.
+    if (text(p.obligationId) !== '' || KNOWN_TYPES.has(fact.factType)) anomaly(`names obligation ${text(p.obligationId) || '(none)'} that the trail does not hold`);
     return;
   }
   obligation.lastFactId = fact.factId;

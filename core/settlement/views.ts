@@ -285,7 +285,7 @@ export function scoreView(state: SettlementState, visible: Visible, asOfUs: numb
 }
 
 /** The competition leaderboard: fewest penalty points, then fewest fails, then least blocked value. */
-export function leaderboardView(state: SettlementState, asOfUs: number, agedFailAfterSeconds: number) {
+export function leaderboardView(state: SettlementState, competitionProfile: string, asOfUs: number, agedFailAfterSeconds: number) {
   const score = scoreView(state, null, asOfUs, agedFailAfterSeconds);
   const ranked = [...score.participants].sort(
     (a, b) =>
@@ -296,6 +296,7 @@ export function leaderboardView(state: SettlementState, asOfUs: number, agedFail
   );
   return {
     scenarioRunId: state.scenarioRunId,
+    competitionProfile,
     asOf: score.asOf,
     rows: ranked.map((p, index) => ({ rank: index + 1, participantId: p.participantId, penaltyPoints: p.penaltyPoints, failCount: p.failCount, agedFailCount: p.agedFailCount, blockedUnsettledValueNanos: p.blockedUnsettledValueNanos })),
   };

@@ -238,8 +238,13 @@ test('causation gaps are found: a missing cause, a cause that is not earlier, a 
   assert.match(gaps[2]!.problem, /does not hold/);
   // Operator-posted facts need no cause.
   const seeded = replay(RUN, []);
-  post(seeded, [seed(BUYER, 'CASH', 'USD', '1')]);
-  assert.equal(proofView(seeded, null).status, 'CLEAN');
+  post(seeded, [seed(BUYER, 'CASH', 'USD', '1'), { factType: 'SettlementNoteRecorded', payload: { note: 'desk handover' } }]);
+  const noted = proofView(seeded, null);
+  assert.equal(noted.status, 'CLEAN', 'a fact of a type the venue does not act on, naming no obligation, is kept and counted');
+  assert.equal(noted.factCounts.SettlementNoteRecorded, 1);
+  // A chain fact naming no obligation at all is an anomaly.
+  post(seeded, [{ factType: FACT.SETTLED, payload: { finality: 'FORCED' } }]);
+  assert.deepEqual((proofView(seeded, null).causationGaps as { problem: string }[]).map((g) => g.problem), ['names obligation (none) that the trail does not hold']);
 });
 
 test('the checksum is the same for the same trail and changes with any change to a fact', () => {

@@ -323,6 +323,9 @@ test('the availability inventory: one row per read route, with source, freshness
   assert.equal(tape.projectionLagMs, 0, 'the read waited for the projections: no lag at its position');
   assert.ok(tape.watermark.some((mark: any) => mark.sequence > 0));
   assert.equal(answer.json.reads.find((row: any) => row.name === 'settlement-facts').sourceType, 'durable-facts');
+  assert.ok(!endpoints.includes('GET /api/v1/settlement/leaderboard/{scenarioRunId}'), 'no leaderboard without COMPETITION_PROFILE');
+  const leaderboard = await get('/api/v1/settlement/leaderboard/run-local');
+  assert.equal(leaderboard.status, 404, 'nor its route');
 });
 
 test('every read route: 401 without a token; own-order reads are for traders only', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildOpenApi } from '../../gateway/openapi.ts';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, SETTLEMENT_BODY_SCHEMAS, submitOrderSchema } from '../../gateway/schemas.ts';
 
 const doc = buildOpenApi() as any;
 
@@ -27,6 +27,20 @@ test('the OpenAPI document lists every route with its method', () => {
     '/internal/market-data/projector/status': 'get',
     '/admin/v1/projections/order-lifecycle/rebuild': 'post',
     '/admin/v1/persistence/status': 'get',
+    '/admin/v1/settlement/facts': 'post',
+    '/admin/v1/settlement/obligations/materialize': 'post',
+    '/admin/v1/settlement/repairs/cash': 'post',
+    '/admin/v1/settlement/repairs/security': 'post',
+    '/admin/v1/settlement/force-settle': 'post',
+    '/admin/v1/settlement/reverse-ledger-entry': 'post',
+    '/admin/v1/settlement/profiles': 'post',
+    '/api/v1/settlement/facts/{scenarioRunId}': 'get',
+    '/api/v1/settlement/obligations/{scenarioRunId}': 'get',
+    '/api/v1/settlement/ledger/{scenarioRunId}': 'get',
+    '/api/v1/settlement/exceptions/{scenarioRunId}': 'get',
+    '/api/v1/settlement/proof/{scenarioRunId}': 'get',
+    '/api/v1/settlement/score/{scenarioRunId}': 'get',
+    '/api/v1/settlement/leaderboard/{scenarioRunId}': 'get',
     '/healthz': 'get',
     '/readyz': 'get',
   };
@@ -59,4 +73,18 @@ test('every $ref points at a defined schema', () => {
   const refs = JSON.stringify(doc).match(/#\/components\/schemas\/[A-Za-z]+/g) ?? [];
   assert.ok(refs.length > 20);
   for (const ref of refs) assert.ok(doc.components.schemas[ref.split('/').pop()!], ref);
+});
+
+test('settlement operator routes: the validated body schemas, and every status code the gateway answers', () => {
+  for (const schema of Object.values(SETTLEMENT_BODY_SCHEMAS)) {
+    const { $id, ...rest } = schema;
+    assert.deepEqual(doc.components.schemas[$id], rest, $id);
+  }
+  for (const [path, item] of Object.entries<any>(doc.paths).filter(([path]) => path.startsWith('/admin/v1/settlement/'))) {
+    const codes = Object.keys(item.post.responses);
+    for (const code of ['200', '400', '401', '403', '405', '413', '503']) assert.ok(codes.includes(code), `${path} documents ${code}`);
+  }
+  const leaderboard = doc.paths['/api/v1/settlement/leaderboard/{scenarioRunId}'].get;
+  assert.equal(leaderboard.responses['403'], undefined, 'the leaderboard is public');
+  assert.deepEqual(doc.paths['/api/v1/settlement/score/{scenarioRunId}'].get.parameters.map((p: { name: string }) => p.name), ['scenarioRunId', 'asOf', 'agedFailAfterSeconds']);
 });

@@ -21,13 +21,14 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
       { version: 1, name: '001_runtime.sql' },
       { version: 2, name: '002_command_log_lean.sql' },
       { version: 3, name: '003_instruments.sql' },
+      { version: 4, name: '004_settlement.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -45,6 +46,11 @@ test('migrations apply once, in order, and are recorded', async () => {
         'venue_sessions',
         'venue_settings',
       ],
+    );
+    const settlement = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'settlement' ORDER BY table_name");
+    assert.deepEqual(
+      settlement.rows.map((row) => row.table_name),
+      ['facts', 'profile_overrides', 'scenario_runs'],
     );
   });
 });
@@ -74,7 +80,7 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /009_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -134,5 +140,46 @@ test('constraints refuse what would corrupt the data', async () => {
     await assert.rejects(lifecycle('HALF_OPEN', 10, 0), /check constraint/, 'states are the known ones');
     await assert.rejects(lifecycle('FILLED', 0, 11), /check constraint/, 'no order fills beyond its quantity');
     await assert.rejects(lifecycle('OPEN', -1, 0), /check constraint/, 'remaining quantities are not negative');
+  });
+});
+
+test('settlement facts are append-only and gap-free, enforced by the database', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    await client.query("INSERT INTO settlement.scenario_runs (scenario_run_id) VALUES ('run-1')");
+    const fact = (sequence: number, factId = crypto.randomUUID()) =>
+      client.query(
+        `INSERT INTO settlement.facts (scenario_run_id, sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload, content_sha256)
+         VALUES ('run-1', $1, $2, 'SettlementObligationCreated', 1, NULL, 'service', '{"tradeId":"t"}', $3)`,
+        [sequence, factId, Buffer.alloc(32, sequence)],
+      );
+    await fact(1);
+    await fact(2);
+    await assert.rejects(fact(4), /breaks the sequence/, 'a gap is refused');
+    await assert.rejects(fact(2), /breaks the sequence/, 'a sequence is not reused');
+    await assert.rejects(fact(1), /breaks the sequence/, 'nor goes back');
+    await fact(3);
+    const last = await client.query("SELECT last_sequence FROM settlement.scenario_runs WHERE scenario_run_id = 'run-1'");
+    assert.equal(last.rows[0].last_sequence, '3');
+
+    await assert.rejects(client.query("UPDATE settlement.facts SET payload = '{}' WHERE sequence = 1"), /append-only: UPDATE refused/);
+    await assert.rejects(client.query('DELETE FROM settlement.facts WHERE sequence = 3'), /append-only: DELETE refused/);
+    await assert.rejects(client.query('TRUNCATE settlement.facts'), /append-only: TRUNCATE refused/);
+    await assert.rejects(client.query('TRUNCATE settlement.scenario_runs CASCADE'), /append-only: TRUNCATE refused/);
+    await assert.rejects(client.query("UPDATE settlement.scenario_runs SET last_sequence = 1 WHERE scenario_run_id = 'run-1'"), /only advances: UPDATE refused/, 'nobody rewinds the counter');
+    await assert.rejects(client.query("UPDATE settlement.scenario_runs SET last_sequence = 9 WHERE scenario_run_id = 'run-1'"), /only advances: UPDATE refused/, 'nor skips it');
+    await assert.rejects(client.query("DELETE FROM settlement.scenario_runs WHERE scenario_run_id = 'run-1'"), /only advances: DELETE refused/);
+    const rows = await client.query("SELECT sequence FROM settlement.facts WHERE scenario_run_id = 'run-1' ORDER BY sequence");
+    assert.deepEqual(rows.rows.map((row) => Number(row.sequence)), [1, 2, 3], 'every fact is still there, once');
+    await assert.rejects(
+      client.query(
+        `INSERT INTO settlement.facts (scenario_run_id, sequence, fact_id, fact_type, occurred_at_us, origin, payload, content_sha256)
+         VALUES ('run-1', 4, $1, 'DropTable', 1, 'service', '{}', $2)`,
+        [crypto.randomUUID(), Buffer.alloc(32)],
+      ),
+      /check constraint/,
+      'fact types are settlement fact types',
+    );
   });
 });

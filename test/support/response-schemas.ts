@@ -28,7 +28,18 @@ export function assertShape(
     | 'OwnOrders'
     | 'Fills'
     | 'Availability'
-    | 'ProjectorStatus',
+    | 'ProjectorStatus'
+    | 'SettlementFacts'
+    | 'SettlementObligations'
+    | 'SettlementLedger'
+    | 'SettlementExceptions'
+    | 'SettlementProof'
+    | 'SettlementScore'
+    | 'SettlementLeaderboard'
+    | 'SettlementAppended'
+    | 'SettlementMaterialized'
+    | 'SettlementAction'
+    | 'SettlementProfileSet',
   value: unknown,
 ): void {
   const validate = ajv.getSchema(schemaId)!;

@@ -1,0 +1,229 @@
+// Settlement storage and workflows on PostgreSQL (run by the read thread): every
+// operation on a scenario run takes the run's row lock, replays its facts, lets the
+// pure workflow (core/settlement) decide, and appends the new facts in the same
+// transaction, so concurrent operators serialize and sequences stay gap-free (the
+// database checks that too). Reads replay the trail and render a view.
+
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { ReadAnswerBody, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import { factContent, PROFILE_OPS, PROFILES, type Fact, type FactInput } from '../core/settlement/facts.ts';
+import { replay, type SettlementState } from '../core/settlement/state.ts';
+import { exceptionsView, factsView, leaderboardView, ledgerView, obligationsView, proofView, scoreView } from '../core/settlement/views.ts';
+import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, SettlementError, type ResolvedProfile, type TradeForSettlement } from '../core/settlement/workflow.ts';
+
+const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.stringify(value) });
+const fail = (status: number, code: string, message: string): ReadAnswerBody => ({ status, body: JSON.stringify({ error: message, code }) });
+
+function contentHash(scenarioRunId: string, fact: FactInput): Buffer {
+  return createHash('sha256').update(scenarioRunId).update('\u0000').update(factContent(fact)).digest();
+}
+
+async function loadFacts(client: pg.ClientBase, scenarioRunId: string): Promise<Fact[]> {
+  const rows = await client.query<{ sequence: string; fact_id: string; fact_type: string; occurred_at_us: string; causation_id: string | null; origin: 'service' | 'operator'; payload: Record<string, unknown> }>(
+    'SELECT sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload FROM settlement.facts WHERE scenario_run_id = $1 ORDER BY sequence',
+    [scenarioRunId],
+  );
+  return rows.rows.map((row) => ({
+    scenarioRunId,
+    sequence: Number(row.sequence),
+    factId: row.fact_id,
+    factType: row.fact_type,
+    occurredAtUs: Number(row.occurred_at_us),
+    causationId: row.causation_id,
+    origin: row.origin,
+    payload: row.payload,
+  }));
+}
+
+async function appendFacts(client: pg.ClientBase, facts: readonly Fact[]): Promise<void> {
+  if (facts.length === 0) return;
+  await client.query(
+    `INSERT INTO settlement.facts (scenario_run_id, sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload, content_sha256)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::bigint[], $6::uuid[], $7::text[], $8::jsonb[], $9::bytea[])`,
+    [
+      facts.map((f) => f.scenarioRunId),
+      facts.map((f) => f.sequence),
+      facts.map((f) => f.factId),
+      facts.map((f) => f.factType),
+      facts.map((f) => f.occurredAtUs),
+      facts.map((f) => f.causationId),
+      facts.map((f) => f.origin),
+      facts.map((f) => JSON.stringify(f.payload)),
+      facts.map((f) => contentHash(f.scenarioRunId, f)),
+    ],
+  );
+}
+
+/** Runs `work` on the locked, replayed run and appends what it returns, in one transaction. */
+async function withRun<T>(pool: pg.Pool, scenarioRunId: string, work: (client: pg.ClientBase, state: SettlementState) => Promise<{ facts: Fact[]; result: T }>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('INSERT INTO settlement.scenario_runs (scenario_run_id) VALUES ($1) ON CONFLICT DO NOTHING', [scenarioRunId]);
+    await client.query('SELECT 1 FROM settlement.scenario_runs WHERE scenario_run_id = $1 FOR UPDATE', [scenarioRunId]);
+    const state = replay(scenarioRunId, await loadFacts(client, scenarioRunId));
+    const { facts, result } = await work(client, state);
+    await appendFacts(client, facts);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function resolver(client: pg.ClientBase, scenarioRunId: string, requested: string | null): Promise<{ resolve: (trade: TradeForSettlement) => ResolvedProfile; scenarioLevel: ResolvedProfile }> {
+  const rows = await client.query<{ scope: string; scope_id: string; profile: string }>('SELECT scope, scope_id, profile FROM settlement.profile_overrides');
+  const override = (scope: string, id: string) => rows.rows.find((row) => row.scope === scope && row.scope_id === id)?.profile;
+  const scenario = override('scenarioRun', scenarioRunId);
+  const platform = override('platform', '');
+  // The specification's order: scenario/run override, venue/session override, platform default or admin profile, then ops-realistic-v1.
+  const below: ResolvedProfile =
+    requested !== null ? { profile: requested, source: 'request' } : platform !== undefined ? { profile: platform, source: 'platform' } : { profile: PROFILE_OPS, source: 'default' };
+  const scenarioLevel: ResolvedProfile = scenario !== undefined ? { profile: scenario, source: 'scenarioRun' } : below;
+  return {
+    scenarioLevel,
+    resolve: (trade) => {
+      if (scenario !== undefined) return scenarioLevel;
+      const session = override('venueSession', trade.venueSessionId);
+      return session !== undefined ? { profile: session, source: 'venueSession' } : below;
+    },
+  };
+}
+
+async function runTrades(client: pg.ClientBase, scenarioRunId: string): Promise<TradeForSettlement[]> {
+  const rows = await client.query(
+    `SELECT trade_id, instrument_id, buy_participant_id, buy_account_id, sell_participant_id, sell_account_id,
+            quantity_units::text AS q, price_nanos::text AS p, currency, venue_session_id
+       FROM runtime.trades WHERE run_id = $1 ORDER BY occurred_at, shard_id, stream_sequence`,
+    [scenarioRunId],
+  );
+  return rows.rows.map((row) => ({
+    tradeId: row.trade_id,
+    instrumentId: row.instrument_id,
+    buyParticipantId: row.buy_participant_id,
+    buyAccountId: row.buy_account_id,
+    sellParticipantId: row.sell_participant_id,
+    sellAccountId: row.sell_account_id,
+    quantityUnits: row.q,
+    priceNanos: row.p,
+    currency: row.currency.trim(),
+    venueSessionId: row.venue_session_id,
+  }));
+}
+
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+
+/** An operator request (`/admin/v1/settlement/...`). */
+export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): Promise<ReadAnswerBody> {
+  try {
+    switch (request.action) {
+      case 'facts':
+        return await appendBundle(pool, request.scenarioRunId, request.facts);
+      case 'materialize': {
+        const result = await withRun(pool, request.scenarioRunId, async (client, state) => {
+          const profiles = await resolver(client, request.scenarioRunId, request.profile);
+          const facts = materialize(state, await runTrades(client, request.scenarioRunId), profiles.resolve, nowUs());
+          return { facts, result: { scenarioRunId: request.scenarioRunId, profile: profiles.scenarioLevel.profile, obligations: state.obligations.size, factsAppended: facts.length } };
+        });
+        return ok(result);
+      }
+      case 'repair-cash':
+      case 'repair-security':
+      case 'force-settle':
+      case 'reverse-ledger-entry': {
+        const result = await withRun(pool, request.scenarioRunId, async (_client, state) => {
+          const at = nowUs();
+          const facts =
+            request.action === 'repair-cash'
+              ? repairCash(state, { obligationId: request.obligationId, amountNanos: BigInt(request.amountNanos), currency: request.currency }, at)
+              : request.action === 'repair-security'
+                ? repairSecurity(state, { obligationId: request.obligationId, quantityUnits: BigInt(request.quantityUnits) }, at)
+                : request.action === 'force-settle'
+                  ? forceSettle(state, { obligationId: request.obligationId, reason: request.reason }, at)
+                  : reverseLedgerEntry(state, { ledgerEntryId: request.ledgerEntryId, reason: request.reason }, at);
+          const obligationId = String(facts[0]?.payload.obligationId ?? '');
+          return {
+            facts,
+            result: {
+              scenarioRunId: request.scenarioRunId,
+              obligationId,
+              state: state.obligations.get(obligationId)?.state ?? null,
+              factsAppended: facts.length,
+              facts: facts.map((f) => ({ factId: f.factId, factType: f.factType, sequence: f.sequence })),
+            },
+          };
+        });
+        return ok(result);
+      }
+      case 'profiles':
+        await pool.query(
+          `INSERT INTO settlement.profile_overrides (scope, scope_id, profile, updated_at) VALUES ($1, $2, $3, now())
+           ON CONFLICT (scope, scope_id) DO UPDATE SET profile = EXCLUDED.profile, updated_at = now()`,
+          [request.scope, request.scopeId ?? '', request.profile],
+        );
+        return ok({ scope: request.scope, scopeId: request.scopeId ?? null, profile: request.profile, profiles: PROFILES });
+    }
+  } catch (error) {
+    if (error instanceof SettlementError) return fail(error.code === 'NOT_FOUND' ? 404 : error.code === 'CONFLICT' ? 409 : 400, error.code === 'NOT_FOUND' ? 'NOT_FOUND' : error.code === 'CONFLICT' ? 'FACT_CONFLICT' : 'VALIDATION_FAILED', error.message);
+    throw error;
+  }
+}
+
+/**
+ * An operator's bundle: all or nothing. A fact id already stored (in any run) with the
+ * same content is a duplicate and skipped; with different content the whole bundle is
+ * refused (409) and nothing is stored.
+ */
+async function appendBundle(pool: pg.Pool, scenarioRunId: string, inputs: FactInput[]): Promise<ReadAnswerBody> {
+  const conflict = await withRun<string | { appended: number; duplicates: number }>(pool, scenarioRunId, async (client, state) => {
+    const hashes = inputs.map((input) => contentHash(scenarioRunId, input));
+    const stored = new Map(
+      (await client.query<{ fact_id: string; content_sha256: Buffer }>('SELECT fact_id, content_sha256 FROM settlement.facts WHERE fact_id = ANY($1::uuid[])', [inputs.map((f) => f.factId)])).rows.map(
+        (row) => [row.fact_id, row.content_sha256] as const,
+      ),
+    );
+    const inBundle = new Map<string, Buffer>();
+    const facts: Fact[] = [];
+    let duplicates = 0;
+    for (let k = 0; k < inputs.length; k++) {
+      const input = inputs[k]!;
+      const known = stored.get(input.factId) ?? inBundle.get(input.factId);
+      if (known !== undefined) {
+        if (!known.equals(hashes[k]!)) return { facts: [], result: `fact ${input.factId} already exists with different content` };
+        duplicates++;
+        continue;
+      }
+      inBundle.set(input.factId, hashes[k]!);
+      facts.push({ ...input, scenarioRunId, origin: 'operator', sequence: state.lastSequence + facts.length + 1 });
+    }
+    return { facts, result: { appended: facts.length, duplicates } };
+  });
+  return typeof conflict === 'string' ? fail(409, 'FACT_CONFLICT', `${conflict}: nothing of the bundle was stored`) : ok(conflict);
+}
+
+/** A settlement read (`/api/v1/settlement/...`); `participants` null for operators. */
+export async function settlementRead(pool: pg.Pool, request: SettlementRead, competitionProfile: string): Promise<ReadAnswerBody> {
+  const state = replay(request.scenarioRunId, await loadFacts(pool as unknown as pg.ClientBase, request.scenarioRunId));
+  const visible = request.participants === null ? null : new Set(request.participants);
+  switch (request.view) {
+    case 'facts':
+      return ok(factsView(state, visible));
+    case 'obligations':
+      return ok(obligationsView(state, visible));
+    case 'ledger':
+      return ok(ledgerView(state, visible));
+    case 'exceptions':
+      return ok(exceptionsView(state, visible));
+    case 'proof':
+      return ok(proofView(state, visible));
+    case 'score':
+      return ok(scoreView(state, visible, request.asOfUs ?? nowUs(), request.agedFailAfterSeconds));
+    case 'leaderboard':
+      return ok(leaderboardView(state, competitionProfile, request.asOfUs ?? nowUs(), request.agedFailAfterSeconds));
+  }
+}
+
