@@ -110,10 +110,43 @@ export class BinaryCopy {
   }
 }
 
-/** Runs `COPY <target> FROM STDIN (FORMAT binary)` with the data of `copy`. */
+/** The part of pg-copy-streams' query object that `copyInto` reaches into. */
+interface CopyQuery {
+  connection?: { stream: { cork(): void; uncork(): void } } | null;
+  handleCopyInResponse(connection: { stream: { cork(): void; uncork(): void; writableNeedDrain?: boolean } }): void;
+  _final(callback: (error?: Error | null) => void): void;
+}
+
+/**
+ * Runs `COPY <target> FROM STDIN (FORMAT binary)` with the data of `copy`.
+ *
+ * pg-copy-streams writes a COPY's data as three socket writes (the CopyData header, the
+ * data, then CopyDone a tick later). Each write to the loopback socket wakes the
+ * PostgreSQL backend, and on a 2-core machine that wake-up preempts the writer: the
+ * profile of the persistence thread under load showed 27% of its time in those writes.
+ * Corking the socket from the server's CopyInResponse until CopyDone is queued sends
+ * the three as one writev: one wake-up per COPY instead of three.
+ */
 export async function copyInto(client: pg.ClientBase, target: string, copy: BinaryCopy): Promise<void> {
   if (copy.rows === 0) return;
-  const stream = client.query(copyStreams.from(`COPY ${target} FROM STDIN (FORMAT binary)`));
+  const query = copyStreams.from(`COPY ${target} FROM STDIN (FORMAT binary)`);
+  const hooks = query as unknown as CopyQuery;
+  const onCopyInResponse = hooks.handleCopyInResponse.bind(query);
+  const final = hooks._final.bind(query);
+  hooks.handleCopyInResponse = (connection) => {
+    const socket = connection.stream as { cork(): void; uncork(): void; writableNeedDrain?: boolean };
+    socket.cork();
+    onCopyInResponse(connection);
+    // Past the socket's high-water mark the library waits for 'drain' before it ends the
+    // COPY, and a corked socket never drains: send now, CopyDone follows on its own.
+    if (socket.writableNeedDrain) socket.uncork();
+  };
+  hooks._final = (callback) => {
+    const socket = hooks.connection?.stream;
+    final(callback); // queues CopyDone (the data went out with the response)
+    socket?.uncork();
+  };
+  const stream = client.query(query);
   await new Promise<void>((resolve, reject) => {
     stream.once('error', reject);
     stream.once('finish', resolve); // after the server's CommandComplete

@@ -47,6 +47,9 @@ import { formatUuid } from '../core/uuid.ts';
 import { BinaryCopy, copyInto } from './copy-binary.ts';
 import type { JournalBatch } from './journal-writer.ts';
 
+/** Connections that already hold the lifecycle staging table. */
+const STAGED = new WeakSet<pg.ClientBase>();
+
 export const PROJECTION_NAME = 'runtime';
 
 /** An order as the lifecycle projection sees it. */
@@ -268,16 +271,18 @@ export class Projector {
           [entries.map(([id]) => id), entries.map(([, v]) => v[0]), entries.map(([, v]) => v[1]), entries.map(([, v]) => v[2])],
         );
       }
-      for (const [shard, sequence] of rows.watermarks) {
-        await client.query(
-          `INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence, updated_at) VALUES ($1, $2, $3, now())
-           ON CONFLICT (projection, shard_id) DO UPDATE SET sequence = EXCLUDED.sequence, updated_at = now()`,
-          [PROJECTION_NAME, shard, sequence],
-        );
-      }
+      // Every shard's watermark in one statement: each round trip to the server costs a wake-up of both sides.
+      const marks = [...rows.watermarks];
+      await client.query(
+        `INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence, updated_at)
+         SELECT $1, shard_id, sequence, now() FROM unnest($2::smallint[], $3::bigint[]) AS m (shard_id, sequence)
+         ON CONFLICT (projection, shard_id) DO UPDATE SET sequence = EXCLUDED.sequence, updated_at = now()`,
+        [PROJECTION_NAME, marks.map(([shard]) => shard), marks.map(([, sequence]) => sequence)],
+      );
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
+      STAGED.delete(client); // a staging table created in the rolled-back transaction is gone
       throw error;
     }
     this.stats.busyUs += (performance.now() - started) * 1000;
@@ -525,9 +530,13 @@ export class Projector {
         .uuid(order.submitCommandId === '' ? null : uuidBytes(order.submitCommandId));
     }
     if (copy.rows === 0) return;
-    await client.query(
-      'CREATE TEMP TABLE IF NOT EXISTS lifecycle_stage (LIKE runtime.order_lifecycle_state INCLUDING DEFAULTS, submit_command_id uuid) ON COMMIT DELETE ROWS',
-    );
+    // The staging table lives as long as the connection: created once per connection, not per group.
+    if (!STAGED.has(client)) {
+      await client.query(
+        'CREATE TEMP TABLE IF NOT EXISTS lifecycle_stage (LIKE runtime.order_lifecycle_state INCLUDING DEFAULTS, submit_command_id uuid) ON COMMIT DELETE ROWS',
+      );
+      STAGED.add(client);
+    }
     await copyInto(client, `lifecycle_stage (${LIFECYCLE_COLUMNS}, submit_command_id)`, copy);
     // A new order takes its clientOrderId from the intake row of the submit that created it.
     await client.query(
