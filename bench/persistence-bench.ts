@@ -244,7 +244,7 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
  * (commitIntake: binary COPY, one transaction, fsync) fed synthetic rows in batches
  * of a given size, on a fresh embedded PostgreSQL, with nothing else running.
  */
-async function copyCapacity(batchRows: number, batches: number): Promise<{ batchRows: number; rowsPerSecond: number; msPerBatch: number }> {
+export async function copyCapacity(batchRows: number, batches: number): Promise<{ batchRows: number; rowsPerSecond: number; msPerBatch: number }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
   const server = await startEmbeddedPostgres(dataDir, () => undefined);
   try {

@@ -3,13 +3,18 @@
 //
 // The stream starts with `restingOrders` non-crossing limits around the mid (the
 // warm-up book, not timed), then a timed mix:
-//   restPct   resting limits 1..spread ticks from a slowly moving mid
+//   restPct   resting limits 1..spread ticks from a slowly moving mid (hiddenPct of
+//             them hidden, 5% unless set)
 //   cancelPct cancels of random resting orders
 //   crossPct  IOC orders crossing the opposite best by a few ticks
 //   the rest  modifies (new price near the old one, or a smaller quantity)
 // While generating, the stream is run through a scratch engine so that cancels and
-// modifies always name an order that is resting at that moment, and the
-// generator knows when a maker was filled.
+// modifies name an order that is resting at that moment (always, only with
+// `cancelsNameRestingOnly`: see there), and the generator knows when a maker was
+// filled.
+//
+// With `recordOps` the stream also comes as plain numbers (ReplayOps), so that an
+// engine that cannot read command slots replays exactly the same commands.
 
 import { EventKind, Opcode, OrderState, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import {
@@ -48,6 +53,40 @@ export interface StreamOptions {
   /** Crossing orders take 1..crossQuantityMax units (sizes how many makers they sweep). */
   crossQuantityMax?: number;
   orderCapacity?: number;
+  /**
+   * Share of resting limits that are hidden, in percent (default 5). The draw is made
+   * whatever the value, so 0 changes only the order type, never the rest of the stream.
+   */
+  hiddenPct?: number;
+  /** Also return the stream as ReplayOps (costs 14 bytes per command). */
+  recordOps?: boolean;
+  /**
+   * Take the incoming order's state from its accepted outcome only. Without it
+   * (the default, kept so the streams measured so far stay the same), an IOC that
+   * fills partly stays on the live list through its own execution events, which
+   * come after the outcome, and later cancels and modifies name it when it is no
+   * longer open: the engine rejects them (ORDER_NOT_OPEN: 7.6% of the cancels and
+   * modifies of the quick, 400,000-command core-bench stream).
+   */
+  cancelsNameRestingOnly?: boolean;
+}
+
+/** Kind of a replayed command. */
+export const ReplayOp = { REST: 0, REST_HIDDEN: 1, CROSS_IOC: 2, CANCEL: 3, MODIFY: 4 } as const;
+
+/**
+ * The stream as parallel arrays, entry i for command slot i. Submits carry their
+ * order number, side (Side codes), price in ticks and quantity in units; a cancel
+ * names its target's order number (side, price and quantity 0); a modify names its
+ * target and carries the new price and quantity.
+ */
+export interface ReplayOps {
+  tickNanos: number;
+  kind: Uint8Array;
+  orderNo: Int32Array;
+  side: Uint8Array;
+  priceTicks: Int32Array;
+  quantity: Int32Array;
 }
 
 export interface CommandStream {
@@ -58,6 +97,8 @@ export interface CommandStream {
   counts: { rest: number; cancel: number; cross: number; modify: number };
   /** What running the whole stream on a fresh engine must leave: a benchmark checks it. */
   expected: { lastSequence: number; restingOrders: number; trades: number };
+  /** Present when asked for with `recordOps`. */
+  ops?: ReplayOps;
 }
 
 const INSTRUMENT = [0x11111111, 0x11114111, 0x81111111, 0x11111111];
@@ -69,6 +110,8 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
   const tick = options.tickNanos ?? 10_000_000;
   const spread = options.spreadTicks ?? 500;
   const total = options.restingOrders + options.commands;
+  const hiddenShare = (options.hiddenPct ?? 5) / 100;
+  const ops = options.recordOps ? newReplayOps(total, tick) : undefined;
   const views = slotViews(new ArrayBuffer(total * COMMAND_SLOT_BYTES));
   const random = new SeededRandom(options.seed);
   const engine = new MatchingEngine({ orderCapacity: options.orderCapacity ?? 1 << 21, instrumentCapacity: 4 });
@@ -126,19 +169,24 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       // Distance from the mid: mostly close, a long tail out to `spread` ticks.
       const distance = Math.min(spread, 1 + random.below(random.chance(0.8) ? 20 : spread));
       const price = side === Side.BUY ? mid - distance * tick : mid + distance * tick;
-      const hidden = random.chance(0.05);
-      writeSubmit(words, floats, w, f, nextOrder++, side, hidden ? OrderType.LIMIT_HIDDEN : OrderType.LIMIT, TimeInForce.DAY, price, random.between(1, 100));
+      const hidden = random.chance(hiddenShare);
+      const quantity = random.between(1, 100);
+      if (ops) recordOp(ops, i, hidden ? ReplayOp.REST_HIDDEN : ReplayOp.REST, nextOrder, side, price, quantity);
+      writeSubmit(words, floats, w, f, nextOrder++, side, hidden ? OrderType.LIMIT_HIDDEN : OrderType.LIMIT, TimeInForce.DAY, price, quantity);
       if (i >= options.restingOrders) counts.rest++;
     } else if (roll < options.restPct + options.cancelPct) {
       target = live[random.below(live.length)]!;
       writeTarget(words, w, Opcode.CANCEL, target);
+      if (ops) recordOp(ops, i, ReplayOp.CANCEL, target, 0, 0, 0);
       counts.cancel++;
     } else if (roll < options.restPct + options.cancelPct + options.crossPct) {
       const side = random.chance(0.5) ? Side.BUY : Side.SELL;
       const best = engine.levels.best(side === Side.BUY ? 1 : 0);
       const bestPrice = best < 0 ? mid : engine.levels.price(best);
       const price = side === Side.BUY ? bestPrice + random.between(0, 3) * tick : bestPrice - random.between(0, 3) * tick;
-      writeSubmit(words, floats, w, f, nextOrder++, side, OrderType.LIMIT, TimeInForce.IOC, Math.max(tick, price), random.between(1, options.crossQuantityMax ?? 300));
+      const quantity = random.between(1, options.crossQuantityMax ?? 300);
+      if (ops) recordOp(ops, i, ReplayOp.CROSS_IOC, nextOrder, side, Math.max(tick, price), quantity);
+      writeSubmit(words, floats, w, f, nextOrder++, side, OrderType.LIMIT, TimeInForce.IOC, Math.max(tick, price), quantity);
       counts.cross++;
     } else {
       target = live[random.below(live.length)]!;
@@ -146,13 +194,16 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       const price = livePrice.get(target)!;
       const quantity = liveQuantity.get(target)!;
       const reduce = random.chance(0.5) && quantity > 1;
-      floats[f + COMMAND_PRICE_NANOS_FLOAT] = reduce ? price : price + (price < mid ? -tick : tick);
-      floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = reduce ? quantity - 1 : quantity + random.between(1, 10);
+      const newPrice = reduce ? price : price + (price < mid ? -tick : tick);
+      const newQuantity = reduce ? quantity - 1 : quantity + random.between(1, 10);
+      floats[f + COMMAND_PRICE_NANOS_FLOAT] = newPrice;
+      floats[f + COMMAND_QUANTITY_UNITS_FLOAT] = newQuantity;
+      if (ops) recordOp(ops, i, ReplayOp.MODIFY, target, 0, newPrice, newQuantity);
       counts.modify++;
     }
     engine.process(words, floats, byteOffset);
     trades += engine.events.countOf(EventKind.TRADE);
-    track(engine, add, remove);
+    track(engine, add, remove, options.cancelsNameRestingOnly ?? false);
   }
   return {
     views,
@@ -160,16 +211,45 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
     total,
     counts,
     expected: { lastSequence: engine.sequence, restingOrders: engine.orders.restingCount, trades },
+    ...(ops ? { ops } : {}),
   };
 }
 
-function track(engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void): void {
+function newReplayOps(total: number, tickNanos: number): ReplayOps {
+  return {
+    tickNanos,
+    kind: new Uint8Array(total),
+    orderNo: new Int32Array(total),
+    side: new Uint8Array(total),
+    priceTicks: new Int32Array(total),
+    quantity: new Int32Array(total),
+  };
+}
+
+function recordOp(ops: ReplayOps, i: number, kind: number, n: number, side: number, priceNanos: number, quantity: number): void {
+  const ticks = priceNanos / ops.tickNanos;
+  // Every generated price is mid +- whole ticks; anything else is a generator bug.
+  if (!Number.isInteger(ticks)) throw new Error(`price ${priceNanos} is not a whole number of ticks`);
+  ops.kind[i] = kind;
+  ops.orderNo[i] = n;
+  ops.side[i] = side;
+  ops.priceTicks[i] = ticks;
+  ops.quantity[i] = quantity;
+}
+
+function track(
+  engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void, outcomeOnly: boolean,
+): void {
   const events = engine.events;
   const orders = engine.orders;
+  // The accepted outcome comes first and carries the order's final state; its
+  // executions as the incoming order follow with intermediate states.
+  const incoming = events.count > 0 && events.kind(0) === EventKind.ACCEPTED ? events.order(0) : -1;
   for (let e = 0; e < events.count; e++) {
     const kind = events.kind(e);
     if (kind !== EventKind.ACCEPTED && kind !== EventKind.EXECUTION) continue;
     const slot = events.order(e);
+    if (outcomeOnly && kind === EventKind.EXECUTION && slot === incoming) continue;
     const n = orders.words[orders.idAt(slot) + 3]!;
     const state = events.state(e);
     if (state === OrderState.OPEN || state === OrderState.PARTIALLY_FILLED) {

@@ -1,0 +1,203 @@
+// End-to-end HTTP figures, each beside the ceiling measured in the same run with the
+// same load generator (bench/load/):
+//  - the HTTP ceiling: a bare uWebSockets.js server answering a canned envelope of the
+//    venue's answer size (bench/load/bare-server.ts);
+//  - the storage ceiling: COPY of command-log rows alone into PostgreSQL, one
+//    transaction per batch (bench/persistence-bench.ts copyCapacity);
+//  - the venue, closed-loop (64 connections) in sync-result and accepted-async with 1
+//    and 2 gateway threads and 1 and 2 shards, each run verified against the database;
+//  - open-loop at fractions of the closed-loop rate (latency from when each request was
+//    due), which gives the throughput/latency curves (bench/results/load.svg) and the
+//    durable acknowledgement at half load;
+//  - a read load (snapshot, depth, tape) beside the order load.
+// Results: bench/results/load.json. Everything is bounded in time.
+
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { describe, runLoad, type LoadOptions, type LoadResult } from './load/load-generator.ts';
+import { startBenchVenue, type BenchVenue } from './load/venue.ts';
+import { verifyLoad, type Verification } from './load/verify.ts';
+import { copyCapacity } from './persistence-bench.ts';
+import { writeResult, RESULTS_DIR } from './lib/results.ts';
+import { writeLatencyPlot } from './lib/plot.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const CONNECTIONS = 64;
+
+function summary(result: LoadResult) {
+  const { recorded: _recorded, ...rest } = result;
+  return rest;
+}
+
+async function answerBytes(venue: BenchVenue): Promise<number> {
+  const body = JSON.stringify({
+    commandId: crypto.randomUUID(), traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(), actorId: 'bench',
+    occurredAt: new Date().toISOString(), orderId: crypto.randomUUID(), instrumentId: '5e000000-0000-4000-8000-0000000000ff',
+    participantId: 'a1000000-0000-4000-8000-000000000001', accountId: 'a2000000-0000-4000-8000-000000000001', side: 'BUY', orderType: 'LIMIT',
+    quantityUnits: '1', limitPrice: '1', currency: 'USD', timeInForce: 'DAY',
+  });
+  const answer = await fetch(`${venue.baseUrl}/api/v1/orders/submit`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer dev-token-trader-a', 'content-type': 'application/json', 'x-client-id': 'size', 'idempotency-key': crypto.randomUUID(), 'x-processing-mode': 'sync-result' },
+    body,
+  });
+  return (await answer.text()).length;
+}
+
+async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    let seen = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(seen);
+      if (match !== null) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
+  });
+  return {
+    baseUrl,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+interface VenueRun {
+  gatewayThreads: number;
+  shards: number;
+  mode: string;
+  closedLoop: ReturnType<typeof summary>;
+  openLoop: ReturnType<typeof summary>[];
+  verification: Verification;
+  readyMs: number;
+}
+
+export async function runLoadBench(quick: boolean): Promise<Record<string, unknown>> {
+  const seconds = quick ? 3 : 8;
+  const warmupMs = quick ? 1000 : 2000;
+  const base = (label: string, extra: Partial<LoadOptions> & { baseUrl: string }): LoadOptions => ({
+    mode: null, threads: 1, connections: CONNECTIONS, warmupMs, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, ...extra,
+  });
+
+  // The answer size, from the real venue, for the ceiling's canned envelope.
+  const probe = await startBenchVenue({});
+  const bytes = await answerBytes(probe);
+  await probe.stop();
+
+  // HTTP ceiling: the same generator (1 and 2 threads), the same connections.
+  const bare = await startBareServer(2, bytes);
+  const ceilingRuns: LoadResult[] = [];
+  try {
+    for (const threads of [1, 2]) {
+      const run = await runLoad(base(`ceiling, ${threads} load thread(s)`, { baseUrl: bare.baseUrl, threads, record: false, parseAnswers: false }));
+      console.log(describe(run));
+      ceilingRuns.push(run);
+    }
+  } finally {
+    await bare.stop();
+  }
+  const ceiling = Math.max(...ceilingRuns.map((r) => r.okPerSecond));
+  const loadThreads = ceilingRuns[1]!.okPerSecond > ceilingRuns[0]!.okPerSecond * 1.05 ? 2 : 1;
+
+  // Storage ceiling: COPY alone, the batch sizes group commit makes under load.
+  const storage = [];
+  for (const rows of [256, 2048]) storage.push(await copyCapacity(rows, Math.max(5, Math.round((quick ? 20_000 : 100_000) / rows))));
+  const storageCeiling = Math.max(...storage.map((s) => s.rowsPerSecond));
+  console.log(`storage ceiling (COPY alone): ${storage.map((s) => `${s.rowsPerSecond} rows/s at ${s.batchRows}`).join(', ')}`);
+
+  const configs = quick
+    ? [{ gatewayThreads: 2, shards: 2 }]
+    : [
+        { gatewayThreads: 1, shards: 1 },
+        { gatewayThreads: 1, shards: 2 },
+        { gatewayThreads: 2, shards: 1 },
+        { gatewayThreads: 2, shards: 2 },
+      ];
+  const fractions = quick ? [0.5, 0.8] : [0.25, 0.5, 0.8, 1.0];
+  const runs: VenueRun[] = [];
+  let readsBeside: Record<string, unknown> | null = null;
+  for (const { gatewayThreads, shards } of configs) {
+    for (const mode of ['sync-result', 'accepted-async']) {
+      const venue = await startBenchVenue({ GATEWAY_THREADS: String(gatewayThreads), MATCHING_SHARDS: String(shards), PROCESSING_MODE: mode });
+      try {
+        const label = `${mode}, ${gatewayThreads} gateway / ${shards} shard`;
+        const all: LoadResult[] = [];
+        const closed = await runLoad(base(`${label}, closed loop`, { baseUrl: venue.baseUrl, mode, threads: loadThreads }));
+        console.log(describe(closed));
+        all.push(closed);
+        const open: LoadResult[] = [];
+        const curve = gatewayThreads === 2 && shards === 2;
+        if (curve) {
+          for (const fraction of fractions) {
+            const rate = Math.max(100, Math.round(closed.okPerSecond * fraction));
+            const run = await runLoad(base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, ratePerSecond: rate, seed: 8 + open.length }));
+            console.log(describe(run));
+            open.push(run);
+            all.push(run);
+          }
+          if (mode === 'sync-result') {
+            // Reads beside the order load: the same closed loop with a reads thread (4 connections),
+            // after a snapshot refresh so that every instrument has a stored snapshot to read.
+            await fetch(`${venue.baseUrl}/api/v1/market-data/snapshots`, { method: 'POST', headers: { authorization: 'Bearer dev-token-viewer' } });
+            const [orders, reads] = await Promise.all([
+              runLoad(base(`${label}, closed loop beside reads`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 })),
+              runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: 4, record: false, quiet: true })),
+            ]);
+            console.log(describe(orders));
+            all.push(orders);
+            // The baseline is the order load alone before and after (a warm JIT and a grown book favour later runs).
+            const again = await runLoad(base(`${label}, closed loop alone again`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 21 }));
+            console.log(describe(again));
+            all.push(again);
+            const alone = (closed.okPerSecond + again.okPerSecond) / 2;
+            const drop = Number((((alone - orders.okPerSecond) / alone) * 100).toFixed(1));
+            readsBeside = { ordersAlone: [closed.okPerSecond, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readLatencyUs: reads.readLatencyUs };
+            console.log(`  reads beside: ${reads.okPerSecond} reads/s, orders ${drop}% lower; ${Object.entries(reads.readLatencyUs).map(([k, v]) => `${k} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
+          }
+        }
+        const verification = await verifyLoad(venue.databaseUrl, all);
+        console.log(`  verified: ${JSON.stringify(verification)}`);
+        runs.push({ gatewayThreads, shards, mode, closedLoop: summary(closed), openLoop: open.map(summary), verification, readyMs: Math.round(venue.readyMs) });
+      } finally {
+        await venue.stop();
+      }
+    }
+  }
+
+  const at = (mode: string) => runs.find((r) => r.mode === mode && r.gatewayThreads === 2 && r.shards === 2)!;
+  const sync = at('sync-result');
+  const async_ = at('accepted-async');
+  const half = sync.openLoop.find((r) => Math.abs(r.ratePerSecond - sync.closedLoop.okPerSecond * 0.5) < 2) ?? null;
+  const eighty = sync.openLoop.find((r) => Math.abs(r.ratePerSecond - sync.closedLoop.okPerSecond * 0.8) < 2) ?? null;
+  const ratios = {
+    syncToHttpCeiling: Number((sync.closedLoop.okPerSecond / ceiling).toFixed(3)),
+    asyncToHttpCeiling: Number((async_.closedLoop.okPerSecond / ceiling).toFixed(3)),
+    syncCommandsToStorageCeilingRows: Number((sync.closedLoop.okPerSecond / storageCeiling).toFixed(3)),
+  };
+  const plot = writeLatencyPlot(`${RESULTS_DIR}/load.svg`, 'Client latency against throughput (open loop, 2 gateway threads, 2 shards)', [
+    { name: 'sync-result', points: sync.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
+    { name: 'accepted-async', points: async_.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
+  ], ceiling);
+  const result = {
+    machine: { cpus: os.availableParallelism(), node: process.version },
+    note: `load generator: ${loadThreads} worker thread(s) of undici keep-alive connections (${CONNECTIONS} each) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
+    quick,
+    answerBytes: bytes,
+    httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map(summary) },
+    storageCeiling: { rowsPerSecond: storageCeiling, runs: storage },
+    ratios,
+    durableAckAtHalfLoad: half === null ? null : { rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99 },
+    syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },
+    readsBeside,
+    runs,
+    plot,
+  };
+  writeResult('load', result);
+  return result;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await runLoadBench(process.argv.includes('--quick'));

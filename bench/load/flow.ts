@@ -1,0 +1,181 @@
+// A realistic order flow for the load generator: per lane, orders around a moving mid
+// on a handful of instruments, for both dev traders (so there are counterparties):
+//   60% resting limits 1..10 ticks on the passive side,
+//   20% cancels of the lane's own resting orders,
+//   15% crossing orders (IOC mostly, some DAY limits that rest their remainder),
+//    5% modifies of the lane's own resting orders.
+// The lane learns from sync-result answers which of its orders rest; under the
+// pointer modes it assumes a passive order rests (a cancel of a filled one is then a
+// business rejection, as it would be for a real client).
+
+import { SeededRandom } from '../lib/seeded-random.ts';
+
+export const TRADERS = [
+  { token: 'dev-token-trader-a', participantId: 'a1000000-0000-4000-8000-000000000001', accountId: 'a2000000-0000-4000-8000-000000000001' },
+  { token: 'dev-token-trader-b', participantId: 'b1000000-0000-4000-8000-000000000001', accountId: 'b2000000-0000-4000-8000-000000000001' },
+] as const;
+
+export const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `5e000000-0000-4000-8000-00000000000${k}`);
+const TICK = 1; // in cents
+const MAX_RESTING = 2_000; // per lane: bounded
+
+export type FlowKind = 'rest' | 'cross' | 'cancel' | 'modify';
+
+export interface FlowRequest {
+  kind: FlowKind;
+  path: string;
+  token: string;
+  body: string;
+  commandId: string;
+  orderId: string;
+  /** For rest/cross: the order's quantity, to learn from the answer whether it rests. */
+  quantity: number;
+}
+
+interface Resting {
+  orderId: string;
+  instrument: number;
+  trader: number;
+  side: 'BUY' | 'SELL';
+  cents: number;
+  quantity: number;
+}
+
+const price = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+
+export class OrderFlow {
+  private readonly random: SeededRandom;
+  private readonly mids = INSTRUMENTS.map(() => 10_000); // 100.00
+  private readonly resting: Resting[] = [];
+  private readonly pending = new Map<string, Resting>();
+
+  constructor(
+    seed: number,
+    private readonly session: { runId: string; venueSessionId: string },
+  ) {
+    this.random = new SeededRandom(seed);
+  }
+
+  next(): FlowRequest {
+    const r = this.random;
+    const instrument = r.below(INSTRUMENTS.length);
+    if (r.chance(0.01)) this.mids[instrument]! += r.chance(0.5) ? TICK : -TICK;
+    const roll = r.below(100);
+    if (roll >= 60 && roll < 80 && this.resting.length > 0) return this.cancel();
+    if (roll >= 95 && this.resting.length > 0) return this.modify();
+    const trader = r.below(2);
+    const side = r.chance(0.5) ? 'BUY' : 'SELL';
+    const mid = this.mids[instrument]!;
+    const crossing = roll >= 80 && roll < 95;
+    const distance = crossing ? -r.between(1, 5) : r.between(1, 10);
+    const cents = Math.max(1, side === 'BUY' ? mid - distance * TICK : mid + distance * TICK);
+    const quantity = r.between(1, crossing ? 30 : 10);
+    const ioc = crossing && r.chance(0.7);
+    const orderId = crypto.randomUUID();
+    const commandId = crypto.randomUUID();
+    const t = TRADERS[trader]!;
+    if (!ioc) this.pending.set(orderId, { orderId, instrument, trader, side, cents, quantity });
+    return {
+      kind: crossing ? 'cross' : 'rest',
+      path: '/api/v1/orders/submit',
+      token: t.token,
+      commandId,
+      orderId,
+      quantity,
+      body: JSON.stringify({
+        ...envelope(commandId),
+        orderId,
+        instrumentId: INSTRUMENTS[instrument],
+        participantId: t.participantId,
+        accountId: t.accountId,
+        side,
+        orderType: 'LIMIT',
+        quantityUnits: String(quantity),
+        limitPrice: price(cents),
+        currency: 'USD',
+        timeInForce: ioc ? 'IOC' : 'DAY',
+      }),
+    };
+  }
+
+  /** What the answer said: the quantity of the order that traded on arrival (null: unknown, a pointer mode). */
+  answered(request: FlowRequest, filledOnArrival: number | null): void {
+    const order = this.pending.get(request.orderId);
+    if (order === undefined) return;
+    this.pending.delete(request.orderId);
+    const left = order.quantity - (filledOnArrival ?? 0);
+    if (left <= 0) return;
+    order.quantity = left;
+    this.resting.push(order);
+    if (this.resting.length > MAX_RESTING) this.resting.shift();
+  }
+
+  /** The request failed (no answer, or not accepted): forget the order. */
+  failed(request: FlowRequest): void {
+    this.pending.delete(request.orderId);
+  }
+
+  private take(): Resting {
+    const at = this.random.below(this.resting.length);
+    const order = this.resting[at]!;
+    this.resting[at] = this.resting[this.resting.length - 1]!;
+    this.resting.pop();
+    return order;
+  }
+
+  private target(order: Resting, commandId: string) {
+    const t = TRADERS[order.trader]!;
+    return {
+      ...envelope(commandId),
+      orderId: order.orderId,
+      runId: this.session.runId,
+      venueSessionId: this.session.venueSessionId,
+      instrumentId: INSTRUMENTS[order.instrument],
+      participantId: t.participantId,
+      accountId: t.accountId,
+    };
+  }
+
+  private cancel(): FlowRequest {
+    const order = this.take();
+    const commandId = crypto.randomUUID();
+    return {
+      kind: 'cancel',
+      path: '/api/v1/orders/cancel',
+      token: TRADERS[order.trader]!.token,
+      commandId,
+      orderId: order.orderId,
+      quantity: 0,
+      body: JSON.stringify({ ...this.target(order, commandId), reason: 'load' }),
+    };
+  }
+
+  private modify(): FlowRequest {
+    const order = this.take();
+    const commandId = crypto.randomUUID();
+    const reduce = order.quantity > 1 && this.random.chance(0.5);
+    const modified = { ...order, quantity: reduce ? order.quantity - 1 : order.quantity + 1 };
+    // A modify keeps the order resting (at a new priority when it grows): the lane keeps it.
+    this.resting.push(modified);
+    return {
+      kind: 'modify',
+      path: '/api/v1/orders/modify',
+      token: TRADERS[order.trader]!.token,
+      commandId,
+      orderId: order.orderId,
+      quantity: 0,
+      body: JSON.stringify({ ...this.target(order, commandId), limitPrice: price(order.cents), quantityUnits: String(modified.quantity) }),
+    };
+  }
+}
+
+function envelope(commandId: string) {
+  return {
+    commandId,
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'load-generator',
+    occurredAt: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,194 @@
+// The HTTP load generator: worker threads (worker.ts) driving the real routes for a
+// bounded time, a progress line while they run, their histograms merged, and the
+// verification against the database afterwards (verify.ts).
+//
+//   npx tsx bench/load/load-generator.ts --url http://127.0.0.1:8080 [--seconds 10]
+//     [--threads 1] [--connections 64] [--rate 0] [--mode sync-result]
+// runs against a venue already running and prints the summary (no verification).
+
+import { fileURLToPath } from 'node:url';
+import * as hdr from 'hdr-histogram-js';
+import { spawnWorker } from '../../core/worker-spawn.ts';
+import type { WorkerOptions, WorkerReport } from './worker.ts';
+
+export interface LoadOptions {
+  baseUrl: string;
+  mode: string | null;
+  threads: number;
+  /** Connections per thread (= requests in flight per thread). */
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+  /** Open-loop total rate (requests/s over all threads); 0: closed-loop. */
+  ratePerSecond: number;
+  seed: number;
+  record: boolean;
+  parseAnswers?: boolean;
+  role?: 'orders' | 'reads';
+  label: string;
+  quiet?: boolean;
+}
+
+export interface Percentiles {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+export interface LoadResult {
+  label: string;
+  mode: string | null;
+  threads: number;
+  connections: number;
+  ratePerSecond: number;
+  seconds: number;
+  /** Answers with a 2xx status per second of the measured window. */
+  okPerSecond: number;
+  requestsPerSecond: number;
+  /** Client latency in microseconds (open loop: from when each request was due). */
+  latencyUs: Percentiles;
+  readLatencyUs: Record<string, Percentiles>;
+  statuses: Record<string, number>;
+  kinds: Record<string, number>;
+  transportErrors: number;
+  queuedBehind: number;
+  dropped: number;
+  recorded: WorkerReport['recorded'];
+  recordedTruncated: boolean;
+}
+
+const WORKER = new URL('./worker.ts', import.meta.url);
+
+export function percentiles(histogram: hdr.Histogram): Percentiles {
+  return {
+    count: histogram.totalCount,
+    p50: histogram.getValueAtPercentile(50),
+    p90: histogram.getValueAtPercentile(90),
+    p99: histogram.getValueAtPercentile(99),
+    p999: histogram.getValueAtPercentile(99.9),
+    max: histogram.maxValue,
+  };
+}
+
+async function venueSession(baseUrl: string): Promise<{ runId: string; venueSessionId: string }> {
+  const answer = await fetch(`${baseUrl}/api/v1/venue/session`, { headers: { authorization: 'Bearer dev-token-viewer' } });
+  if (answer.status !== 200) return { runId: 'run-local', venueSessionId: 'session-1' }; // the bare ceiling server
+  return (await answer.json()) as { runId: string; venueSessionId: string };
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const session = await venueSession(options.baseUrl);
+  const completed = new Array<number>(options.threads).fill(0);
+  const started = performance.now();
+  const progress = setInterval(() => {
+    if (options.quiet) return;
+    const seconds = (performance.now() - started) / 1000;
+    const total = completed.reduce((a, b) => a + b, 0);
+    process.stderr.write(`\r  ${options.label}: ${seconds.toFixed(0)} s, ${total} answered in the window     `);
+  }, 1000);
+  const reports = await Promise.all(
+    Array.from({ length: options.threads }, (_, k) => {
+      const data: WorkerOptions = {
+        role: options.role ?? 'orders',
+        baseUrl: options.baseUrl,
+        mode: options.mode,
+        connections: options.connections,
+        warmupMs: options.warmupMs,
+        durationMs: options.durationMs,
+        ratePerSecond: options.ratePerSecond / options.threads,
+        seed: options.seed * 1000 + k,
+        session,
+        record: options.record,
+        maxRecorded: 2_000_000,
+        parseAnswers: options.parseAnswers ?? true,
+      };
+      return new Promise<WorkerReport>((resolve, reject) => {
+        const worker = spawnWorker(WORKER, { ...data });
+        worker.on('message', (message: { type: 'progress'; completed: number } | { type: 'done'; report: WorkerReport }) => {
+          if (message.type === 'progress') completed[k] = message.completed;
+          else resolve(message.report);
+        });
+        worker.once('error', reject);
+        worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
+      });
+    }),
+  );
+  clearInterval(progress);
+  if (!options.quiet) process.stderr.write('\n');
+
+  const merged = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+  const reads: Record<string, hdr.Histogram> = {};
+  const statuses: Record<string, number> = {};
+  const kinds: Record<string, number> = {};
+  const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
+  let transportErrors = 0;
+  let queuedBehind = 0;
+  let dropped = 0;
+  let recordedTruncated = false;
+  for (const report of reports) {
+    merged.add(hdr.decodeFromCompressedBase64(report.histogram, 32, false));
+    for (const [kind, encoded] of Object.entries(report.histograms)) {
+      reads[kind] ??= hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+      reads[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
+    }
+    for (const [code, n] of Object.entries(report.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+    for (const [kind, n] of Object.entries(report.kinds)) kinds[kind] = (kinds[kind] ?? 0) + n;
+    transportErrors += report.transportErrors;
+    queuedBehind += report.queuedBehind;
+    dropped += report.dropped;
+    recordedTruncated ||= report.recordedTruncated;
+    for (const key of Object.keys(recorded) as (keyof WorkerReport['recorded'])[]) (recorded[key] as unknown[]).push(...report.recorded[key]);
+  }
+  const seconds = options.durationMs / 1000;
+  const ok = Object.entries(statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
+  const all = Object.values(statuses).reduce((a, b) => a + b, 0);
+  return {
+    label: options.label,
+    mode: options.mode,
+    threads: options.threads,
+    connections: options.connections,
+    ratePerSecond: options.ratePerSecond,
+    seconds,
+    okPerSecond: Math.round(ok / seconds),
+    requestsPerSecond: Math.round(all / seconds),
+    latencyUs: percentiles(merged),
+    readLatencyUs: Object.fromEntries(Object.entries(reads).map(([kind, h]) => [kind, percentiles(h)])),
+    statuses,
+    kinds,
+    transportErrors,
+    queuedBehind,
+    dropped,
+    recorded,
+    recordedTruncated,
+  };
+}
+
+export function describe(result: LoadResult): string {
+  const l = result.latencyUs;
+  const ms = (us: number) => (us / 1000).toFixed(2);
+  const codes = Object.entries(result.statuses).map(([code, n]) => `${code}:${n}`).join(' ');
+  return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${result.transportErrors ? ` transport errors ${result.transportErrors}` : ''}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const arg = (name: string, fallback: string) => {
+    const at = process.argv.indexOf(`--${name}`);
+    return at < 0 ? fallback : process.argv[at + 1]!;
+  };
+  const result = await runLoad({
+    baseUrl: arg('url', 'http://127.0.0.1:8080'),
+    mode: arg('mode', 'sync-result'),
+    threads: Number(arg('threads', '1')),
+    connections: Number(arg('connections', '64')),
+    warmupMs: 1000,
+    durationMs: Number(arg('seconds', '10')) * 1000,
+    ratePerSecond: Number(arg('rate', '0')),
+    seed: Number(arg('seed', '1')),
+    record: false,
+    label: 'load',
+  });
+  console.log(describe(result));
+}

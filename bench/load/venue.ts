@@ -1,0 +1,75 @@
+// The real venue (server.ts) as a child process on a fresh data folder, for the
+// benchmarks: its URL, its database URL (the embedded server it started), a stop.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface BenchVenue {
+  baseUrl: string;
+  databaseUrl: string;
+  child: ChildProcess;
+  /** Milliseconds from spawn to /readyz 200. */
+  readyMs: number;
+  /** SIGTERM, wait for the exit; removes the data folder unless keepData. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
+}
+
+/** `nodeArgs`: extra node flags (e.g. --cpu-prof, which NODE_OPTIONS may not carry). */
+export async function startBenchVenue(env: Record<string, string>, dataDir?: string, nodeArgs: string[] = []): Promise<BenchVenue> {
+  const dir = dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'venue-bench-'));
+  const started = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let seen = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the venue did not start:\n${seen.slice(-4000)}`)), 300_000);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.length > 1 << 20) seen = seen.slice(-65536); // bounded
+      const match = /venue listening on http:\/\/[^:]+:(\d+)/.exec(seen);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the venue exited with ${code}:\n${seen.slice(-4000)}`));
+    });
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  // The venue listens before it has recovered its books; ready is /readyz 200.
+  for (;;) {
+    const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.status, () => 0);
+    if (ready === 200) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const readyMs = performance.now() - started;
+  const databaseUrl = env.DATABASE_URL ?? (await embeddedUrl(dir));
+  if (databaseUrl === null) throw new Error('the venue runs no embedded PostgreSQL on its data folder');
+  return {
+    baseUrl,
+    databaseUrl,
+    child,
+    readyMs,
+    stop: async (options = {}) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      if (!options.keepData && dataDir === undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

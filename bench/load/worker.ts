@@ -1,0 +1,213 @@
+// One load-generator thread: keep-alive connections (undici Pool, one request per
+// connection at a time), the order flow of flow.ts, closed-loop (each connection sends
+// its next request when the previous one is answered) or open-loop (requests are due at
+// a fixed rate; latency counts from when a request was due, so a slow venue cannot hide
+// its queueing: no coordinated omission). Every latency in an HDR histogram (µs); every
+// status code counted; the commands answered kept for the verification at the end.
+// A reads worker instead loops snapshot, depth and tape reads.
+
+import { createHash } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import * as hdr from 'hdr-histogram-js';
+import { Pool } from 'undici';
+import { INSTRUMENTS, OrderFlow, type FlowRequest } from './flow.ts';
+
+export interface WorkerOptions {
+  role: 'orders' | 'reads';
+  baseUrl: string;
+  /** X-Processing-Mode, or null for the venue's default. */
+  mode: string | null;
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+  /** Open-loop requests per second of this worker; 0: closed-loop. */
+  ratePerSecond: number;
+  seed: number;
+  session: { runId: string; venueSessionId: string };
+  /** Keep each answered command for the verification (bounded by maxRecorded). */
+  record: boolean;
+  maxRecorded: number;
+  /** Whether the answers are venue answers to parse (false against the bare ceiling server). */
+  parseAnswers: boolean;
+}
+
+export interface WorkerReport {
+  histogram: string;
+  histograms: Record<string, string>;
+  statuses: Record<string, number>;
+  kinds: Record<string, number>;
+  transportErrors: number;
+  completed: number;
+  /** Open loop: requests that were due while every connection was busy (they waited; their latency includes it). */
+  queuedBehind: number;
+  /** Open loop: due requests given up because more than 100,000 were waiting (the venue fell far behind). */
+  dropped: number;
+  recorded: { commandIds: string[]; statuses: number[]; bodyMd5: (string | null)[]; tradeIds: string[]; kinds: string[] };
+  recordedTruncated: boolean;
+}
+
+const options = workerData as WorkerOptions;
+const newHistogram = () => hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+const histogram = newHistogram();
+const readHistograms: Record<string, hdr.Histogram> = {};
+const statuses: Record<string, number> = {};
+const kinds: Record<string, number> = {};
+const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
+let recordedTruncated = false;
+let transportErrors = 0;
+let completed = 0;
+let queuedBehind = 0;
+let dropped = 0;
+
+const pool = new Pool(options.baseUrl, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+const started = performance.now();
+const measureFrom = started + options.warmupMs;
+const deadline = measureFrom + options.durationMs;
+const flow = new OrderFlow(options.seed, options.session);
+
+const progress = setInterval(() => parentPort!.postMessage({ type: 'progress', completed }), 1000);
+
+async function send(request: FlowRequest, dueAt: number): Promise<void> {
+  let status = 0;
+  let text = '';
+  try {
+    const answer = await pool.request({
+      path: request.path,
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${request.token}`,
+        'content-type': 'application/json',
+        'x-client-id': 'load',
+        'idempotency-key': request.commandId,
+        ...(options.mode === null ? {} : { 'x-processing-mode': options.mode }),
+      },
+      body: request.body,
+    });
+    status = answer.statusCode;
+    text = await answer.body.text();
+  } catch {
+    transportErrors++;
+  }
+  const done = performance.now();
+  if (dueAt >= measureFrom && dueAt < deadline) {
+    completed++;
+    histogram.recordValue(Math.max(1, Math.round((done - dueAt) * 1000)));
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    kinds[request.kind] = (kinds[request.kind] ?? 0) + 1;
+  }
+  let trades: string[] = [];
+  if (status === 200 && options.parseAnswers) {
+    const body = JSON.parse(text) as { outcome: { accepted?: unknown }; executions: { orderId: string; quantity: { units: string } }[]; trades: { tradeId: string }[] };
+    trades = body.trades.map((t) => t.tradeId);
+    if (body.outcome.accepted !== undefined) {
+      const filled = body.executions.filter((e) => e.orderId === request.orderId).reduce((sum, e) => sum + Number(e.quantity.units), 0);
+      flow.answered(request, filled);
+    } else flow.failed(request);
+  } else if (status === 202) flow.answered(request, null);
+  else flow.failed(request);
+  if (options.record && status !== 0) {
+    if (recorded.commandIds.length < options.maxRecorded) {
+      recorded.commandIds.push(request.commandId);
+      recorded.statuses.push(status);
+      recorded.kinds.push(request.kind);
+      recorded.bodyMd5.push(status === 200 ? createHash('md5').update(text).digest('hex') : null);
+      for (const trade of trades) recorded.tradeIds.push(trade);
+    } else recordedTruncated = true;
+  }
+}
+
+async function closedLoop(): Promise<void> {
+  const lane = async () => {
+    while (performance.now() < deadline) {
+      const at = performance.now();
+      await send(flow.next(), at);
+    }
+  };
+  await Promise.all(Array.from({ length: options.connections }, lane));
+}
+
+async function openLoop(): Promise<void> {
+  const intervalMs = 1000 / options.ratePerSecond;
+  let sent = 0;
+  let inFlight = 0;
+  const queue: number[] = []; // due times waiting for a free connection
+  await new Promise<void>((resolve) => {
+    const pump = () => {
+      while (queue.length > 0 && inFlight < options.connections) {
+        const dueAt = queue.shift()!;
+        inFlight++;
+        void send(flow.next(), dueAt).finally(() => {
+          inFlight--;
+          pump();
+        });
+      }
+    };
+    const tick = () => {
+      const now = performance.now();
+      const end = Math.min(now, deadline);
+      while (started + sent * intervalMs <= end) {
+        const dueAt = started + sent * intervalMs;
+        sent++;
+        if (inFlight >= options.connections) queuedBehind += dueAt >= measureFrom ? 1 : 0;
+        queue.push(dueAt);
+      }
+      if (queue.length > 100_000) dropped += queue.splice(0, queue.length - 100_000).length; // bounded: the oldest are given up, and counted
+      pump();
+      if (now < deadline) setTimeout(tick, 1);
+      else {
+        const wait = () => (inFlight === 0 && queue.length === 0 ? resolve() : setTimeout(wait, 5));
+        wait();
+      }
+    };
+    tick();
+  });
+}
+
+async function readLoop(): Promise<void> {
+  const paths = {
+    snapshot: (k: number) => `/api/v1/market-data/snapshots/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
+    depth: (k: number) => `/api/v1/market-data/depth/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
+    tape: (k: number) => `/api/v1/market-data/trades/${INSTRUMENTS[k % INSTRUMENTS.length]}?limit=50`,
+  };
+  for (const kind of Object.keys(paths)) readHistograms[kind] = newHistogram();
+  let k = 0;
+  const lane = async () => {
+    while (performance.now() < deadline) {
+      for (const [kind, pathOf] of Object.entries(paths)) {
+        const at = performance.now();
+        let status = 0;
+        try {
+          const answer = await pool.request({ path: pathOf(k++), method: 'GET', headers: { authorization: 'Bearer dev-token-viewer' } });
+          status = answer.statusCode;
+          await answer.body.text();
+        } catch {
+          transportErrors++;
+        }
+        if (at >= measureFrom && at < deadline) {
+          completed++;
+          statuses[status] = (statuses[status] ?? 0) + 1;
+          kinds[kind] = (kinds[kind] ?? 0) + 1;
+          if (status === 200) readHistograms[kind]!.recordValue(Math.max(1, Math.round((performance.now() - at) * 1000)));
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.connections }, lane));
+}
+
+await (options.role === 'reads' ? readLoop() : options.ratePerSecond > 0 ? openLoop() : closedLoop());
+clearInterval(progress);
+await pool.close();
+const report: WorkerReport = {
+  histogram: hdr.encodeIntoCompressedBase64(histogram),
+  histograms: Object.fromEntries(Object.entries(readHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
+  statuses,
+  kinds,
+  transportErrors,
+  completed,
+  queuedBehind,
+  dropped,
+  recorded,
+  recordedTruncated,
+};
+parentPort!.postMessage({ type: 'done', report });

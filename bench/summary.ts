@@ -1,0 +1,84 @@
+// The Markdown summary of the latest results (bench/results/*.json): the targets with
+// the figure measured against each, and the end-to-end runs as ratios to their
+// ceilings. Written to bench/results/SUMMARY.md and between the README's
+// `<!-- bench-summary -->` markers.
+
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RESULTS_DIR } from './lib/results.ts';
+
+const README = fileURLToPath(new URL('../README.md', import.meta.url));
+const START = '<!-- bench-summary:start -->';
+const END = '<!-- bench-summary:end -->';
+
+const load = (name: string): any => {
+  const path = join(RESULTS_DIR, `${name}.json`);
+  return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : null;
+};
+const ms = (us: number | undefined) => (us === undefined ? '—' : `${(us / 1000).toFixed(2)} ms`);
+const k = (n: number | undefined) => (n === undefined ? '—' : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n));
+const pct = (r: number | undefined) => (r === undefined ? '—' : `${(r * 100).toFixed(1)}%`);
+const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
+
+export function buildSummary(): string {
+  const compare = load('core-compare');
+  const l = load('load');
+  const rows: string[][] = [];
+  const ours = compare?.ours?.opsPerSecond ?? compare?.ours?.opsPerSecondMedian;
+  rows.push(['matching core, 1 thread, the 60/30/10 stream', '≥ 5 M commands/s', compare ? `${k(ours)} commands/s` : '—', verdict(compare ? ours >= 5e6 : null)]);
+  rows.push(['matching core vs `nodejs-order-book`, same stream, same run', '≥ 50×', compare ? `${Number(compare.ratio).toFixed(1)}× (books equal: ${compare.booksEqual})` : '—', verdict(compare ? compare.ratio >= 50 : null)]);
+  const sync = l?.runs?.find((r: any) => r.mode === 'sync-result' && r.gatewayThreads === 2 && r.shards === 2);
+  const asyncRun = l?.runs?.find((r: any) => r.mode === 'accepted-async' && r.gatewayThreads === 2 && r.shards === 2);
+  rows.push(['`sync-result` submits / HTTP ceiling', '≥ 50%', l ? `${pct(l.ratios.syncToHttpCeiling)} (${k(sync?.closedLoop.okPerSecond)} of ${k(l.httpCeiling.okPerSecond)}/s)` : '—', verdict(l ? l.ratios.syncToHttpCeiling >= 0.5 : null)]);
+  rows.push(['`sync-result` p99 at 80% of its rate', '< 10 ms', l?.syncAt80Percent ? ms(l.syncAt80Percent.p99Us) : '—', verdict(l?.syncAt80Percent ? l.syncAt80Percent.p99Us < 10_000 : null)]);
+  rows.push(['`accepted-async` / HTTP ceiling', '≥ 70%', l ? `${pct(l.ratios.asyncToHttpCeiling)} (${k(asyncRun?.closedLoop.okPerSecond)}/s)` : '—', verdict(l ? l.ratios.asyncToHttpCeiling >= 0.7 : null)]);
+  const half = l?.durableAckAtHalfLoad;
+  rows.push(['durable acknowledgement at half load (p50 / p99)', '< 2 ms / < 10 ms', half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}` : '—', verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null)]);
+  rows.push(['projection lag p99 at full load', '< 250 ms', '—', verdict(null)]);
+  const reads = l?.readsBeside;
+  const snapshot = reads?.readLatencyUs?.snapshot?.p99;
+  const depth = reads?.readLatencyUs?.depth?.p99;
+  rows.push(['snapshot / depth p99 under order load', '< 2 ms', reads ? `${ms(snapshot)} / ${ms(depth)}` : '—', verdict(reads ? snapshot < 2000 && depth < 2000 : null)]);
+  rows.push(['order throughput drop beside reads', '< 10%', reads ? `${reads.dropPercent}% (${k(reads.readsPerSecond)} reads/s)` : '—', verdict(reads ? reads.dropPercent < 10 : null)]);
+  rows.push(['restart with 1,000,000 resting orders to `/readyz`', '< 10 s', '—', verdict(null)]);
+
+  const lines = [
+    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. Single runs, not yet medians of 3.`,
+    '',
+    '| target | aim | measured | |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ];
+  if (l) {
+    lines.push(
+      '',
+      `Ceilings in the same run, same load generator: HTTP ${k(l.httpCeiling.okPerSecond)} requests/s (bare uWebSockets.js, ${l.answerBytes}-byte canned answer), storage ${k(l.storageCeiling.rowsPerSecond)} rows/s (COPY alone).`,
+      '',
+      '| mode | gateway threads | shards | answered/s (closed loop, 64 connections) | / HTTP ceiling | p50 | p99 | start to ready | verified against the database |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...l.runs.map(
+        (r: any) =>
+          `| ${r.mode} | ${r.gatewayThreads} | ${r.shards} | ${k(r.closedLoop.okPerSecond)} | ${pct(r.closedLoop.okPerSecond / l.httpCeiling.okPerSecond)} | ${ms(r.closedLoop.latencyUs.p50)} | ${ms(r.closedLoop.latencyUs.p99)} | ${(r.readyMs / 1000).toFixed(1)} s | ${r.verification.ok ? `ok (${k(r.verification.commandsChecked)} commands, ${k(r.verification.tradesStored)} trades)` : '**FAILED**'} |`,
+      ),
+      '',
+      `Open loop (2 gateway threads, 2 shards): ${l.runs
+        .filter((r: any) => r.openLoop.length > 0)
+        .map((r: any) => `${r.mode} ${r.openLoop.map((o: any) => `${k(o.ratePerSecond)}/s → p50 ${ms(o.latencyUs.p50)}, p99 ${ms(o.latencyUs.p99)}`).join('; ')}`)
+        .join('. ')}. Plot: [bench/results/load.svg](bench/results/load.svg).`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function writeSummary(): void {
+  const text = buildSummary();
+  writeFileSync(join(RESULTS_DIR, 'SUMMARY.md'), `# Benchmark summary\n\n${text}\n`);
+  const readme = readFileSync(README, 'utf8');
+  const from = readme.indexOf(START);
+  const to = readme.indexOf(END);
+  if (from >= 0 && to > from) writeFileSync(README, `${readme.slice(0, from + START.length)}\n${text}\n${readme.slice(to)}`);
+  console.log(text);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) writeSummary();
