@@ -135,7 +135,7 @@ export interface PersistenceStatus {
     captureLatencyUs: LatencySummary;
     journalLatencyUs: LatencySummary;
   };
-  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number };
+  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number; lagUs: LatencySummary };
 }
 export type AdminAnswer =
   | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }

@@ -315,8 +315,11 @@ export const persistenceStatusSchema = {
     projections: {
       type: 'object',
       additionalProperties: false,
-      properties: { groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count },
-      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors'],
+      properties: {
+        groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count,
+        lagUs: { ...latency, description: 'projection lag per journal batch: its journal commit to its projection commit (microseconds)' },
+      },
+      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'lagUs'],
     },
   },
   required: ['database', 'shards', 'journal', 'projections'],

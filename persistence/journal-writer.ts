@@ -36,6 +36,8 @@ export interface JournalBatch {
   payload: Buffer;
   /** When the shard sequenced each command (µs, wall clock). */
   sequencedAtUs: number[];
+  /** When the batch's journal commit finished (performance.now() ms); unset for batches read back from storage. */
+  journaledAtMs?: number;
 }
 
 /** What the writer did since it started (the persistence status route and the benchmark read it). */
@@ -220,7 +222,11 @@ export class JournalWriter {
       if (journals.length > 0) await copyInto(client, JOURNAL_TARGET, journalCopy(journals));
       this.stats.busyUs += (performance.now() - started) * 1000;
     });
-    for (const journal of batch.journals) this.control.setJournalCommitted(journal.shard, journal.lastSequence);
+    const now = performance.now();
+    for (const journal of batch.journals) {
+      journal.journaledAtMs = now;
+      this.control.setJournalCommitted(journal.shard, journal.lastSequence);
+    }
     this.control.countCommit();
     this.recordJournals(batch);
   }

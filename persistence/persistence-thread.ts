@@ -233,7 +233,7 @@ function status(): PersistenceStatus {
       captureLatencyUs: w.captureLatency.summary(),
       journalLatencyUs: w.journalLatency.summary(),
     },
-    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2) },
+    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2), lagUs: p.lag.summary() },
   };
 }
 

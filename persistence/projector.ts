@@ -45,6 +45,7 @@ import { PersistenceControl } from '../core/persistence-control.ts';
 import { readEvent, readHeader, RESULT_RECORD_BYTES, type ResultEvent, type ResultHeader } from '../core/result-slot.ts';
 import { formatUuid } from '../core/uuid.ts';
 import { BinaryCopy, copyInto } from './copy-binary.ts';
+import { LatencyHistogram } from './latency-histogram.ts';
 import type { JournalBatch } from './journal-writer.ts';
 
 /** Connections that already hold the lifecycle staging table. */
@@ -163,6 +164,8 @@ export class ProjectorStats {
   rows = 0;
   /** Time spent in successful projection transactions, µs. */
   busyUs = 0;
+  /** Projection lag per journal batch: its journal commit to its projection commit (µs). */
+  readonly lag = new LatencyHistogram();
 }
 
 export class Projector {
@@ -285,7 +288,9 @@ export class Projector {
       STAGED.delete(client); // a staging table created in the rolled-back transaction is gone
       throw error;
     }
-    this.stats.busyUs += (performance.now() - started) * 1000;
+    const committed = performance.now();
+    this.stats.busyUs += (committed - started) * 1000;
+    for (const batch of batches) if (batch.journaledAtMs !== undefined) this.stats.lag.record((committed - batch.journaledAtMs) * 1000);
     this.stats.groups++;
     this.stats.rows += rows.outcomes.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size;
     for (const [shard, sequence] of rows.watermarks) {

@@ -49,11 +49,48 @@ export class OrderFlow {
   private readonly resting: Resting[] = [];
   private readonly pending = new Map<string, Resting>();
 
+  /** Trace, causation and correlation ids are not keys: one set per lane keeps the generator's CPU for the venue. */
+  private readonly trace = { traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID() };
+  private filled = 0;
+
   constructor(
     seed: number,
     private readonly session: { runId: string; venueSessionId: string },
   ) {
     this.random = new SeededRandom(seed);
+  }
+
+  /** A resting buy far below any trading (1.00 to 50.00), for filling a book before a restart. */
+  fill(): FlowRequest {
+    const commandId = crypto.randomUUID();
+    const orderId = crypto.randomUUID();
+    const t = TRADERS[0];
+    const cents = 100 + (this.filled++ % 4900);
+    return {
+      kind: 'rest',
+      path: '/api/v1/orders/submit',
+      token: t.token,
+      commandId,
+      orderId,
+      quantity: 1,
+      body: JSON.stringify({
+        ...this.envelope(commandId),
+        orderId,
+        instrumentId: INSTRUMENTS[this.filled % INSTRUMENTS.length],
+        participantId: t.participantId,
+        accountId: t.accountId,
+        side: 'BUY',
+        orderType: 'LIMIT',
+        quantityUnits: '1',
+        limitPrice: price(cents),
+        currency: 'USD',
+        timeInForce: 'DAY',
+      }),
+    };
+  }
+
+  private envelope(commandId: string) {
+    return { commandId, ...this.trace, actorId: 'load-generator', occurredAt: new Date().toISOString() };
   }
 
   next(): FlowRequest {
@@ -83,7 +120,7 @@ export class OrderFlow {
       orderId,
       quantity,
       body: JSON.stringify({
-        ...envelope(commandId),
+        ...this.envelope(commandId),
         orderId,
         instrumentId: INSTRUMENTS[instrument],
         participantId: t.participantId,
@@ -126,7 +163,7 @@ export class OrderFlow {
   private target(order: Resting, commandId: string) {
     const t = TRADERS[order.trader]!;
     return {
-      ...envelope(commandId),
+      ...this.envelope(commandId),
       orderId: order.orderId,
       runId: this.session.runId,
       venueSessionId: this.session.venueSessionId,
@@ -169,13 +206,3 @@ export class OrderFlow {
   }
 }
 
-function envelope(commandId: string) {
-  return {
-    commandId,
-    traceId: crypto.randomUUID(),
-    causationId: crypto.randomUUID(),
-    correlationId: crypto.randomUUID(),
-    actorId: 'load-generator',
-    occurredAt: new Date().toISOString(),
-  };
-}

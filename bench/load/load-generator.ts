@@ -24,7 +24,9 @@ export interface LoadOptions {
   seed: number;
   record: boolean;
   parseAnswers?: boolean;
-  role?: 'orders' | 'reads';
+  role?: 'orders' | 'reads' | 'fill';
+  /** A bound on the requests of the whole run (0 or unset: the time bounds it). */
+  maxRequests?: number;
   label: string;
   quiet?: boolean;
 }
@@ -93,6 +95,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     Array.from({ length: options.threads }, (_, k) => {
       const data: WorkerOptions = {
         role: options.role ?? 'orders',
+        maxRequests: Math.ceil((options.maxRequests ?? 0) / options.threads),
         baseUrl: options.baseUrl,
         mode: options.mode,
         connections: options.connections,

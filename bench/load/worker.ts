@@ -13,7 +13,10 @@ import { Pool } from 'undici';
 import { INSTRUMENTS, OrderFlow, type FlowRequest } from './flow.ts';
 
 export interface WorkerOptions {
-  role: 'orders' | 'reads';
+  /** orders: the flow; reads: snapshot, depth, tape; fill: resting buys only, up to maxRequests. */
+  role: 'orders' | 'reads' | 'fill';
+  /** A bound on the requests this worker sends (0: only the time bounds it). */
+  maxRequests: number;
   baseUrl: string;
   /** X-Processing-Mode, or null for the venue's default. */
   mode: string | null;
@@ -117,10 +120,12 @@ async function send(request: FlowRequest, dueAt: number): Promise<void> {
 }
 
 async function closedLoop(): Promise<void> {
+  let sent = 0;
   const lane = async () => {
-    while (performance.now() < deadline) {
+    while (performance.now() < deadline && (options.maxRequests === 0 || sent < options.maxRequests)) {
+      sent++;
       const at = performance.now();
-      await send(flow.next(), at);
+      await send(options.role === 'fill' ? flow.fill() : flow.next(), at);
     }
   };
   await Promise.all(Array.from({ length: options.connections }, lane));
