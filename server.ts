@@ -5,8 +5,8 @@
 // memory; GATEWAY_THREADS gateway threads listening on one port (/healthz answers,
 // /readyz and the order routes say "starting"); MATCHING_SHARDS shard threads, each
 // rebuilding its book from its journal; the persistence thread (it materializes what
-// the projections lack); re-driving of every captured command that never reached the
-// journal, until it is durable and projected; the gateways' shared tables reloaded
+// the projections lack, and names the captured commands that never reached the
+// journal); re-driving of those, until durable and projected; the gateways' shared tables reloaded
 // from storage; the read thread; then the shards run and the venue is ready.
 //
 // Stop (SIGINT/SIGTERM): no new commands, in-flight ones finish (answers wait for
@@ -39,9 +39,9 @@ import {
 import { SessionRegistry } from './gateway/sessions.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceReady, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, knownOrders, openSession, readJournal, readUnjournaled, recentCommands } from './persistence/recovery.ts';
+import { checkSettings, knownOrders, openSession, readJournal, recentCommands } from './persistence/recovery.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
@@ -230,14 +230,16 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     venue.persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
       transferList: [...persistenceData.adminPorts, persistenceData.bookPort],
     });
-    await once<{ type: string }>(venue.persistence, (m) => m.type === 'ready', 'persistence');
+    const ready = await once<PersistenceReady>(venue.persistence, (m) => m.type === 'ready', 'persistence');
 
     // -- re-drive what was captured (maybe acknowledged) but never journaled --
-    const redriven = await readUnjournaled(client, async (shard, slots, count) => {
+    let redriven = 0;
+    for (const { shard, slots, count } of ready.redrive) {
       const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
       if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
       journalDurable[shard] = answer.sequence;
-    });
+      redriven += count;
+    }
     if (redriven > 0) {
       await until(
         () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),

@@ -2,8 +2,9 @@
 // same load generator (bench/load/):
 //  - the HTTP ceiling: a bare uWebSockets.js server answering a canned envelope of the
 //    venue's answer size (bench/load/bare-server.ts);
-//  - the storage ceiling: COPY of command-log rows alone into PostgreSQL, one
-//    transaction per batch (bench/persistence-bench.ts copyCapacity);
+//  - the storage ceiling: tier 1's commit alone (intake and journal rows of synthetic
+//    commands, one transaction per commit) into PostgreSQL (bench/persistence-bench.ts
+//    copyCapacity);
 //  - the venue, closed-loop (64 connections) in sync-result and accepted-async with 1
 //    and 2 gateway threads and 1 and 2 shards, each run verified against the database;
 //  - open-loop at fractions of the closed-loop rate (latency from when each request was
@@ -143,9 +144,9 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
 
   // Storage ceiling: COPY alone, the batch sizes group commit makes under load.
   const storage = [];
-  for (const rows of [256, 2048]) storage.push(await copyCapacity(rows, Math.max(5, Math.round((quick ? 20_000 : 100_000) / rows))));
-  const storageCeiling = Math.max(...storage.map((s) => s.rowsPerSecond));
-  console.log(`storage ceiling (COPY alone): ${storage.map((s) => `${s.rowsPerSecond} rows/s at ${s.batchRows}`).join(', ')}`);
+  for (const commands of [64, 512]) storage.push(await copyCapacity(commands, Math.max(5, Math.round((quick ? 40_000 : 200_000) / commands))));
+  const storageCeiling = Math.max(...storage.map((s) => s.commandsPerSecond));
+  console.log(`storage ceiling (tier 1 alone): ${storage.map((s) => `${s.commandsPerSecond} commands/s at ${s.batchCommands} per commit`).join(', ')}`);
 
   const configs = quick
     ? [{ gatewayThreads: 2, shards: 2 }]
@@ -234,7 +235,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   const ratios = {
     syncToHttpCeiling: Number((sync.closedLoop.okPerSecond / ceiling).toFixed(3)),
     asyncToHttpCeiling: Number((async_.closedLoop.okPerSecond / ceiling).toFixed(3)),
-    syncCommandsToStorageCeilingRows: Number((sync.closedLoop.okPerSecond / storageCeiling).toFixed(3)),
+    syncToStorageCeiling: Number((sync.closedLoop.okPerSecond / storageCeiling).toFixed(3)),
   };
   const plot = writeLatencyPlot(`${RESULTS_DIR}/load.svg`, 'Client latency against throughput (open loop, 2 gateway threads, 2 shards)', [
     { name: 'sync-result', points: sync.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
@@ -246,7 +247,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     quick,
     answerBytes: bytes,
     httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map(summary) },
-    storageCeiling: { rowsPerSecond: storageCeiling, runs: storage },
+    storageCeiling: { commandsPerSecond: storageCeiling, runs: storage },
     ratios,
     durableAckAtHalfLoad: half === null ? null : { rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99 },
     syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },

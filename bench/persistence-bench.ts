@@ -24,12 +24,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { INTAKE_RECORD_BYTES, type IntakeEntry } from '../core/intake-record.ts';
+import { INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres.ts';
-import { JournalWriter } from '../persistence/journal-writer.ts';
+import { JournalWriter, type StorageCommit } from '../persistence/journal-writer.ts';
 import type { LatencySummary, PersistenceStatus } from '../core/storage-protocol.ts';
 import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { migrate } from '../persistence/migrations.ts';
@@ -240,11 +240,13 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
 }
 
 /**
- * The capacity of tier 1's COPY alone: the journal writer's own command-log stage
- * (commitIntake: binary COPY, one transaction, fsync) fed synthetic rows in batches
- * of a given size, on a fresh embedded PostgreSQL, with nothing else running.
+ * The capacity of tier 1 alone: the journal writer's own commit (one transaction in
+ * one round trip: an intake_batches row and a journal_batches row, fsync) fed
+ * synthetic commits of `batchCommands` commands (a 640-byte intake record and a
+ * 256-byte journal entry each: slot, header, one event), on a fresh embedded
+ * PostgreSQL with nothing else running. The storage ceiling, in commands per second.
  */
-export async function copyCapacity(batchRows: number, batches: number): Promise<{ batchRows: number; rowsPerSecond: number; msPerBatch: number }> {
+export async function copyCapacity(batchCommands: number, batches: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
   const server = await startEmbeddedPostgres(dataDir, () => undefined);
   try {
@@ -256,9 +258,9 @@ export async function copyCapacity(batchRows: number, batches: number): Promise<
       intakeRings: [createRingBuffer(INTAKE_RECORD_BYTES, 16)],
       journalRings: [createRingBuffer(RESULT_RECORD_BYTES, 64)],
       control: new PersistenceControl(PersistenceControl.create()),
-      principalIds: ['trader-a'],
-      limits: { journalBytesMax: 1 << 20 },
+      limits: { journalBytesMax: 1 << 24 },
       journalDurable: [0],
+      lastCommitNo: 0,
       log: () => undefined,
     });
     const connect = async () => {
@@ -267,19 +269,24 @@ export async function copyCapacity(batchRows: number, batches: number): Promise<
       return client;
     };
     const ref: { client: pg.Client | null } = { client: null };
-    const entry = (): IntakeEntry => ({
-      processingMode: 0, route: 0, shard: 0, principal: 0, receivedAtUs: Date.now() * 1000,
-      commandId: randomBytes(16), scopeDigest: randomBytes(16), payloadHash: randomBytes(32), orderId: randomBytes(16), instrumentId: randomBytes(16),
-      slot: randomBytes(128), clientId: 'bench-client', idempotencyKey: crypto.randomUUID(), clientOrderId: null,
-    });
-    const batch = () => ({ intake: Array.from({ length: batchRows }, entry), intakeCounts: [batchRows], journals: [] });
-    await writer.commitIntake(connect, ref, batch(), () => undefined); // warm-up
-    const prepared = Array.from({ length: batches }, batch);
+    let commitNo = 0;
+    let sequence = 0;
+    const commit = (): StorageCommit => {
+      const first = sequence + 1;
+      sequence += batchCommands;
+      return {
+        commitNo: ++commitNo,
+        intake: [{ gateway: 0, count: batchCommands, payload: randomBytes(batchCommands * INTAKE_RECORD_BYTES) }],
+        journals: [{ shard: 0, firstSequence: first, lastSequence: sequence, commandCount: batchCommands, eventCount: batchCommands, payload: randomBytes(batchCommands * 256) }],
+      };
+    };
+    const prepared = Array.from({ length: batches + 1 }, commit);
+    await writer.commit(connect, ref, prepared.shift()!); // warm-up
     const started = performance.now();
-    for (const next of prepared) await writer.commitIntake(connect, ref, next, () => undefined);
+    for (const next of prepared) await writer.commit(connect, ref, next);
     const ms = performance.now() - started;
     await ref.client?.end();
-    return { batchRows, rowsPerSecond: Math.round((batchRows * batches) / (ms / 1000)), msPerBatch: Number((ms / batches).toFixed(2)) };
+    return { batchCommands, commandsPerSecond: Math.round((batchCommands * batches) / (ms / 1000)), msPerCommit: Number((ms / batches).toFixed(2)) };
   } finally {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -291,7 +298,7 @@ export async function runPersistenceBench(quick: boolean): Promise<void> {
   for (const rows of [32, 256, 2048]) {
     const result = await copyCapacity(rows, Math.max(5, Math.round((quick ? 20_000 : 100_000) / rows)));
     capacity.push(result);
-    console.log(`tier 1 COPY alone, ${String(rows).padStart(4)} rows per commit: ${result.rowsPerSecond} rows/s, ${result.msPerBatch} ms per commit`);
+    console.log(`tier 1 alone, ${String(rows).padStart(4)} commands per commit: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
   }
   const seconds = quick ? 3 : 10;
   const maxRequests = quick ? 60_000 : 400_000;

@@ -61,7 +61,7 @@ export function buildSummary(): string {
   if (l) {
     lines.push(
       '',
-      `Ceilings in the same run, same load generator: HTTP ${k(l.httpCeiling.okPerSecond)} requests/s (bare uWebSockets.js, ${l.answerBytes}-byte canned answer), storage ${k(l.storageCeiling.rowsPerSecond)} rows/s (COPY alone).`,
+      `Ceilings in the same run, same load generator: HTTP ${k(l.httpCeiling.okPerSecond)} requests/s (bare uWebSockets.js, ${l.answerBytes}-byte canned answer), storage ${k(l.storageCeiling.commandsPerSecond)} commands/s (tier 1's commit alone, synthetic commands).`,
       '',
       '| mode | gateway threads | shards | answered/s (closed loop, 64 connections) | / HTTP ceiling | p50 | p99 | start to ready | verified against the database |',
       '|---|---|---|---|---|---|---|---|---|',

@@ -119,6 +119,18 @@ export class RingConsumer extends RingBase {
     return (Atomics.load(this.control, WRITE_WORD) - this.read) >>> 0;
   }
 
+  /**
+   * Copies the next `count` slots (count <= available()), in order, to target[at..]:
+   * at most two block copies (the ring may wrap). Does not release them.
+   */
+  copyOut(count: number, target: Uint8Array, at: number): void {
+    const first = this.read & this.mask;
+    const head = Math.min(count, this.capacity - first);
+    const from = RING_HEADER_BYTES + first * this.slotBytes;
+    target.set(this.bytes.subarray(from, from + head * this.slotBytes), at);
+    if (head < count) target.set(this.bytes.subarray(RING_HEADER_BYTES, RING_HEADER_BYTES + (count - head) * this.slotBytes), at + head * this.slotBytes);
+  }
+
   /** Hands the next `count` read slots back to the producer (count <= available()). */
   release(count: number): void {
     if (count > this.available()) throw new Error('ring: release beyond the available slots');

@@ -56,11 +56,37 @@ export class BinaryCopy {
     return this.int32(value);
   }
 
+  /** An int8 from an integer number (|value| < 2^53), without a BigInt. */
   bigint(value: number): this {
-    this.int32(8);
-    this.ensure(8);
-    this.buffer.writeBigInt64BE(BigInt(value), this.length);
-    this.length += 8;
+    this.ensure(12);
+    const high = Math.floor(value / 4_294_967_296);
+    this.buffer.writeInt32BE(8, this.length);
+    this.buffer.writeInt32BE(high, this.length + 4);
+    this.buffer.writeUInt32BE(value - high * 4_294_967_296, this.length + 8);
+    this.length += 12;
+    return this;
+  }
+
+  /** A uuid from four words as the threads carry them (core/uuid.ts: most significant word first). */
+  uuidWords(words: Int32Array, at: number): this {
+    this.ensure(20);
+    const buffer = this.buffer;
+    const to = this.length;
+    buffer.writeInt32BE(16, to);
+    buffer.writeInt32BE(words[at]!, to + 4);
+    buffer.writeInt32BE(words[at + 1]!, to + 8);
+    buffer.writeInt32BE(words[at + 2]!, to + 12);
+    buffer.writeInt32BE(words[at + 3]!, to + 16);
+    this.length = to + 20;
+    return this;
+  }
+
+  /** A bytea (or uuid, or text, whose binary form is its bytes) from a range of bytes. */
+  range(source: Uint8Array, start: number, length: number): this {
+    this.int32(length);
+    this.ensure(length);
+    this.buffer.set(source.subarray(start, start + length), this.length);
+    this.length += length;
     return this;
   }
 

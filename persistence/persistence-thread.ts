@@ -2,18 +2,30 @@
 // behind it, the projector (tier 2), each on its own connection. It also answers the
 // operator's lifecycle rebuild (pausing the projector while it runs).
 //
-// Start: load the projections' watermarks and open orders, materialize whatever the
-// journal holds beyond them (a crash may have left the projections behind), then say
-// ready and start taking the rings.
+// Start: load the projections' watermarks, open orders and the intake records still
+// waiting for an outcome, materialize whatever the journal holds beyond the
+// watermarks (a crash may have left the projections behind), then say ready, with
+// the commands that were taken but never sequenced (the main thread re-drives them),
+// and start taking the rings.
 
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
-import { JournalWriter, type JournalBatch, type WriterLimits } from './journal-writer.ts';
+import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
 import type { AdminAnswer, AdminRequest, PersistenceStatus } from '../core/storage-protocol.ts';
-import { Projector } from './projector.ts';
+import { Projector, PROJECTOR_SESSION_SQL, type RedriveShard } from './projector.ts';
+
+/** The first message of the thread: ready, and what recovery must re-drive. */
+export interface PersistenceReady {
+  type: 'ready';
+  redrive: RedriveShard[];
+}
+
+/** A projection group holds at most this many commits and this many journal bytes (its JS work runs between the writer's turns). */
+const GROUP_COMMITS_MAX = 64;
+const GROUP_JOURNAL_BYTES_MAX = 4 << 20;
 
 export interface PersistenceThreadData {
   databaseUrl: string;
@@ -53,28 +65,22 @@ const connect = async (): Promise<pg.Client> => {
 
 /**
  * The projector's connection commits without waiting for the WAL flush: a projection
- * transaction writes its rows and its watermark together, so a crash loses whole
+ * transaction writes its rows and its watermarks together, so a crash loses whole
  * transactions only, and the start-up catch-up projects them again from the journal.
  * The journal's commits then do not queue behind the projections' larger flushes.
  */
 const connectProjector = async (): Promise<pg.Client> => {
   const client = await connect();
-  await client.query('SET synchronous_commit = off');
+  await client.query(PROJECTOR_SESSION_SQL);
+  await loadSessions(client);
   return client;
 };
 
-const writer = new JournalWriter({
-  intakeRings: data.intakeRings,
-  journalRings: data.journalRings,
-  control,
-  principalIds: data.principalIds,
-  limits: data.limits,
-  journalDurable: data.journalDurable,
-  log,
-});
+let writer: JournalWriter;
 const projector = new Projector({
   control,
   shardCount: data.shardCount,
+  principalIds: data.principalIds,
   // Sessions are loaded with each connection; a pair the venue never ran cannot reach the journal.
   onGroup: (update) => data.bookPort.postMessage({ type: 'update', update }),
   sessionNames: (runNo, sessionNo) => {
@@ -85,10 +91,9 @@ const projector = new Projector({
   log,
 });
 
-const intakeClient: { client: pg.Client | null } = { client: null };
-const journalClient: { client: pg.Client | null } = { client: null };
+const writerClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
-const projectionQueue: JournalBatch[] = [];
+const projectionQueue: StorageCommit[] = [];
 let projectionWake: (() => void) | null = null;
 let projectorIdle: Promise<void> = Promise.resolve();
 let pauseProjector = false;
@@ -98,26 +103,31 @@ async function loadSessions(client: pg.ClientBase): Promise<void> {
   for (const row of rows.rows) sessionCache.set(`${row.run_no}:${row.session_no}`, [row.run_id, row.venue_session_id]);
 }
 
-/** Materializes the journal beyond the projection watermarks, from the database. */
+/** Materializes the journal beyond the projection watermarks, from the database (intake is pending already). */
 async function catchUp(client: pg.Client): Promise<number> {
   let batches = 0;
   for (let shard = 0; shard < data.shardCount; shard++) {
     for (;;) {
-      const page = await client.query<{ first_sequence: string; last_sequence: string; command_count: number; event_count: number; payload: Buffer }>(
-        'SELECT first_sequence, last_sequence, command_count, event_count, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT 100',
+      const page = await client.query<{ commit_no: string | null; first_sequence: string; last_sequence: string; command_count: number; event_count: number; payload: Buffer }>(
+        'SELECT commit_no, first_sequence, last_sequence, command_count, event_count, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT 100',
         [shard, projector.watermark(shard)],
       );
       if (page.rows.length === 0) break;
       await projector.project(
         client,
         page.rows.map((row) => ({
-          shard,
-          firstSequence: Number(row.first_sequence),
-          lastSequence: Number(row.last_sequence),
-          commandCount: row.command_count,
-          eventCount: row.event_count,
-          payload: row.payload,
-          sequencedAtUs: [],
+          commitNo: Number(row.commit_no ?? 0),
+          intake: [],
+          journals: [
+            {
+              shard,
+              firstSequence: Number(row.first_sequence),
+              lastSequence: Number(row.last_sequence),
+              commandCount: row.command_count,
+              eventCount: row.event_count,
+              payload: row.payload,
+            },
+          ],
         })),
       );
       batches += page.rows.length;
@@ -130,20 +140,12 @@ const ringGateways = () => {
   for (const bell of gatewayBells) bell.ringAlways();
 };
 
-/**
- * Two stages per batch (journal-writer.ts): the command log COPY on one connection,
- * then the journal COPY on another, which overlaps the next batch's command log COPY.
- * At most one journal stage is outstanding.
- */
+/** One commit at a time on one connection; whatever arrives meanwhile goes into the next (group commit). */
 async function writerLoop(): Promise<void> {
-  let journalStage: Promise<void> = Promise.resolve();
   for (;;) {
-    const batch = writer.collect();
-    if (batch.intake.length === 0 && batch.journals.length === 0) {
-      if (stopping) {
-        await journalStage;
-        return;
-      }
+    const commit = writer.collect();
+    if (commit === null) {
+      if (stopping) return;
       const seen = doorbell.prepareSleep();
       if (writer.hasInput()) {
         doorbell.wake();
@@ -152,15 +154,23 @@ async function writerLoop(): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
-    await writer.commitIntake(connect, intakeClient, batch, ringGateways);
-    await journalStage;
-    journalStage = writer.commitJournals(connect, journalClient, batch).then(() => {
-      if (batch.journals.length === 0) return;
-      ringGateways();
-      projectionQueue.push(...batch.journals);
-      projectionWake?.();
-    });
+    await writer.commit(connect, writerClient, commit);
+    ringGateways();
+    projectionQueue.push(commit);
+    projectionWake?.();
   }
+}
+
+/** The next projection group: whole commits, bounded by count and journal bytes. */
+function nextGroup(): StorageCommit[] {
+  let bytes = 0;
+  let count = 0;
+  while (count < projectionQueue.length && count < GROUP_COMMITS_MAX) {
+    bytes += projectionQueue[count]!.journals.reduce((sum, journal) => sum + journal.payload.byteLength, 0);
+    count++;
+    if (bytes >= GROUP_JOURNAL_BYTES_MAX) break;
+  }
+  return projectionQueue.splice(0, count);
 }
 
 async function projectorLoop(): Promise<void> {
@@ -174,17 +184,14 @@ async function projectorLoop(): Promise<void> {
       projectionWake = null;
       continue;
     }
-    const batches = projectionQueue.splice(0, 64);
+    const group = nextGroup();
     let done: () => void = () => undefined;
     projectorIdle = new Promise<void>((resolve) => (done = resolve));
     let delayMs = 50;
     for (;;) {
       try {
-        if (projectorClient === null) {
-          projectorClient = await connectProjector();
-          await loadSessions(projectorClient);
-        }
-        await projector.project(projectorClient, batches);
+        if (projectorClient === null) projectorClient = await connectProjector();
+        await projector.project(projectorClient, group);
         break;
       } catch (error) {
         log('error', 'projection failed; retrying', { err: (error as Error).message });
@@ -193,16 +200,15 @@ async function projectorLoop(): Promise<void> {
         projectorClient = null;
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         delayMs = Math.min(delayMs * 2, 1000);
-        // The batches may have been committed before the failure: project() skips what the watermark covers,
-        // but the watermark in memory is only moved after a commit, so reload it.
-        if (projectorClient === null) {
-          try {
-            projectorClient = await connectProjector();
-            await projector.load(projectorClient);
-          } catch {
-            await projectorClient?.end().catch(() => undefined);
-            projectorClient = null;
-          }
+        // The group may have been committed before the failure (a lost acknowledgement): reload what
+        // storage holds (watermarks, open orders, the intake still waiting) so the retry skips it.
+        try {
+          projectorClient = await connectProjector();
+          await projector.load(projectorClient);
+          await projector.loadPending(projectorClient);
+        } catch {
+          await projectorClient?.end().catch(() => undefined);
+          projectorClient = null;
         }
       }
     }
@@ -247,9 +253,8 @@ for (const port of data.adminPorts) {
     pauseProjector = true;
     try {
       await projectorIdle;
-      const client = await connect();
+      const client = await connectProjector();
       try {
-        await loadSessions(client);
         const rowsRebuilt = await projector.rebuildLifecycle(client);
         data.bookPort.postMessage({ type: 'reset' }); // the read thread reloads its books from the rebuilt table
         port.postMessage({
@@ -279,18 +284,30 @@ parentPort!.on('message', (message: { type: string }) => {
 });
 
 async function main(): Promise<void> {
-  const client = await connect();
-  await loadSessions(client);
+  const client = await connectProjector();
+  const lastCommit = await client.query<{ n: string | null }>(
+    'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
+  );
+  writer = new JournalWriter({
+    intakeRings: data.intakeRings,
+    journalRings: data.journalRings,
+    control,
+    limits: data.limits,
+    journalDurable: data.journalDurable,
+    lastCommitNo: Number(lastCommit.rows[0]!.n ?? 0),
+    log,
+  });
   await projector.load(client);
+  const pending = await projector.loadPending(client);
   const caughtUp = await catchUp(client);
   await client.end();
   for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, data.journalDurable[shard]!);
   control.databaseState = DB_UP;
-  log('info', 'persistence ready', { projectedBatches: caughtUp });
-  parentPort!.postMessage({ type: 'ready' });
+  const redrive = projector.redrivePlan();
+  log('info', 'persistence ready', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
+  parentPort!.postMessage({ type: 'ready', redrive } satisfies PersistenceReady, redrive.map((shard) => shard.slots));
   await Promise.all([writerLoop(), projectorLoop()]);
-  await intakeClient.client?.end().catch(() => undefined);
-  await journalClient.client?.end().catch(() => undefined);
+  await writerClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
   data.bookPort.close();

@@ -1,14 +1,28 @@
-// Tier 2 of storage: materializes the journal into relational projections, right
-// behind the journal writer and in journal order per shard:
-//   runtime.command_outcomes   one row per command, with the envelope it answers
-//   runtime.executions         one row per execution (both sides of every fill)
-//   runtime.trades             one row per trade, with both counterparties
-//   runtime.order_lifecycle_state  the current state of every order (upserted)
-// One transaction per group of journal batches, which also moves the per-shard
-// watermark (runtime.projection_watermarks), so a crash never applies a batch twice.
-// Open orders are held in memory (loaded from order_lifecycle_state at start) so a
-// fill of a resting order knows whose it is.
+// Tier 2 of storage: materializes tier-1 commits into relational projections, right
+// behind the journal writer and in commit order:
+//   runtime.command_log            one row per command: its intake record and its outcome
+//   runtime.executions             one row per execution (both sides of every fill)
+//   runtime.trades                 one row per trade, with both counterparties
+//   runtime.order_lifecycle_state  the current state of every order
+//   runtime.instruments            every instrument the venue took an order for
+// One transaction per group of commits, sent in one round trip (pg-script.ts), which
+// also moves the watermarks (runtime.projection_watermarks): per shard the last
+// journal sequence materialized ('runtime'), and for intake ('runtime-intake') the
+// last commit all of whose intake records have their command_log row. A crash never
+// applies a commit twice: start-up projects from the watermarks.
+//
+// A command's intake record (same or earlier commit) waits in `pending` until its
+// outcome arrives on the journal; then the two make its command_log row. What is still
+// pending after the start-up catch-up was taken but never sequenced: recovery re-drives
+// it (redrivePlan()).
+//
+// Everything is read from the binary records (core/journal-format.ts,
+// core/intake-record.ts) and written as binary COPY: ids stay as words or bytes
+// from the rings to PostgreSQL, never text. Open orders are held in memory (`live`,
+// loaded from order_lifecycle_state at start) so a fill of a resting order knows whose
+// it is.
 
+import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import {
   COMMAND_ACCOUNT_ID_WORD,
@@ -23,6 +37,7 @@ import {
   COMMAND_RUN_WORD,
   COMMAND_SESSION_WORD,
   COMMAND_SLOT_BYTES,
+  packCurrency,
   unpackCurrency,
 } from '../core/command-slot.ts';
 import {
@@ -33,6 +48,7 @@ import {
   OPCODE_MODIFY,
   OPCODE_SUBMIT,
   ORDER_STATE_NAMES,
+  ORDER_TYPE_LIMIT,
   ORDER_TYPE_NAMES,
   rejectName,
   SIDE_NAMES,
@@ -40,108 +56,126 @@ import {
   STATE_PARTIALLY_FILLED,
   TIME_IN_FORCE_NAMES,
 } from '../core/codes.ts';
-import { engineOrderIdOf, eventIdOf, renderEnvelope } from '../core/outcome-format.ts';
+import {
+  INTAKE_CLIENT_ID_BYTE,
+  INTAKE_CLIENT_ID_LENGTH_WORD,
+  INTAKE_CLIENT_ORDER_ID_BYTE,
+  INTAKE_CLIENT_ORDER_ID_LENGTH_WORD,
+  INTAKE_COMMAND_ID_BYTE,
+  INTAKE_FLAGS_WORD,
+  INTAKE_HAS_INSTRUMENT,
+  INTAKE_HAS_ORDER_ID,
+  INTAKE_INSTRUMENT_ID_BYTE,
+  INTAKE_KEY_BYTE,
+  INTAKE_KEY_LENGTH_WORD,
+  INTAKE_ORDER_ID_BYTE,
+  INTAKE_PAYLOAD_HASH_BYTE,
+  INTAKE_PRINCIPAL_WORD,
+  INTAKE_RECEIVED_AT_FLOAT,
+  INTAKE_RECORD_BYTES,
+  INTAKE_SCOPE_BYTE,
+  INTAKE_SHARD_WORD,
+  INTAKE_SLOT_BYTE,
+} from '../core/intake-record.ts';
+import { journalView, type JournalView } from '../core/journal-format.ts';
+import { engineOrderIdOf, eventIdWords } from '../core/outcome-format.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
-import { readEvent, readHeader, RESULT_RECORD_BYTES, type ResultEvent, type ResultHeader } from '../core/result-slot.ts';
-import { formatUuid } from '../core/uuid.ts';
-import { BinaryCopy, copyInto } from './copy-binary.ts';
+import {
+  RESULT_AGGRESSOR_BYTE,
+  RESULT_BATCH_FLOAT,
+  RESULT_CODE_WORD,
+  RESULT_COUNT_WORD,
+  RESULT_ENGINE_ORDER_FLOAT,
+  RESULT_KIND_BYTE,
+  RESULT_PRICE_FLOAT,
+  RESULT_QUANTITY_FLOAT,
+  RESULT_RECORD_BYTES,
+  RESULT_SEQUENCE_FLOAT,
+  RESULT_STATE_BYTE,
+  RESULT_TIMESTAMP_FLOAT,
+  RESULT_UUID_A_WORD,
+  RESULT_UUID_B_WORD,
+} from '../core/result-slot.ts';
+import { formatUuid, parseUuidInto } from '../core/uuid.ts';
+import { BinaryCopy } from './copy-binary.ts';
+import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
-import type { JournalBatch } from './journal-writer.ts';
-
-/** Connections that already hold the lifecycle staging table. */
-const STAGED = new WeakSet<pg.ClientBase>();
+import { runScript } from './pg-script.ts';
 
 export const PROJECTION_NAME = 'runtime';
+export const INTAKE_PROJECTION_NAME = 'runtime-intake';
+
+/** Words of the ids an order keeps, in OrderState.ids. */
+const ORDER_ID = 0;
+const INSTRUMENT_ID = 4;
+const PARTICIPANT_ID = 8;
+const ACCOUNT_ID = 12;
 
 /** An order as the lifecycle projection sees it. */
 interface OrderState {
-  orderId: string;
-  runNo: number;
-  sessionNo: number;
-  instrumentId: string;
-  participantId: string;
-  accountId: string;
-  side: string;
-  orderType: string;
-  timeInForce: string;
-  state: number;
-  priceNanos: number;
-  quantity: number;
-  filled: number;
-  currency: string;
-  engineOrderId: string;
-  shard: number;
-  submitCommandId: string;
-  createdAtUs: number;
-  updatedAtUs: number;
-  lastSequence: number;
-}
-
-/** One command of a journal payload, decoded. */
-interface JournalCommand {
-  opcode: number;
-  commandId: string;
-  orderId: string;
-  instrumentId: string;
-  participantId: string;
-  accountId: string;
+  /** orderId, instrumentId, participantId, accountId: four words each. */
+  ids: Int32Array;
   runNo: number;
   sessionNo: number;
   side: number;
   orderType: number;
   timeInForce: number;
-  slotCurrency: number;
+  state: number;
   priceNanos: number;
   quantity: number;
-  header: ResultHeader;
-  events: ResultEvent[];
+  filled: number;
+  /** Packed currency (core/command-slot.ts). */
+  currency: number;
+  engineOrderId: string;
+  shard: number;
+  createdAtUs: number;
+  updatedAtUs: number;
+  lastSequence: number;
+  /** UTF-8 bytes, or null; only a new order's row writes it. */
+  clientOrderId: Uint8Array | null;
+  /** Created in the group being projected (its row is inserted, not updated). */
+  fresh: boolean;
 }
 
-export function decodeJournal(payload: Uint8Array): JournalCommand[] {
-  const bytes = new Uint8Array(payload); // an aligned copy for the word views
-  const views = { words: new Int32Array(bytes.buffer), floats: new Float64Array(bytes.buffer), bytes };
-  const out: JournalCommand[] = [];
-  let at = 0;
-  while (at < bytes.byteLength) {
-    const w = at >> 2;
-    const f = at >> 3;
-    const header = views.words[w + COMMAND_HEADER_WORD]!;
-    const headerAt = at + COMMAND_SLOT_BYTES;
-    const result = readHeader(views, headerAt);
-    const events: ResultEvent[] = [];
-    for (let i = 0, e = headerAt + RESULT_RECORD_BYTES; i < result.eventCount; i++, e += RESULT_RECORD_BYTES) events.push(readEvent(views, e));
-    out.push({
-      opcode: header & 0xff,
-      side: (header >>> 8) & 0xff,
-      orderType: (header >>> 16) & 0xff,
-      timeInForce: header >>> 24,
-      commandId: formatUuid(views.words, w + COMMAND_ID_WORD),
-      orderId: formatUuid(views.words, w + COMMAND_ORDER_ID_WORD),
-      instrumentId: formatUuid(views.words, w + COMMAND_INSTRUMENT_ID_WORD),
-      participantId: formatUuid(views.words, w + COMMAND_PARTICIPANT_ID_WORD),
-      accountId: formatUuid(views.words, w + COMMAND_ACCOUNT_ID_WORD),
-      runNo: views.words[w + COMMAND_RUN_WORD]!,
-      sessionNo: views.words[w + COMMAND_SESSION_WORD]!,
-      slotCurrency: views.words[w + COMMAND_CURRENCY_WORD]!,
-      priceNanos: views.floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
-      quantity: views.floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
-      header: result,
-      events,
-    });
-    at = headerAt + (1 + result.eventCount) * RESULT_RECORD_BYTES;
+/** An intake record waiting for its command's outcome. */
+interface PendingIntake {
+  commitNo: number;
+  bytes: Uint8Array;
+  words: Int32Array;
+  floats: Float64Array;
+  at: number;
+}
+
+/** A map key of four id words. */
+function keyOf(words: Int32Array, at: number): string {
+  const a = words[at]!;
+  const b = words[at + 1]!;
+  const c = words[at + 2]!;
+  const d = words[at + 3]!;
+  return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
+}
+
+/** The four words of 16 big-endian bytes (an intake record's ids), for keyOf. */
+function wordsOfBytes(bytes: Uint8Array, at: number, target: Int32Array): Int32Array {
+  for (let k = 0; k < 4; k++) {
+    const b = at + k * 4;
+    target[k] = (bytes[b]! << 24) | (bytes[b + 1]! << 16) | (bytes[b + 2]! << 8) | bytes[b + 3]!;
   }
-  return out;
+  return target;
 }
 
-/** The rows one group of journal batches becomes. */
+/** The rows one group of commits becomes. */
 class Rows {
-  outcomes = new BinaryCopy();
-  executions = new BinaryCopy();
-  trades = new BinaryCopy();
-  lifecycle = new Map<string, OrderState>();
-  watermarks = new Map<number, number>();
-  /** Instruments first seen in this group: id -> [currency, shard, sequence]. */
-  instruments = new Map<string, [string, number, number]>();
+  readonly commands = new BinaryCopy();
+  readonly executions = new BinaryCopy();
+  readonly trades = new BinaryCopy();
+  /** Orders the group changed, by keyOf(orderId). */
+  readonly lifecycle = new Map<string, OrderState>();
+  readonly watermarks = new Map<number, number>();
+  /** Pending intake the group used: dropped from `pending` once the group commits. */
+  readonly consumed = new Set<string>();
+  /** Instruments first seen in this group: key -> [words, currency, shard, sequence]. */
+  readonly instruments = new Map<string, [Int32Array, number, number, number]>();
 }
 
 export type SessionNames = (runNo: number, sessionNo: number) => [string, string];
@@ -162,28 +196,46 @@ export interface BookUpdate {
 export class ProjectorStats {
   groups = 0;
   rows = 0;
-  /** Time spent in successful projection transactions, µs. */
+  /** Time spent building and committing projection transactions, µs. */
   busyUs = 0;
   /** Projection lag per journal batch: its journal commit to its projection commit (µs). */
   readonly lag = new LatencyHistogram();
 }
 
+/** Re-driving: per shard, the slots of commands taken but never sequenced, in the order taken. */
+export interface RedriveShard {
+  shard: number;
+  count: number;
+  slots: ArrayBuffer;
+}
+
+const SCRATCH = new Int32Array(4);
+const EVENT_ID = new Int32Array(4);
+
 export class Projector {
   readonly stats = new ProjectorStats();
   /** Instruments already in runtime.instruments. */
   private readonly instruments = new Set<string>();
+  private readonly instrumentNames = new Map<string, string>();
   private readonly live = new Map<string, OrderState>();
+  private readonly pending = new Map<string, PendingIntake>();
   private readonly control: PersistenceControl;
   private readonly sessionNames: SessionNames;
+  private readonly principals: Buffer[];
   private readonly projected: number[];
+  /** The last commit whose intake records this projector has seen (added to pending, or found materialized). */
+  private intakeSeen = 0;
+  private intakeWatermark = 0;
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
-
   private readonly onGroup: (update: BookUpdate) => void;
+  private readonly sessionText = new Map<string, [Buffer, Buffer]>();
 
   constructor(options: {
     control: PersistenceControl;
     shardCount: number;
     sessionNames: SessionNames;
+    /** Principal ids by their index in the principals file (intake records carry the index). */
+    principalIds: readonly string[];
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
     /** Called after each committed group with what it changed in the displayed books. */
     onGroup?: (update: BookUpdate) => void;
@@ -191,6 +243,7 @@ export class Projector {
     this.onGroup = options.onGroup ?? (() => undefined);
     this.control = options.control;
     this.sessionNames = options.sessionNames;
+    this.principals = options.principalIds.map((id) => Buffer.from(id, 'utf8'));
     this.projected = Array.from({ length: options.shardCount }, () => 0);
     this.log = options.log;
   }
@@ -200,375 +253,620 @@ export class Projector {
     return this.projected[shard]!;
   }
 
-  /** Loads the watermarks and the open orders (before the first batch). */
+  /** Commands taken and waiting for their outcome. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** Loads the watermarks and the open orders (before the first group). */
   async load(client: pg.ClientBase): Promise<void> {
-    const marks = await client.query<{ shard_id: number; sequence: string }>('SELECT shard_id, sequence FROM runtime.projection_watermarks WHERE projection = $1', [PROJECTION_NAME]);
+    const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
+      'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
+      [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
+    );
     for (const row of marks.rows) {
-      if (row.shard_id < this.projected.length) {
+      if (row.projection === INTAKE_PROJECTION_NAME) {
+        this.intakeWatermark = Number(row.sequence);
+        this.intakeSeen = this.intakeWatermark;
+      } else if (row.shard_id < this.projected.length) {
         this.projected[row.shard_id] = Number(row.sequence);
         this.control.setProjected(row.shard_id, Number(row.sequence));
       }
     }
     this.instruments.clear();
-    for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) this.instruments.add(row.id);
+    for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) {
+      this.instruments.add(keyOf(uuidWordsOf(row.id), 0));
+    }
     this.live.clear();
+    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
+    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}\u0000${r.venue_session_id}`, [r.run_no, r.session_no] as const]));
     const open = await client.query(
       `SELECT order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
               limit_price_nanos, original_quantity_units, filled_quantity_units, currency, engine_order_id, shard_id, last_sequence,
               (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, (extract(epoch FROM updated_at) * 1000000)::bigint AS updated_us
          FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')`,
     );
-    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
-    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}\u0000${r.venue_session_id}`, [r.run_no, r.session_no] as const]));
     for (const row of open.rows) {
       const [runNo, sessionNo] = numbers.get(`${row.run_id}\u0000${row.venue_session_id}`) ?? [-1, -1];
-      this.live.set(row.order_id, {
-        orderId: row.order_id,
+      const ids = new Int32Array(16);
+      parseUuidInto(row.order_id, ids, ORDER_ID);
+      parseUuidInto(row.instrument_id, ids, INSTRUMENT_ID);
+      parseUuidInto(row.participant_id, ids, PARTICIPANT_ID);
+      parseUuidInto(row.account_id, ids, ACCOUNT_ID);
+      this.live.set(keyOf(ids, ORDER_ID), {
+        ids,
         runNo,
         sessionNo,
-        instrumentId: row.instrument_id,
-        participantId: row.participant_id,
-        accountId: row.account_id,
-        side: row.side,
-        orderType: row.order_type,
-        timeInForce: row.time_in_force,
+        side: SIDE_NAMES.indexOf(row.side),
+        orderType: ORDER_TYPE_NAMES.indexOf(row.order_type),
+        timeInForce: TIME_IN_FORCE_NAMES.indexOf(row.time_in_force),
         state: ORDER_STATE_NAMES.indexOf(row.state),
         priceNanos: Number(row.limit_price_nanos),
         quantity: Number(row.original_quantity_units),
         filled: Number(row.filled_quantity_units),
-        currency: row.currency,
+        currency: packCurrency(row.currency),
         engineOrderId: row.engine_order_id,
         shard: row.shard_id,
-        submitCommandId: '', // only a new order's row reads it (for its clientOrderId)
         createdAtUs: Number(row.created_us),
         updatedAtUs: Number(row.updated_us),
         lastSequence: Number(row.last_sequence),
+        clientOrderId: null,
+        fresh: false,
       });
     }
   }
 
-  /** Materializes journal batches (in journal order per shard) in one transaction. */
-  async project(client: pg.ClientBase, batches: JournalBatch[]): Promise<void> {
-    const rows = new Rows();
-    for (const batch of batches) {
-      if (batch.lastSequence <= this.projected[batch.shard]!) continue; // already materialized
-      if (batch.firstSequence !== this.projected[batch.shard]! + 1 && !rows.watermarks.has(batch.shard)) {
-        throw new Error(`projection of shard ${batch.shard} out of step: batch ${batch.firstSequence}, watermark ${this.projected[batch.shard]}`);
-      }
-      for (const command of decodeJournal(batch.payload)) this.apply(rows, batch, command);
-      rows.watermarks.set(batch.shard, batch.lastSequence);
-    }
-    if (rows.watermarks.size === 0) return;
-    const started = performance.now();
-    await client.query('BEGIN');
-    try {
-      await copyInto(client, OUTCOMES_TARGET, rows.outcomes);
-      await copyInto(client, EXECUTIONS_TARGET, rows.executions);
-      await copyInto(client, TRADES_TARGET, rows.trades);
-      await this.upsertLifecycle(client, rows.lifecycle.values());
-      if (rows.instruments.size > 0) {
-        const entries = [...rows.instruments];
-        await client.query(
-          `INSERT INTO runtime.instruments (instrument_id, currency, shard_id, first_sequence)
-           SELECT * FROM unnest($1::uuid[], $2::char(3)[], $3::smallint[], $4::bigint[]) ON CONFLICT (instrument_id) DO NOTHING`,
-          [entries.map(([id]) => id), entries.map(([, v]) => v[0]), entries.map(([, v]) => v[1]), entries.map(([, v]) => v[2])],
-        );
-      }
-      // Every shard's watermark in one statement: each round trip to the server costs a wake-up of both sides.
-      const marks = [...rows.watermarks];
-      await client.query(
-        `INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence, updated_at)
-         SELECT $1, shard_id, sequence, now() FROM unnest($2::smallint[], $3::bigint[]) AS m (shard_id, sequence)
-         ON CONFLICT (projection, shard_id) DO UPDATE SET sequence = EXCLUDED.sequence, updated_at = now()`,
-        [PROJECTION_NAME, marks.map(([shard]) => shard), marks.map(([, sequence]) => sequence)],
+  /**
+   * Start-up: the intake records beyond the intake watermark whose commands have no
+   * command_log row yet become pending again (their outcomes are on the journal beyond
+   * the journal watermarks, or nowhere: then they are re-driven). Returns how many.
+   */
+  async loadPending(client: pg.ClientBase): Promise<number> {
+    this.pending.clear();
+    let after = this.intakeWatermark;
+    for (;;) {
+      const page = await client.query<{ commit_no: string; checksum: string; payload: Buffer }>(
+        'SELECT commit_no, checksum, payload FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
+        [after],
       );
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      STAGED.delete(client); // a staging table created in the rolled-back transaction is gone
-      throw error;
+      if (page.rows.length === 0) break;
+      // A page ends on a whole commit: the next one starts after the last commit seen in full.
+      const lastCommit = Number(page.rows[page.rows.length - 1]!.commit_no);
+      const rows = page.rows.length === 64 ? page.rows.filter((row) => Number(row.commit_no) < lastCommit) : page.rows;
+      if (rows.length === 0) throw new Error(`an intake commit has more than 63 gateway rows (commit ${lastCommit})`);
+      const found: PendingIntake[] = [];
+      for (const row of rows) {
+        if (crc32(row.payload) !== Number(row.checksum)) throw new Error(`the intake batch of commit ${row.commit_no} fails its checksum`);
+        const bytes = new Uint8Array(row.payload);
+        const words = new Int32Array(bytes.buffer, 0, bytes.byteLength >> 2);
+        const floats = new Float64Array(bytes.buffer, 0, bytes.byteLength >> 3);
+        for (let at = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES) found.push({ commitNo: Number(row.commit_no), bytes, words, floats, at });
+      }
+      const ids = found.map((entry) => formatUuid(wordsOfBytes(entry.bytes, entry.at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0));
+      const done = new Set((await client.query<{ id: string }>('SELECT command_id AS id FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [ids])).rows.map((row) => row.id));
+      found.forEach((entry, k) => {
+        if (!done.has(ids[k]!)) this.pending.set(keyOf(wordsOfBytes(entry.bytes, entry.at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0), entry);
+      });
+      after = Number(rows[rows.length - 1]!.commit_no);
+      this.intakeSeen = Math.max(this.intakeSeen, after);
     }
+    return this.pending.size;
+  }
+
+  /** What is still pending, per shard in the order taken: to be re-driven (recovery). */
+  redrivePlan(): RedriveShard[] {
+    const byShard = new Map<number, PendingIntake[]>();
+    for (const entry of this.pending.values()) {
+      const shard = entry.words[(entry.at >> 2) + INTAKE_SHARD_WORD]!;
+      const list = byShard.get(shard) ?? [];
+      list.push(entry);
+      byShard.set(shard, list);
+    }
+    return [...byShard].map(([shard, entries]) => {
+      const slots = new Uint8Array(entries.length * COMMAND_SLOT_BYTES);
+      entries.forEach((entry, k) => slots.set(entry.bytes.subarray(entry.at + INTAKE_SLOT_BYTE, entry.at + INTAKE_SLOT_BYTE + COMMAND_SLOT_BYTES), k * COMMAND_SLOT_BYTES));
+      return { shard, count: entries.length, slots: slots.buffer };
+    });
+  }
+
+  /** Materializes commits (in commit order) in one transaction. */
+  async project(client: pg.ClientBase, commits: StorageCommit[]): Promise<void> {
+    const started = performance.now();
+    const rows = new Rows();
+    let lastCommit = this.intakeSeen;
+    for (const commit of commits) {
+      for (const batch of commit.intake) this.addPending(commit.commitNo, batch.payload);
+      lastCommit = Math.max(lastCommit, commit.commitNo);
+      for (const batch of commit.journals) {
+        if (batch.lastSequence <= this.projected[batch.shard]!) continue; // already materialized
+        const from = rows.watermarks.get(batch.shard) ?? this.projected[batch.shard]!;
+        if (batch.firstSequence !== from + 1) throw new Error(`projection of shard ${batch.shard} out of step: batch ${batch.firstSequence}, watermark ${from}`);
+        const view = journalView(batch.payload);
+        for (let at = 0; at < view.bytes.byteLength; ) at = this.apply(rows, view, at, batch.shard, batch.firstSequence);
+        rows.watermarks.set(batch.shard, batch.lastSequence);
+      }
+    }
+    let intakeWatermark = lastCommit;
+    for (const [key, entry] of this.pending) {
+      if (rows.consumed.has(key)) continue;
+      intakeWatermark = entry.commitNo - 1; // the oldest intake record still waiting for its outcome
+      break;
+    }
+    if (rows.watermarks.size === 0 && intakeWatermark === this.intakeWatermark) {
+      this.intakeSeen = lastCommit;
+      return;
+    }
+    const { sql, copies } = this.script(rows, intakeWatermark);
+    await runScript(client, sql, copies);
     const committed = performance.now();
     this.stats.busyUs += (committed - started) * 1000;
-    for (const batch of batches) if (batch.journaledAtMs !== undefined) this.stats.lag.record((committed - batch.journaledAtMs) * 1000);
+    for (const commit of commits) if (commit.journaledAtMs !== undefined && commit.journals.length > 0) this.stats.lag.record((committed - commit.journaledAtMs) * 1000);
     this.stats.groups++;
-    this.stats.rows += rows.outcomes.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size;
+    this.stats.rows += rows.commands.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size;
+    this.intakeSeen = lastCommit;
+    this.intakeWatermark = intakeWatermark;
+    for (const key of rows.consumed) this.pending.delete(key);
     for (const [shard, sequence] of rows.watermarks) {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
     }
-    for (const id of rows.instruments.keys()) this.instruments.add(id);
+    for (const key of rows.instruments.keys()) this.instruments.add(key);
     const update = this.bookUpdate(rows);
-    for (const order of rows.lifecycle.values()) {
-      if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(order.orderId, order);
-      else this.live.delete(order.orderId);
+    for (const [key, order] of rows.lifecycle) {
+      order.fresh = false;
+      order.clientOrderId = null;
+      if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(key, order);
+      else this.live.delete(key);
     }
     this.onGroup(update);
+  }
+
+  private addPending(commitNo: number, payload: Buffer): void {
+    const bytes = payload;
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 2);
+    const floats = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 3);
+    for (let at = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES) {
+      this.pending.set(keyOf(wordsOfBytes(bytes, at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0), { commitNo, bytes, words, floats, at });
+    }
+  }
+
+  /** One command of a journal batch: its command_log row, its order changes, its executions and trades. Returns the next offset. */
+  private apply(rows: Rows, view: JournalView, at: number, shard: number, batchFirst: number): number {
+    const { words, floats, bytes } = view;
+    const w = at >> 2;
+    const headerAt = at + COMMAND_SLOT_BYTES;
+    const hw = headerAt >> 2;
+    const hf = headerAt >> 3;
+    const eventCount = words[hw + RESULT_COUNT_WORD]!;
+    const next = headerAt + (1 + eventCount) * RESULT_RECORD_BYTES;
+    const firstAt = headerAt + RESULT_RECORD_BYTES;
+    const accepted = bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED;
+    const timestampUs = floats[hf + RESULT_TIMESTAMP_FLOAT]!;
+    const key = keyOf(words, w + COMMAND_ID_WORD);
+    const intake = this.pending.get(key);
+    if (intake === undefined || rows.consumed.has(key)) throw new Error(`command ${formatUuid(words, w + COMMAND_ID_WORD)} is on the journal of shard ${shard} without its intake record`);
+    rows.consumed.add(key);
+
+    const i = intake.at;
+    const iw = i >> 2;
+    const flags = intake.words[iw + INTAKE_FLAGS_WORD]!;
+    const principal = this.principals[intake.words[iw + INTAKE_PRINCIPAL_WORD]!];
+    const clientOrderIdLength = intake.words[iw + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]!;
+    const c = rows.commands.row(21).range(intake.bytes, i + INTAKE_COMMAND_ID_BYTE, 16).range(intake.bytes, i + INTAKE_SCOPE_BYTE, 16).range(intake.bytes, i + INTAKE_PAYLOAD_HASH_BYTE, 32);
+    if (principal === undefined) c.text(`#${intake.words[iw + INTAKE_PRINCIPAL_WORD]}`);
+    else c.range(principal, 0, principal.byteLength);
+    c.range(intake.bytes, i + INTAKE_CLIENT_ID_BYTE, intake.words[iw + INTAKE_CLIENT_ID_LENGTH_WORD]!)
+      .range(intake.bytes, i + INTAKE_KEY_BYTE, intake.words[iw + INTAKE_KEY_LENGTH_WORD]!)
+      .smallint((flags >> 2) & 3)
+      .smallint(flags & 3)
+      .smallint(shard);
+    if ((flags & INTAKE_HAS_ORDER_ID) !== 0) c.range(intake.bytes, i + INTAKE_ORDER_ID_BYTE, 16);
+    else c.null();
+    if ((flags & INTAKE_HAS_INSTRUMENT) !== 0) c.range(intake.bytes, i + INTAKE_INSTRUMENT_ID_BYTE, 16);
+    else c.null();
+    if (clientOrderIdLength > 0) c.range(intake.bytes, i + INTAKE_CLIENT_ORDER_ID_BYTE, clientOrderIdLength);
+    else c.null();
+    c.timestampUs(intake.floats[(i >> 3) + INTAKE_RECEIVED_AT_FLOAT]!)
+      .bigint(floats[(firstAt >> 3) + RESULT_SEQUENCE_FLOAT]!)
+      .bigint(batchFirst)
+      .bigint(floats[hf + RESULT_BATCH_FLOAT]!)
+      .smallint(accepted ? 1 : 2)
+      .text(accepted ? null : rejectName(words[(firstAt >> 2) + RESULT_CODE_WORD]!))
+      .timestampUs(timestampUs)
+      .integer(at)
+      .integer(next - at);
+
+    if (!accepted) return next;
+    const opcode = words[w + COMMAND_HEADER_WORD]! & 0xff;
+    if (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY) return next;
+    const taker = this.applyOrder(rows, view, at, shard, opcode, eventCount, timestampUs, intake, clientOrderIdLength);
+    if (taker === null) return next;
+    for (let e = firstAt + RESULT_RECORD_BYTES; e + 3 * RESULT_RECORD_BYTES <= next; e += 3 * RESULT_RECORD_BYTES) {
+      this.applyFill(rows, view, e, shard, taker, w + COMMAND_ID_WORD, timestampUs);
+    }
+    return next;
+  }
+
+  /** The taker's new state after a submit, cancel or modify (fills are added by applyFill). */
+  private applyOrder(
+    rows: Rows,
+    view: JournalView,
+    at: number,
+    shard: number,
+    opcode: number,
+    eventCount: number,
+    timestampUs: number,
+    intake: PendingIntake,
+    clientOrderIdLength: number,
+  ): OrderState | null {
+    const { words, floats, bytes } = view;
+    const w = at >> 2;
+    const f = at >> 3;
+    const firstAt = at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES;
+    const lastSequence = floats[((firstAt + (eventCount - 1) * RESULT_RECORD_BYTES) >> 3) + RESULT_SEQUENCE_FLOAT]!;
+    const key = keyOf(words, w + COMMAND_ORDER_ID_WORD);
+    if (opcode === OPCODE_SUBMIT) {
+      const ids = new Int32Array(16);
+      ids.set(words.subarray(w + COMMAND_ORDER_ID_WORD, w + COMMAND_ORDER_ID_WORD + 4), ORDER_ID);
+      ids.set(words.subarray(w + COMMAND_INSTRUMENT_ID_WORD, w + COMMAND_INSTRUMENT_ID_WORD + 4), INSTRUMENT_ID);
+      ids.set(words.subarray(w + COMMAND_PARTICIPANT_ID_WORD, w + COMMAND_PARTICIPANT_ID_WORD + 4), PARTICIPANT_ID);
+      ids.set(words.subarray(w + COMMAND_ACCOUNT_ID_WORD, w + COMMAND_ACCOUNT_ID_WORD + 4), ACCOUNT_ID);
+      const header = words[w + COMMAND_HEADER_WORD]!;
+      const order: OrderState = {
+        ids,
+        runNo: words[w + COMMAND_RUN_WORD]!,
+        sessionNo: words[w + COMMAND_SESSION_WORD]!,
+        side: (header >>> 8) & 0xff,
+        orderType: (header >>> 16) & 0xff,
+        timeInForce: header >>> 24,
+        state: bytes[firstAt + RESULT_STATE_BYTE]!,
+        priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
+        quantity: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
+        filled: 0,
+        currency: words[w + COMMAND_CURRENCY_WORD]!,
+        engineOrderId: engineOrderIdOf(shard, floats[((at + COMMAND_SLOT_BYTES) >> 3) + RESULT_ENGINE_ORDER_FLOAT]!),
+        shard,
+        createdAtUs: timestampUs,
+        updatedAtUs: timestampUs,
+        lastSequence,
+        clientOrderId: clientOrderIdLength > 0 ? intake.bytes.slice(intake.at + INTAKE_CLIENT_ORDER_ID_BYTE, intake.at + INTAKE_CLIENT_ORDER_ID_BYTE + clientOrderIdLength) : null,
+        fresh: true,
+      };
+      rows.lifecycle.set(key, order);
+      const instrument = keyOf(ids, INSTRUMENT_ID);
+      if (!this.instruments.has(instrument) && !rows.instruments.has(instrument)) {
+        rows.instruments.set(instrument, [ids.subarray(INSTRUMENT_ID, INSTRUMENT_ID + 4), order.currency, shard, floats[(firstAt >> 3) + RESULT_SEQUENCE_FLOAT]!]);
+      }
+      return order;
+    }
+    const order = this.changed(rows, key);
+    if (order === undefined) {
+      this.log('error', 'projection: an accepted command names an order it never saw', { orderId: formatUuid(words, w + COMMAND_ORDER_ID_WORD) });
+      return null;
+    }
+    order.state = bytes[firstAt + RESULT_STATE_BYTE]!;
+    order.updatedAtUs = timestampUs;
+    order.lastSequence = lastSequence;
+    if (opcode === OPCODE_MODIFY) {
+      order.priceNanos = floats[f + COMMAND_PRICE_NANOS_FLOAT]!;
+      order.quantity = floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!;
+    }
+    return order;
+  }
+
+  /** One fill (taker execution, maker execution, trade at `e`): both orders, two executions, a trade. */
+  private applyFill(rows: Rows, view: JournalView, e: number, shard: number, taker: OrderState, commandIdWord: number, timestampUs: number): void {
+    const { words, floats, bytes } = view;
+    const takerAt = e;
+    const makerAt = e + RESULT_RECORD_BYTES;
+    const tradeAt = e + 2 * RESULT_RECORD_BYTES;
+    if (bytes[takerAt + RESULT_KIND_BYTE] !== EVENT_EXECUTION || bytes[makerAt + RESULT_KIND_BYTE] !== EVENT_EXECUTION || bytes[tradeAt + RESULT_KIND_BYTE] !== EVENT_TRADE) {
+      throw new Error(`unexpected event layout in command ${formatUuid(words, commandIdWord)}`);
+    }
+    const takerQuantity = floats[(takerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
+    const makerQuantity = floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
+    const makerSequence = floats[(makerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
+    taker.filled += takerQuantity;
+    const maker = this.changed(rows, keyOf(words, (makerAt >> 2) + RESULT_UUID_A_WORD));
+    if (maker === undefined) throw new Error(`projection lost an order of command ${formatUuid(words, commandIdWord)}`);
+    maker.filled += makerQuantity;
+    maker.state = bytes[makerAt + RESULT_STATE_BYTE]!;
+    maker.updatedAtUs = timestampUs;
+    maker.lastSequence = makerSequence;
+
+    const tradeSequence = floats[(tradeAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
+    const takerSequence = floats[(takerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
+    for (const [executionAt, order, liquidity] of [[takerAt, taker, 'TAKER'], [makerAt, maker, 'MAKER']] as const) {
+      const xw = executionAt >> 2;
+      const xf = executionAt >> 3;
+      eventIdWords(shard, floats[xf + RESULT_SEQUENCE_FLOAT]!, EVENT_ID, 0);
+      rows.executions.row(16).uuidWords(EVENT_ID, 0).smallint(shard).bigint(floats[xf + RESULT_SEQUENCE_FLOAT]!).uuidWords(words, commandIdWord);
+      eventIdWords(shard, tradeSequence, EVENT_ID, 0);
+      rows.executions
+        .uuidWords(EVENT_ID, 0)
+        .uuidWords(order.ids, ORDER_ID)
+        .uuidWords(words, xw + RESULT_UUID_B_WORD)
+        .uuidWords(order.ids, INSTRUMENT_ID)
+        .uuidWords(order.ids, PARTICIPANT_ID)
+        .uuidWords(order.ids, ACCOUNT_ID)
+        .text(SIDE_NAMES[order.side]!)
+        .text(liquidity)
+        .bigint(floats[xf + RESULT_QUANTITY_FLOAT]!)
+        .bigint(floats[xf + RESULT_PRICE_FLOAT]!)
+        .text(unpackCurrency(order.currency))
+        .timestampUs(timestampUs);
+    }
+    const [buy, sell] = taker.side === 0 ? [taker, maker] : [maker, taker];
+    const [runId, sessionId] = this.sessionOf(taker.runNo, taker.sessionNo);
+    eventIdWords(shard, tradeSequence, EVENT_ID, 0);
+    rows.trades.row(19).uuidWords(EVENT_ID, 0).smallint(shard).bigint(tradeSequence).uuidWords(words, commandIdWord);
+    eventIdWords(shard, takerSequence, EVENT_ID, 0);
+    rows.trades
+      .uuidWords(EVENT_ID, 0)
+      .range(runId, 0, runId.byteLength)
+      .range(sessionId, 0, sessionId.byteLength)
+      .uuidWords(taker.ids, INSTRUMENT_ID)
+      .uuidWords(buy.ids, ORDER_ID)
+      .uuidWords(sell.ids, ORDER_ID)
+      .uuidWords(buy.ids, PARTICIPANT_ID)
+      .uuidWords(buy.ids, ACCOUNT_ID)
+      .uuidWords(sell.ids, PARTICIPANT_ID)
+      .uuidWords(sell.ids, ACCOUNT_ID)
+      .text(SIDE_NAMES[bytes[tradeAt + RESULT_AGGRESSOR_BYTE]!]!)
+      .bigint(floats[(tradeAt >> 3) + RESULT_QUANTITY_FLOAT]!)
+      .bigint(floats[(tradeAt >> 3) + RESULT_PRICE_FLOAT]!)
+      .text(unpackCurrency(taker.currency))
+      .timestampUs(timestampUs);
+  }
+
+  /** The group's copy of an order (taken from `live` on first change, so `live` keeps the state before the group). */
+  private changed(rows: Rows, key: string): OrderState | undefined {
+    const inGroup = rows.lifecycle.get(key);
+    if (inGroup !== undefined) return inGroup;
+    const known = this.live.get(key);
+    if (known === undefined) return undefined;
+    const copy = { ...known };
+    rows.lifecycle.set(key, copy);
+    return copy;
+  }
+
+  private sessionOf(runNo: number, sessionNo: number): [Buffer, Buffer] {
+    const key = `${runNo}:${sessionNo}`;
+    let text = this.sessionText.get(key);
+    if (text === undefined) {
+      const [runId, sessionId] = this.sessionNames(runNo, sessionNo);
+      text = [Buffer.from(runId, 'utf8'), Buffer.from(sessionId, 'utf8')];
+      this.sessionText.set(key, text);
+    }
+    return text;
+  }
+
+  /** The group's transaction: every COPY and statement, one round trip. */
+  private script(rows: Rows, intakeWatermark: number): { sql: string; copies: Buffer[] } {
+    const statements: string[] = [];
+    const copies: Buffer[] = [];
+    const copy = (target: string, data: BinaryCopy) => {
+      if (data.rows === 0) return;
+      statements.push(`COPY ${target} FROM STDIN (FORMAT binary)`);
+      copies.push(data.finish());
+    };
+    copy(COMMANDS_TARGET, rows.commands);
+    copy(EXECUTIONS_TARGET, rows.executions);
+    copy(TRADES_TARGET, rows.trades);
+    const created = new BinaryCopy();
+    const updated = new BinaryCopy();
+    for (const order of rows.lifecycle.values()) {
+      if (order.fresh) this.lifecycleRow(created, order, order.clientOrderId);
+      else this.updateRow(updated, order);
+    }
+    copy(`runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)`, created);
+    if (updated.rows > 0) {
+      copy(`lifecycle_update (${UPDATE_COLUMNS})`, updated);
+      statements.push(LIFECYCLE_UPDATE);
+    }
+    if (rows.instruments.size > 0) {
+      const values = [...rows.instruments.values()].map(([ids, currency, shard, sequence]) => `('${formatUuid(ids, 0)}'::uuid, '${unpackCurrency(currency)}', ${shard}, ${sequence})`);
+      statements.push(`INSERT INTO runtime.instruments (instrument_id, currency, shard_id, first_sequence) VALUES ${values.join(', ')} ON CONFLICT (instrument_id) DO NOTHING`);
+    }
+    // Every watermark in one statement; numbers only, written by this thread.
+    const marks = [...rows.watermarks].map(([shard, sequence]) => `('${PROJECTION_NAME}', ${shard}, ${sequence}, now())`);
+    marks.push(`('${INTAKE_PROJECTION_NAME}', 0, ${intakeWatermark}, now())`);
+    statements.push(
+      `INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence, updated_at) VALUES ${marks.join(', ')}
+       ON CONFLICT (projection, shard_id) DO UPDATE SET sequence = EXCLUDED.sequence, updated_at = EXCLUDED.updated_at`,
+    );
+    return { sql: statements.join(';\n'), copies };
+  }
+
+  /** A whole lifecycle row; `submitCommandId` adds that column (the rebuild's staging table). */
+  private lifecycleRow(copy: BinaryCopy, order: OrderState, clientOrderId: Uint8Array | null, submitCommandId: Int32Array | null = null): void {
+    const [runId, sessionId] = this.sessionOf(order.runNo, order.sessionNo);
+    const open = order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
+    copy
+      .row(submitCommandId === null ? 21 : 22)
+      .uuidWords(order.ids, ORDER_ID)
+      .range(runId, 0, runId.byteLength)
+      .range(sessionId, 0, sessionId.byteLength)
+      .uuidWords(order.ids, INSTRUMENT_ID)
+      .uuidWords(order.ids, PARTICIPANT_ID)
+      .uuidWords(order.ids, ACCOUNT_ID)
+      .text(SIDE_NAMES[order.side]!)
+      .text(ORDER_TYPE_NAMES[order.orderType]!)
+      .text(TIME_IN_FORCE_NAMES[order.timeInForce]!)
+      .text(ORDER_STATE_NAMES[order.state]!)
+      .bigint(order.priceNanos)
+      .text(unpackCurrency(order.currency))
+      .bigint(order.quantity)
+      .bigint(open ? order.quantity - order.filled : 0)
+      .bigint(order.filled)
+      .text(order.engineOrderId)
+      .smallint(order.shard)
+      .bigint(order.lastSequence)
+      .timestampUs(order.createdAtUs)
+      .timestampUs(order.updatedAtUs);
+    if (clientOrderId === null) copy.null();
+    else copy.range(clientOrderId, 0, clientOrderId.byteLength);
+    if (submitCommandId !== null) copy.uuidWords(submitCommandId, 0);
+  }
+
+  private updateRow(copy: BinaryCopy, order: OrderState): void {
+    const open = order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
+    copy
+      .row(8)
+      .uuidWords(order.ids, ORDER_ID)
+      .text(ORDER_STATE_NAMES[order.state]!)
+      .bigint(order.priceNanos)
+      .bigint(order.quantity)
+      .bigint(open ? order.quantity - order.filled : 0)
+      .bigint(order.filled)
+      .bigint(order.lastSequence)
+      .timestampUs(order.updatedAtUs);
   }
 
   /** The group's changes to the displayed books: new states minus the states before the group (still in `live`). */
   private bookUpdate(rows: Rows): BookUpdate {
     const levels = new Map<string, [string, string, number, number, number]>();
     const add = (order: OrderState | undefined, sign: number) => {
-      if (order === undefined || order.orderType !== 'LIMIT' || (order.state !== STATE_OPEN && order.state !== STATE_PARTIALLY_FILLED)) return;
-      const key = `${order.instrumentId}|${order.side}|${order.priceNanos}`;
-      const entry = levels.get(key) ?? [order.instrumentId, order.side, order.priceNanos, 0, 0];
+      if (order === undefined || order.orderType !== ORDER_TYPE_LIMIT || (order.state !== STATE_OPEN && order.state !== STATE_PARTIALLY_FILLED)) return;
+      const instrument = this.instrumentName(order.ids);
+      const side = SIDE_NAMES[order.side]!;
+      const key = `${instrument}|${side}|${order.priceNanos}`;
+      const entry = levels.get(key) ?? [instrument, side, order.priceNanos, 0, 0];
       entry[3] += sign * (order.quantity - order.filled);
       entry[4] += sign;
       levels.set(key, entry);
     };
-    for (const order of rows.lifecycle.values()) {
-      add(this.live.get(order.orderId), -1);
+    for (const [key, order] of rows.lifecycle) {
+      add(this.live.get(key), -1);
       add(order, 1);
     }
     return {
       watermarks: [...rows.watermarks],
       levels: [...levels.values()].filter((entry) => entry[3] !== 0 || entry[4] !== 0),
-      instruments: [...rows.instruments].map(([id, [currency, shard]]) => [id, currency, shard]),
+      instruments: [...rows.instruments.values()].map(([ids, currency, shard]) => [formatUuid(ids, 0), unpackCurrency(currency), shard]),
     };
+  }
+
+  private instrumentName(ids: Int32Array): string {
+    const key = keyOf(ids, INSTRUMENT_ID);
+    let name = this.instrumentNames.get(key);
+    if (name === undefined) {
+      name = formatUuid(ids, INSTRUMENT_ID);
+      this.instrumentNames.set(key, name);
+    }
+    return name;
   }
 
   /**
    * Rebuilds order_lifecycle_state from the whole journal, in one transaction, and
    * leaves the in-memory open orders as the rebuilt table has them. Returns the rows.
+   * (The operator's rebuild route; the projector is paused while it runs.)
    */
   async rebuildLifecycle(client: pg.ClientBase): Promise<number> {
-    const rebuilt = new Map<string, OrderState>();
+    const rebuilt = new Rows();
     const saved = new Map(this.live);
     this.live.clear();
+    const submits = new Map<string, Int32Array>(); // order -> the submit's command id, for its clientOrderId
     try {
       for (let shard = 0; shard < this.projected.length; shard++) {
         let after = 0;
         for (;;) {
-          const page = await client.query<{ first_sequence: string; last_sequence: string; payload: Buffer }>(
-            'SELECT first_sequence, last_sequence, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 AND last_sequence <= $3 ORDER BY first_sequence LIMIT 200',
+          const page = await client.query<{ first_sequence: string; payload: Buffer }>(
+            'SELECT first_sequence, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 AND last_sequence <= $3 ORDER BY first_sequence LIMIT 200',
             [shard, after, this.projected[shard]],
           );
           if (page.rows.length === 0) break;
           for (const row of page.rows) {
-            const batch = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: 0, eventCount: 0, payload: row.payload, sequencedAtUs: [] };
-            const rows = new Rows();
-            rows.lifecycle = rebuilt;
-            for (const command of decodeJournal(batch.payload)) this.applyLifecycle(rows, batch, command);
-            after = batch.firstSequence;
+            const view = journalView(row.payload);
+            for (let at = 0; at < view.bytes.byteLength; ) at = this.replayLifecycle(rebuilt, view, at, shard, submits);
+            after = Number(row.first_sequence);
           }
         }
       }
-      await client.query('BEGIN');
-      await client.query('TRUNCATE runtime.order_lifecycle_state');
-      await this.upsertLifecycle(client, rebuilt.values());
-      await client.query('COMMIT');
+      const copy = new BinaryCopy();
+      for (const [key, order] of rebuilt.lifecycle) this.lifecycleRow(copy, order, null, submits.get(key)!);
+      const sql = [
+        'TRUNCATE runtime.order_lifecycle_state',
+        `COPY lifecycle_rebuild (${LIFECYCLE_COLUMNS}, client_order_id, submit_command_id) FROM STDIN (FORMAT binary)`,
+        `INSERT INTO runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)
+         SELECT ${LIFECYCLE_COLUMNS}, (SELECT cl.client_order_id FROM runtime.command_log cl WHERE cl.command_id = s.submit_command_id) FROM lifecycle_rebuild s`,
+      ].join(';\n');
+      await runScript(client, sql, [copy.finish()]);
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
       this.live.clear();
       for (const [id, order] of saved) this.live.set(id, order);
       throw error;
     }
     this.live.clear();
-    for (const order of rebuilt.values()) if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(order.orderId, order);
-    return rebuilt.size;
+    for (const [key, order] of rebuilt.lifecycle) {
+      order.fresh = false;
+      if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) this.live.set(key, order);
+    }
+    return rebuilt.lifecycle.size;
   }
 
-  private apply(rows: Rows, batch: JournalBatch, command: JournalCommand): void {
-    const { header, events } = command;
-    const first = events[0]!;
-    const currency = header.currency !== 0 ? unpackCurrency(header.currency) : command.slotCurrency > 0 ? unpackCurrency(command.slotCurrency) : '';
-    const accepted = first.kind === EVENT_ACCEPTED;
-    rows.outcomes
-      .row(10)
-      .uuid(uuidBytes(command.commandId))
-      .smallint(batch.shard)
-      .bigint(first.sequence)
-      .bigint(batch.firstSequence)
-      .bigint(header.batch)
-      .smallint(accepted ? 1 : 2)
-      .text(accepted ? null : rejectName(first.code))
-      .uuid(first.orderA === NO_ORDER ? null : uuidBytes(first.orderA))
-      .timestampUs(header.timestampUs)
-      .text(renderEnvelope({ shard: batch.shard, instrumentId: command.instrumentId, currency }, header, events).json);
-    this.applyLifecycle(rows, batch, command);
-    const taker = rows.lifecycle.get(command.orderId) ?? this.live.get(command.orderId);
-    for (let i = 1; i + 2 < events.length; i += 3) {
-      const takerExecution = events[i]!;
-      const makerExecution = events[i + 1]!;
-      const trade = events[i + 2]!;
-      if (takerExecution.kind !== EVENT_EXECUTION || makerExecution.kind !== EVENT_EXECUTION || trade.kind !== EVENT_TRADE) {
-        throw new Error(`unexpected event layout in command ${command.commandId}`);
-      }
-      const maker = rows.lifecycle.get(makerExecution.orderA) ?? this.live.get(makerExecution.orderA);
-      if (taker === undefined || maker === undefined) throw new Error(`projection lost an order of command ${command.commandId}`);
-      const tradeId = uuidBytes(eventIdOf(batch.shard, trade.sequence));
-      for (const [execution, order, liquidity] of [[takerExecution, taker, 'TAKER'], [makerExecution, maker, 'MAKER']] as const) {
-        rows.executions
-          .row(16)
-          .uuid(uuidBytes(eventIdOf(batch.shard, execution.sequence)))
-          .smallint(batch.shard)
-          .bigint(execution.sequence)
-          .uuid(uuidBytes(command.commandId))
-          .uuid(tradeId)
-          .uuid(uuidBytes(order.orderId))
-          .uuid(uuidBytes(execution.orderB))
-          .uuid(uuidBytes(order.instrumentId))
-          .uuid(uuidBytes(order.participantId))
-          .uuid(uuidBytes(order.accountId))
-          .text(order.side)
-          .text(liquidity)
-          .bigint(execution.quantity)
-          .bigint(execution.price)
-          .text(order.currency)
-          .timestampUs(header.timestampUs);
-      }
-      const [buy, sell] = taker.side === 'BUY' ? [taker, maker] : [maker, taker];
-      const [runId, sessionId] = this.sessionNames(taker.runNo, taker.sessionNo);
-      rows.trades
-        .row(19)
-        .uuid(tradeId)
-        .smallint(batch.shard)
-        .bigint(trade.sequence)
-        .uuid(uuidBytes(command.commandId))
-        .uuid(uuidBytes(eventIdOf(batch.shard, takerExecution.sequence)))
-        .text(runId)
-        .text(sessionId)
-        .uuid(uuidBytes(taker.instrumentId))
-        .uuid(uuidBytes(buy.orderId))
-        .uuid(uuidBytes(sell.orderId))
-        .uuid(uuidBytes(buy.participantId))
-        .uuid(uuidBytes(buy.accountId))
-        .uuid(uuidBytes(sell.participantId))
-        .uuid(uuidBytes(sell.accountId))
-        .text(SIDE_NAMES[trade.aggressor]!)
-        .bigint(trade.quantity)
-        .bigint(trade.price)
-        .text(taker.currency)
-        .timestampUs(header.timestampUs);
+  /** The order changes of one journaled command, alone (the rebuild). Returns the next offset. */
+  private replayLifecycle(rows: Rows, view: JournalView, at: number, shard: number, submits: Map<string, Int32Array>): number {
+    const { words, floats, bytes } = view;
+    const headerAt = at + COMMAND_SLOT_BYTES;
+    const eventCount = words[(headerAt >> 2) + RESULT_COUNT_WORD]!;
+    const next = headerAt + (1 + eventCount) * RESULT_RECORD_BYTES;
+    const firstAt = headerAt + RESULT_RECORD_BYTES;
+    const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
+    if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED || (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY)) return next;
+    const timestampUs = floats[(headerAt >> 3) + RESULT_TIMESTAMP_FLOAT]!;
+    const noIntake: PendingIntake = { commitNo: 0, bytes: new Uint8Array(0), words: new Int32Array(0), floats: new Float64Array(0), at: 0 };
+    const taker = this.applyOrder(rows, view, at, shard, opcode, eventCount, timestampUs, noIntake, 0);
+    if (taker === null) return next;
+    if (opcode === OPCODE_SUBMIT) submits.set(keyOf(taker.ids, ORDER_ID), words.slice((at >> 2) + COMMAND_ID_WORD, (at >> 2) + COMMAND_ID_WORD + 4));
+    for (let e = firstAt + RESULT_RECORD_BYTES; e + 3 * RESULT_RECORD_BYTES <= next; e += 3 * RESULT_RECORD_BYTES) {
+      taker.filled += floats[(e >> 3) + RESULT_QUANTITY_FLOAT]!;
+      const makerAt = e + RESULT_RECORD_BYTES;
+      const maker = rows.lifecycle.get(keyOf(words, (makerAt >> 2) + RESULT_UUID_A_WORD));
+      if (maker === undefined) throw new Error('the rebuild met a fill of an order it never saw');
+      maker.filled += floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
+      maker.state = bytes[makerAt + RESULT_STATE_BYTE]!;
+      maker.updatedAtUs = timestampUs;
+      maker.lastSequence = floats[(makerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
     }
-  }
-
-  /** Order states after one command: the taker (submit, modify, cancel) and every maker it filled. */
-  private applyLifecycle(rows: Rows, batch: JournalBatch, command: JournalCommand): void {
-    const { header, events } = command;
-    const first = events[0]!;
-    if (first.kind !== EVENT_ACCEPTED) return;
-    if (command.opcode !== OPCODE_SUBMIT && command.opcode !== OPCODE_CANCEL && command.opcode !== OPCODE_MODIFY) return;
-    const lastSequence = events[events.length - 1]!.sequence;
-    const get = (orderId: string) => rows.lifecycle.get(orderId) ?? this.live.get(orderId);
-    let order: OrderState | undefined;
-    if (command.opcode === OPCODE_SUBMIT) {
-      order = {
-        orderId: command.orderId,
-        runNo: command.runNo,
-        sessionNo: command.sessionNo,
-        instrumentId: command.instrumentId,
-        participantId: command.participantId,
-        accountId: command.accountId,
-        side: SIDE_NAMES[command.side]!,
-        orderType: ORDER_TYPE_NAMES[command.orderType]!,
-        timeInForce: TIME_IN_FORCE_NAMES[command.timeInForce]!,
-        state: first.state,
-        priceNanos: command.priceNanos,
-        quantity: command.quantity,
-        filled: 0,
-        currency: unpackCurrency(command.slotCurrency),
-        engineOrderId: engineOrderIdOf(batch.shard, header.engineOrderId),
-        shard: batch.shard,
-        submitCommandId: command.commandId,
-        createdAtUs: header.timestampUs,
-        updatedAtUs: header.timestampUs,
-        lastSequence,
-      };
-    } else {
-      const known = get(command.orderId);
-      if (known === undefined) {
-        this.log('error', 'projection: an accepted command names an order it never saw', { commandId: command.commandId, orderId: command.orderId });
-        return;
-      }
-      order = { ...known, state: first.state, updatedAtUs: header.timestampUs, lastSequence };
-      if (command.opcode === OPCODE_MODIFY) {
-        order.priceNanos = command.priceNanos;
-        order.quantity = command.quantity;
-      }
-    }
-    rows.lifecycle.set(order.orderId, order);
-    if (command.opcode === OPCODE_SUBMIT && !this.instruments.has(order.instrumentId) && !rows.instruments.has(order.instrumentId)) {
-      rows.instruments.set(order.instrumentId, [order.currency, batch.shard, first.sequence]);
-    }
-    for (let i = 1; i + 2 < events.length; i += 3) {
-      const takerExecution = events[i]!;
-      const makerExecution = events[i + 1]!;
-      order.filled += takerExecution.quantity;
-      const maker = get(makerExecution.orderA);
-      if (maker === undefined) {
-        this.log('error', 'projection: a fill names an order it never saw', { orderId: makerExecution.orderA });
-        continue;
-      }
-      rows.lifecycle.set(maker.orderId, { ...maker, filled: maker.filled + makerExecution.quantity, state: makerExecution.state, updatedAtUs: header.timestampUs, lastSequence: makerExecution.sequence });
-    }
-  }
-
-  private async upsertLifecycle(client: pg.ClientBase, orders: Iterable<OrderState>): Promise<void> {
-    const copy = new BinaryCopy();
-    for (const order of orders) {
-      const [runId, sessionId] = this.sessionNames(order.runNo, order.sessionNo);
-      const open = order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
-      copy
-        .row(21)
-        .uuid(uuidBytes(order.orderId))
-        .text(runId)
-        .text(sessionId)
-        .uuid(uuidBytes(order.instrumentId))
-        .uuid(uuidBytes(order.participantId))
-        .uuid(uuidBytes(order.accountId))
-        .text(order.side)
-        .text(order.orderType)
-        .text(order.timeInForce)
-        .text(ORDER_STATE_NAMES[order.state]!)
-        .bigint(order.priceNanos)
-        .text(order.currency)
-        .bigint(order.quantity)
-        .bigint(open ? order.quantity - order.filled : 0)
-        .bigint(order.filled)
-        .text(order.engineOrderId)
-        .smallint(order.shard)
-        .bigint(order.lastSequence)
-        .timestampUs(order.createdAtUs)
-        .timestampUs(order.updatedAtUs)
-        .uuid(order.submitCommandId === '' ? null : uuidBytes(order.submitCommandId));
-    }
-    if (copy.rows === 0) return;
-    // The staging table lives as long as the connection: created once per connection, not per group.
-    if (!STAGED.has(client)) {
-      await client.query(
-        'CREATE TEMP TABLE IF NOT EXISTS lifecycle_stage (LIKE runtime.order_lifecycle_state INCLUDING DEFAULTS, submit_command_id uuid) ON COMMIT DELETE ROWS',
-      );
-      STAGED.add(client);
-    }
-    await copyInto(client, `lifecycle_stage (${LIFECYCLE_COLUMNS}, submit_command_id)`, copy);
-    // A new order takes its clientOrderId from the intake row of the submit that created it.
-    await client.query(
-      `INSERT INTO runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)
-       SELECT ${LIFECYCLE_COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')},
-              (SELECT cl.client_order_id FROM runtime.command_log cl WHERE cl.command_id = s.submit_command_id)
-         FROM lifecycle_stage s
-       ON CONFLICT (order_id) DO UPDATE SET
-         state = EXCLUDED.state, limit_price_nanos = EXCLUDED.limit_price_nanos,
-         original_quantity_units = EXCLUDED.original_quantity_units, remaining_quantity_units = EXCLUDED.remaining_quantity_units,
-         filled_quantity_units = EXCLUDED.filled_quantity_units, last_sequence = EXCLUDED.last_sequence, updated_at = EXCLUDED.updated_at
-       WHERE runtime.order_lifecycle_state.last_sequence < EXCLUDED.last_sequence`,
-    );
+    return next;
   }
 }
 
-const NO_ORDER = '00000000-0000-0000-0000-000000000000';
-
-function uuidBytes(text: string): Buffer {
-  return Buffer.from(text.replace(/-/g, ''), 'hex');
+function uuidWordsOf(text: string): Int32Array {
+  const words = new Int32Array(4);
+  parseUuidInto(text, words, 0);
+  return words;
 }
 
-const OUTCOMES_TARGET =
-  'runtime.command_outcomes (command_id, shard_id, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, order_id, occurred_at, result_payload_json)';
+/**
+ * Session set-up of the projector's connection: the staging tables for updates and
+ * rebuilds (each group's rows vanish at its commit), and joins by index only: the
+ * staging table is never analyzed, and a hash join would scan the whole lifecycle
+ * table to update a few rows.
+ */
+export const PROJECTOR_SESSION_SQL = [
+  'SET synchronous_commit = off',
+  'SET enable_hashjoin = off',
+  'SET enable_mergejoin = off',
+  `CREATE TEMP TABLE IF NOT EXISTS lifecycle_update (
+     order_id uuid, state text, limit_price_nanos bigint, original_quantity_units bigint, remaining_quantity_units bigint,
+     filled_quantity_units bigint, last_sequence bigint, updated_at timestamptz) ON COMMIT DELETE ROWS`,
+  'CREATE TEMP TABLE IF NOT EXISTS lifecycle_rebuild (LIKE runtime.order_lifecycle_state INCLUDING DEFAULTS, submit_command_id uuid) ON COMMIT DELETE ROWS',
+].join(';\n');
+
+const COMMANDS_TARGET =
+  'runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, order_id, instrument_id, client_order_id, received_at, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, occurred_at, journal_offset, journal_length)';
 const EXECUTIONS_TARGET =
   'runtime.executions (execution_id, shard_id, stream_sequence, command_id, trade_id, order_id, counterparty_order_id, instrument_id, participant_id, account_id, side, liquidity, quantity_units, price_nanos, currency, occurred_at)';
 const TRADES_TARGET =
   'runtime.trades (trade_id, shard_id, stream_sequence, command_id, execution_id, run_id, venue_session_id, instrument_id, buy_order_id, sell_order_id, buy_participant_id, buy_account_id, sell_participant_id, sell_account_id, aggressor_side, quantity_units, price_nanos, currency, occurred_at)';
 const LIFECYCLE_COLUMNS =
   'order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state, limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at';
+const UPDATE_COLUMNS = 'order_id, state, limit_price_nanos, original_quantity_units, remaining_quantity_units, filled_quantity_units, last_sequence, updated_at';
+const LIFECYCLE_UPDATE = `UPDATE runtime.order_lifecycle_state o
+   SET state = u.state, limit_price_nanos = u.limit_price_nanos, original_quantity_units = u.original_quantity_units,
+       remaining_quantity_units = u.remaining_quantity_units, filled_quantity_units = u.filled_quantity_units,
+       last_sequence = u.last_sequence, updated_at = u.updated_at
+  FROM lifecycle_update u
+ WHERE o.order_id = u.order_id AND o.last_sequence < u.last_sequence`;

@@ -28,6 +28,7 @@ import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnap
 import { availability } from './availability.ts';
 import { settlementAdmin, settlementRead } from './settlement-store.ts';
 import { BookModel } from './book-model.ts';
+import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
 import type { BookUpdate } from './projector.ts';
 
 export interface ReadThreadData {
@@ -69,12 +70,13 @@ async function readYourWrites(reached: (shard: number) => number = (shard) => co
 const SELECT = `
   SELECT cl.command_id, cl.client_id, cl.idempotency_key, cl.route, cl.processing_mode, cl.shard_id, cl.principal_id,
          cl.order_id, cl.instrument_id, encode(cl.payload_hash, 'hex') AS payload_hash,
-         co.stream_sequence, co.shard_batch, co.result_status, co.reject_code, co.result_payload_json
-    FROM runtime.command_log cl LEFT JOIN runtime.command_outcomes co ON co.command_id = cl.command_id`;
+         cl.stream_sequence, cl.shard_batch, cl.result_status, cl.reject_code, cl.journal_offset, ${JOURNAL_OF_COMMAND.column}
+    FROM runtime.command_log cl ${JOURNAL_OF_COMMAND.join}`;
 
 function toStored(row: Record<string, any>): StoredCommand {
   const mode = Number(row.processing_mode);
-  const materialized = row.result_status !== null;
+  const shard = Number(row.shard_id);
+  const envelope = storedEnvelope(row as Parameters<typeof storedEnvelope>[0]);
   const syncResult = PROCESSING_MODE_NAMES[mode] === 'sync-result';
   return {
     commandId: row.command_id,
@@ -82,19 +84,19 @@ function toStored(row: Record<string, any>): StoredCommand {
     idempotencyKey: row.idempotency_key,
     route: Number(row.route),
     processingMode: mode,
-    shard: Number(row.shard_id),
+    shard,
     principal: principalIndex.get(row.principal_id) ?? -1,
     orderId: row.order_id,
     instrumentId: row.instrument_id,
     payloadHash: row.payload_hash,
-    streamSequence: materialized ? Number(row.stream_sequence) : 0,
-    shardBatch: materialized ? Number(row.shard_batch) : 0,
-    resultStatus: materialized ? Number(row.result_status) : 0,
+    streamSequence: Number(row.stream_sequence),
+    shardBatch: Number(row.shard_batch),
+    resultStatus: Number(row.result_status),
     rejectCode: row.reject_code ?? '',
-    resultPayloadJson: row.result_payload_json,
+    resultPayloadJson: envelope,
     // sync-result answered with the envelope; the other modes with the pointer.
-    responseStatus: syncResult ? (materialized ? 200 : 0) : 202,
-    responseBody: syncResult ? row.result_payload_json : renderPointer(row.command_id, PROCESSING_MODE_NAMES[mode]!),
+    responseStatus: syncResult ? 200 : 202,
+    responseBody: syncResult ? envelope : renderPointer(row.command_id, PROCESSING_MODE_NAMES[mode]!),
   };
 }
 

@@ -1,7 +1,8 @@
 // What the main thread reads from storage at start-up, before the venue is ready:
 // the settings a restart must keep, the open venue session, each shard's journal (to
-// rebuild its book), the captured commands that never reached the journal (to
-// re-drive them), and what the gateways' shared tables should remember.
+// rebuild its book), and what the gateways' shared tables should remember. (The
+// captured commands that never reached the journal are found by the persistence
+// thread, which holds the intake records still waiting for an outcome.)
 //
 // Everything here runs once, on one connection, in pages of bounded size.
 
@@ -10,7 +11,6 @@ import type pg from 'pg';
 import type { NumberedSession } from '../core/storage-protocol.ts';
 
 const JOURNAL_PAGE_ROWS = 64;
-const REDRIVE_PAGE_ROWS = 4096;
 
 /** Settings fixed by the first start: they decide where instruments live. */
 export async function checkSettings(client: pg.ClientBase, settings: Record<string, string>): Promise<void> {
@@ -86,47 +86,6 @@ export async function readJournal(client: pg.ClientBase, shard: number, onPage: 
       last = Number(row.last_sequence);
     }
     await onPage(joined.buffer, last);
-  }
-}
-
-/**
- * Commands the command log holds that never reached the journal (taken, maybe
- * acknowledged, then lost with the process), per shard in the order they were taken:
- * their 128-byte slots joined, page by page.
- */
-export async function readUnjournaled(client: pg.ClientBase, onPage: (shard: number, slots: ArrayBuffer, count: number) => Promise<void>): Promise<number> {
-  let total = 0;
-  // Keyset on (microseconds, id): a JS Date has only milliseconds, and a key rounded
-  // down would fetch (and re-drive) the same rows again.
-  let after: { receivedUs: string; commandId: string } | null = null;
-  const seen = new Set<string>();
-  for (;;) {
-    const page: pg.QueryResult<{ command_id: string; shard_id: number; slot: Buffer; received_us: string }> = await client.query(
-      `SELECT cl.command_id, cl.shard_id, cl.slot, received_us::text AS received_us
-         FROM runtime.command_log cl
-        CROSS JOIN LATERAL (SELECT (extract(epoch FROM cl.received_at) * 1000000)::bigint AS received_us) t
-        WHERE NOT EXISTS (SELECT 1 FROM runtime.command_outcomes co WHERE co.command_id = cl.command_id)
-          AND ($1::bigint IS NULL OR (received_us, cl.command_id) > ($1::bigint, $2::uuid))
-        ORDER BY received_us, cl.command_id
-        LIMIT $3`,
-      [after?.receivedUs ?? null, after?.commandId ?? null, REDRIVE_PAGE_ROWS],
-    );
-    if (page.rows.length === 0) return total;
-    const byShard = new Map<number, Buffer[]>();
-    for (const row of page.rows) {
-      if (seen.has(row.command_id)) throw new Error(`command ${row.command_id} would be re-driven twice`);
-      seen.add(row.command_id);
-      const list = byShard.get(row.shard_id) ?? [];
-      list.push(row.slot);
-      byShard.set(row.shard_id, list);
-    }
-    for (const [shard, slots] of byShard) {
-      const joined = Buffer.concat(slots);
-      await onPage(shard, joined.buffer.slice(joined.byteOffset, joined.byteOffset + joined.byteLength) as ArrayBuffer, slots.length);
-    }
-    total += page.rows.length;
-    const lastRow = page.rows[page.rows.length - 1]!;
-    after = { receivedUs: lastRow.received_us, commandId: lastRow.command_id };
   }
 }
 

@@ -3,7 +3,7 @@
 // verification against the database afterwards (verify.ts).
 //
 //   npx tsx bench/load/load-generator.ts --url http://127.0.0.1:8080 [--seconds 10]
-//     [--threads 1] [--connections 64] [--rate 0] [--mode sync-result]
+//     [--threads 1] [--connections 64] [--rate 0] [--mode sync-result] [--parse yes|no]
 // runs against a venue already running and prints the summary (no verification).
 
 import { fileURLToPath } from 'node:url';
@@ -190,6 +190,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     durationMs: Number(arg('seconds', '10')) * 1000,
     ratePerSecond: Number(arg('rate', '0')),
     seed: Number(arg('seed', '1')),
+    parseAnswers: arg('parse', 'yes') === 'yes',
     record: false,
     label: 'load',
   });

@@ -1,13 +1,16 @@
 // After a load: what the load generator was told, checked against the venue's
 // database once the projections caught up.
 //  - every command answered 2xx has its outcome stored (nothing acknowledged is lost);
-//  - every sync-result 200 body is byte for byte the stored answer (MD5 compared);
+//  - every sync-result 200 body is byte for byte the stored answer, rendered from the
+//    journal (MD5 compared);
 //  - every trade an answer reported is stored, none twice, and (when every request was
 //    answered) the database holds no trade that no answer reported;
 //  - two executions per trade, and per instrument the bought and sold quantities are
 //    equal in the executions and in the order lifecycle (the books balance).
 
+import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { JOURNAL_OF_COMMAND, storedEnvelope } from '../../persistence/stored-envelope.ts';
 import type { LoadResult } from './load-generator.ts';
 
 export interface Verification {
@@ -27,14 +30,19 @@ export interface Verification {
 
 const CHUNK = 20_000;
 
+/** Until every shard's projection watermark is at the end of its journal. */
 async function waitForProjections(client: pg.Client): Promise<void> {
   const deadline = Date.now() + 120_000;
-  let last = -1;
   for (;;) {
-    const row = (await client.query('SELECT (SELECT count(*) FROM runtime.command_log)::bigint AS logged, (SELECT count(*) FROM runtime.command_outcomes)::bigint AS projected')).rows[0]!;
-    if (row.logged === row.projected && row.projected === last) return;
-    if (Date.now() > deadline) throw new Error(`the projections did not catch up: ${row.projected} of ${row.logged} outcomes`);
-    last = row.projected;
+    const behind = (
+      await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM (SELECT shard_id, max(last_sequence) AS s FROM runtime.journal_batches GROUP BY shard_id) j
+           LEFT JOIN runtime.projection_watermarks w ON w.shard_id = j.shard_id AND w.projection = 'runtime'
+          WHERE w.sequence IS NULL OR w.sequence < j.s`,
+      )
+    ).rows[0]!.n;
+    if (behind === 0) return;
+    if (Date.now() > deadline) throw new Error(`the projections did not catch up: ${behind} shard(s) behind`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -63,11 +71,11 @@ export async function verifyLoad(databaseUrl: string, results: LoadResult[]): Pr
     let bodiesDifferent = 0;
     for (let from = 0; from < ids.length; from += CHUNK) {
       const chunk = ids.slice(from, from + CHUNK);
-      const stored = new Map(
-        (await client.query<{ id: string; md5: string }>('SELECT command_id::text AS id, md5(result_payload_json) AS md5 FROM runtime.command_outcomes WHERE command_id = ANY($1::uuid[])', [chunk])).rows.map(
-          (row) => [row.id, row.md5] as const,
-        ),
+      const rows = await client.query(
+        `SELECT cl.command_id, cl.shard_id, cl.journal_offset, ${JOURNAL_OF_COMMAND.column} FROM runtime.command_log cl ${JOURNAL_OF_COMMAND.join} WHERE cl.command_id = ANY($1::uuid[])`,
+        [chunk],
       );
+      const stored = new Map(rows.rows.map((row) => [row.command_id as string, createHash('md5').update(storedEnvelope(row)).digest('hex')] as const));
       chunk.forEach((id, k) => {
         const hash = stored.get(id);
         if (hash === undefined) return void outcomesMissing++;

@@ -45,6 +45,7 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
     venue = await VenueProcess.start(env);
     assert.match(venue.log, /remember only the most recent commands/);
     await checkOld('after a restart');
+    await venue.untilProjected();
     await withClient((await embeddedUrl(dir))!, async (client) => {
       const rows = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM runtime.command_log');
       assert.equal(rows.rows[0]!.n, 302, 'the 300 commands and the two fresh ones, each once');

@@ -9,9 +9,11 @@
 
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
+import { crc32 } from 'node:zlib';
 import { after, test } from 'node:test';
 import { EVENT_TRADE, Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command-slot.ts';
+import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
 import { renderPointer } from '../../core/outcome-format.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
@@ -361,8 +363,8 @@ test('a command captured but never journaled (the process died in between) is re
   assert.equal((await venue.order('/api/v1/orders/submit', resting, { token: TOKENS.traderB })).status, 200);
   assert.equal(await venue.stop(), 0);
 
-  // What a gateway's intake record holds for a captured-ack submit that crosses the resting sell,
-  // committed to the command log while its journal batch never was.
+  // The intake record a gateway wrote for a captured-ack submit that crosses the resting sell,
+  // committed (as tier 1 does, in an intake batch of its own commit) while its journal batch never was.
   const body = submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '4' });
   const key = `captured-${crypto.randomUUID()}`;
   const clientId = 'crash-client';
@@ -377,15 +379,19 @@ test('a command captured but never journaled (the process died in between) is re
     slotViews(slot),
     0,
   );
+  const record = new ArrayBuffer(INTAKE_RECORD_BYTES);
+  const uuidBytes = (text: string) => Buffer.from(text.replace(/-/g, ''), 'hex');
+  writeIntake({ words: new Int32Array(record), floats: new Float64Array(record), bytes: new Uint8Array(record) }, 0, {
+    processingMode: 1, route: ROUTE_SUBMIT, shard: shardOf(uuidWords(instrument), 0, SHARDS), principal: principal.index, receivedAtUs: Date.now() * 1000,
+    commandId: uuidBytes(body.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, key), payloadHash: payloadDigest(ROUTE_SUBMIT, body),
+    orderId: uuidBytes(body.orderId as string), instrumentId: uuidBytes(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey: key, clientOrderId: null,
+  });
   const database = await startEmbeddedPostgres(dir, () => undefined);
   await withClient(database.url, (client) =>
     client.query(
-      `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, order_id, instrument_id, slot, received_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 0, 1, $7, $8, $9, $10, now())`,
-      [
-        body.commandId, scopeDigest(principal.principalId, clientId, key).subarray(0, 16), payloadDigest(ROUTE_SUBMIT, body), principal.principalId, clientId, key,
-        shardOf(uuidWords(instrument), 0, SHARDS), body.orderId, instrument, Buffer.from(slot),
-      ],
+      `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload)
+       SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) + 1, 0, 1, $1, $2`,
+      [crc32(new Uint8Array(record)), Buffer.from(record)],
     ),
   );
   await database.stop();

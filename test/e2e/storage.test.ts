@@ -59,6 +59,7 @@ test('PostgreSQL going away: 503 with Retry-After, then the venue resumes withou
       const again = await venue.order('/api/v1/orders/submit', during[k], { key: keys[k] });
       assert.equal(again.text, first.text);
     }
+    await venue.untilProjected();
     await withClient(url, async (client) => {
       const rows = await client.query('SELECT count(*)::int AS n FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [during.map((body) => body.commandId)]);
       assert.equal(rows.rows[0].n, 2, 'both are in the command log, once each');

@@ -2,7 +2,7 @@
 // nothing, an edited migration stops the start, and the constraints protect the data.
 
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -21,7 +21,7 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -29,6 +29,7 @@ test('migrations apply once, in order, and are recorded', async () => {
       { version: 2, name: '002_command_log_lean.sql' },
       { version: 3, name: '003_instruments.sql' },
       { version: 4, name: '004_settlement.sql' },
+      { version: 5, name: '005_intake_batches.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -38,6 +39,7 @@ test('migrations apply once, in order, and are recorded', async () => {
         'command_outcomes',
         'executions',
         'instruments',
+        'intake_batches',
         'journal_batches',
         'market_data_snapshots',
         'order_lifecycle_state',
@@ -80,7 +82,7 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /009_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -122,9 +124,10 @@ test('constraints refuse what would corrupt the data', async () => {
     const scope = Buffer.alloc(16, 7);
     const logRow = (commandId: string) =>
       client.query(
-        `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, slot, received_at)
-         VALUES ($1, $2, $3, 'p', 'c', 'k', 0, 0, 0, $4, now())`,
-        [commandId, scope, Buffer.alloc(32), Buffer.alloc(128)],
+        `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, received_at,
+           stream_sequence, batch_first_sequence, shard_batch, result_status, occurred_at, journal_offset, journal_length)
+         VALUES ($1, $2, $3, 'p', 'c', 'k', 0, 0, 0, now(), 1, 1, 1, 1, now(), 0, 256)`,
+        [commandId, scope, Buffer.alloc(32)],
       );
     await logRow(crypto.randomUUID());
     await assert.rejects(logRow(crypto.randomUUID()), /command_log_scope_digest_key/, 'an idempotency scope holds one command');
@@ -181,5 +184,54 @@ test('settlement facts are append-only and gap-free, enforced by the database', 
       /check constraint/,
       'fact types are settlement fact types',
     );
+  });
+});
+
+/** A database migrated up to (not including) `version`, through a copy of the migrations folder. */
+async function migratedUpTo(url: string, version: number, client: import('pg').Client): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+  try {
+    cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+    for (const name of readdirSync(dir)) if (Number(name.slice(0, 3)) >= version) rmSync(path.join(dir, name));
+    await migrate(client, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const OLD_LOG_ROW = `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, slot, received_at)
+  VALUES ($1, $2, $3, 'p', 'c', 'k', 0, 0, 0, $4, now())`;
+
+test('005 carries the outcomes of the earlier layout into the command log', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migratedUpTo(url, 5, client);
+    const commandId = crypto.randomUUID();
+    await client.query(OLD_LOG_ROW, [commandId, Buffer.alloc(16, 1), Buffer.alloc(32), Buffer.alloc(128)]);
+    await client.query(
+      `INSERT INTO runtime.command_outcomes (command_id, shard_id, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, order_id, occurred_at, result_payload_json)
+       VALUES ($1, 0, 7, 5, 3, 2, 'ORDER_NOT_FOUND', NULL, '2026-11-22T10:00:00Z', '{}')`,
+      [commandId],
+    );
+    await client.query(
+      `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
+    );
+    await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
+    assert.deepEqual(await migrate(client), ['005_intake_batches.sql']);
+    const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
+    assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
+    const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;
+    assert.deepEqual(outcome, [{ command_id: commandId, stream_sequence: '7' }], 'command_outcomes is now a view of the command log');
+  });
+});
+
+test('005 refuses a database whose last run crashed without recovering its commands', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migratedUpTo(url, 5, client);
+    await client.query(OLD_LOG_ROW, [crypto.randomUUID(), Buffer.alloc(16, 2), Buffer.alloc(32), Buffer.alloc(128)]); // captured, never an outcome
+    await assert.rejects(migrate(client), /005_intake_batches\.sql failed: the command log holds commands without an outcome/);
+    const versions = await client.query('SELECT max(version)::int AS v FROM public.schema_migrations');
+    assert.equal(versions.rows[0].v, 4, 'nothing of 005 was applied');
   });
 });

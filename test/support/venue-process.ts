@@ -156,6 +156,22 @@ export class VenueProcess {
     });
   }
 
+  /**
+   * Waits until the projections (command_log, trades, order lifecycle…) hold every
+   * command the journal holds now: tests that read those tables directly call it after
+   * their commands were answered (the answer waits for the journal, not the projections).
+   */
+  async untilProjected(timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const status = await this.get('/admin/v1/persistence/status', TOKENS.operator);
+      const shards = (status.json as { shards?: { projectionLag: number }[] } | undefined)?.shards;
+      if (status.status === 200 && shards !== undefined && shards.every((shard) => shard.projectionLag === 0)) return;
+      if (Date.now() > deadline) throw new Error(`the projections did not catch up with the journal: ${status.status} ${status.text}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   /** SIGTERM and the exit code; removes the data folder it made. */
   async stop(): Promise<number | null> {
     let code = this.child.exitCode;
