@@ -64,6 +64,8 @@ export interface ShardRunnerOptions {
 /** A ring this shard writes, with what it wrote and has not published yet. */
 class Output {
   unpublished = 0;
+  /** A state-query answer is among the unpublished records (its asker waits for the shard, not for storage). */
+  answersQuery = false;
   constructor(
     readonly ring: RingProducer,
     readonly bell: Doorbell,
@@ -128,7 +130,7 @@ export class ShardRunner {
       this.processBatch(gateway, input, count);
       input.release(count);
       processed += count;
-      this.publish(this.outputs[gateway]!);
+      this.publishResults(this.outputs[gateway]!);
       if (this.journal !== null) this.publish(this.journal);
     }
     if (processed > 0) {
@@ -231,6 +233,7 @@ export class ShardRunner {
     const at = this.reserve(output, 1);
     writeHeader(output.ring, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, slot < 0 ? -1 : orders.state(slot), now, 0, this.batch);
     output.unpublished++;
+    output.answersQuery = true;
   }
 
   /** The command slot as sequenced, as two records of the journal stream. */
@@ -293,6 +296,22 @@ export class ShardRunner {
     output.ring.publish(output.unpublished);
     output.unpublished = 0;
     output.bell.ring();
+  }
+
+  /**
+   * Results go to their gateway at once, but with persistence the gateway is not woken
+   * for them: every answer also waits for a commit, and the persistence thread wakes
+   * the gateways after each one (results are published before their journal records,
+   * so they are there by then). That saves a thread wake-up per batch. A state-query
+   * answer (nothing to wait for), or a result ring a quarter full, still wakes it.
+   */
+  private publishResults(output: Output): void {
+    if (output.unpublished === 0) return;
+    const ring = output.ring;
+    ring.publish(output.unpublished);
+    output.unpublished = 0;
+    if (this.journal === null || output.answersQuery || ring.capacity - ring.freeSlots() >= ring.capacity >> 2) output.bell.ring();
+    output.answersQuery = false;
   }
 }
 

@@ -20,12 +20,18 @@ interface Wait {
 
 export class DurabilityGate {
   private waits: Wait[] = [];
+  /** What check() last saw durable: this gateway's intake count, each shard's journal. */
+  private seenIntake = 0;
+  private readonly seenJournal: number[];
 
   constructor(
     private readonly control: PersistenceControl,
     private readonly gatewayId: number,
     private readonly waitMs: number,
-  ) {}
+    shardCount: number,
+  ) {
+    this.seenJournal = Array.from({ length: shardCount }, () => 0);
+  }
 
   get size(): number {
     return this.waits.length;
@@ -43,8 +49,18 @@ export class DurabilityGate {
     this.waits.push({ intake, shard, sequence, deadlineMs: Date.now() + this.waitMs, durable, late });
   }
 
+  /** Whether storage became durable further since the last check() (something may be released). */
+  advanced(): boolean {
+    if (this.waits.length === 0) return false;
+    if (this.control.intakeCommitted(this.gatewayId) !== this.seenIntake) return true;
+    for (let shard = 0; shard < this.seenJournal.length; shard++) if (this.control.journalCommitted(shard) !== this.seenJournal[shard]) return true;
+    return false;
+  }
+
   /** Releases every wait that is durable; tells those past their deadline they are late. */
   check(): void {
+    this.seenIntake = this.control.intakeCommitted(this.gatewayId);
+    for (let shard = 0; shard < this.seenJournal.length; shard++) this.seenJournal[shard] = this.control.journalCommitted(shard);
     if (this.waits.length === 0) return;
     const now = Date.now();
     const still: Wait[] = [];

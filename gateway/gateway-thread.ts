@@ -72,9 +72,11 @@ async function resultLoop(): Promise<void> {
       flow.doorbell.wake();
       continue;
     }
-    // Replays waiting on another thread's command are checked every 2 ms; answers waiting
-    // for durability are woken by the persistence thread, and checked for their deadline.
-    await flow.doorbell.sleepAsync(seen, flow.waiting > 0 ? 2 : flow.durability.size > 0 ? 50 : 1000);
+    // Replays waiting on another thread's command are checked every 2 ms. Results and
+    // durability come with the persistence thread's wake-up after each commit (shards
+    // wake a gateway only for state-query answers: core/shard-runner.ts publishResults);
+    // commands in flight are still looked at every 50 ms for their deadline.
+    await flow.doorbell.sleepAsync(seen, flow.waiting > 0 ? 2 : flow.inFlight > 0 ? 50 : 1000);
   }
 }
 

@@ -215,7 +215,7 @@ export class OrderFlow {
     this.control = new PersistenceControl(memory.persistenceControl);
     this.persistenceBell = new Doorbell(memory.persistenceDoorbell);
     this.venueControl = new Int32Array(memory.venueControl);
-    this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs);
+    this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs, memory.shardCount);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000);
   }
@@ -235,9 +235,9 @@ export class OrderFlow {
     return this.pending.size + this.waiters.length + this.durability.size;
   }
 
-  /** True when a result ring has something to read. */
+  /** True when a result ring has something to read, or storage made answers durable since the last poll. */
   resultsWaiting(): boolean {
-    return this.readers.some((reader) => reader.ring.available() > 0);
+    return this.readers.some((reader) => reader.ring.available() > 0) || this.durability.advanced();
   }
 
   // ---- taking a command ----
@@ -290,10 +290,11 @@ export class OrderFlow {
       else this.replayOrWait(reply, existing, commandId, scopeBytes, payload);
       return;
     }
-    if (this.commandIds.insertIfAbsent(commandId, 0, ref) !== NOT_FOUND) {
+    const holderRef = this.commandIds.insertIfAbsent(commandId, 0, ref);
+    if (holderRef !== NOT_FOUND) {
       this.idempotency.remove(scope, 0, ref);
       this.store.void(index);
-      this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+      this.sameCommandOrConflict(request, holderRef, commandId, scopeBytes, payload);
       return;
     }
     const undoClaims = () => {
@@ -308,6 +309,33 @@ export class OrderFlow {
     };
     if (this.tablesMayHaveForgotten()) this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, proceed);
     else proceed();
+  }
+
+  /**
+   * The commandId is taken. Usually by another command (409); but the tables forget
+   * entries independently, so it may be this very command, retried after its scope
+   * entry was forgotten while its commandId entry was not: then it is a replay. The
+   * record the commandId points to tells, else storage does.
+   */
+  private sameCommandOrConflict(request: OrderRequest, holderRef: number, commandId: Int32Array, scope: Uint8Array, payload: Uint8Array): void {
+    const { reply, principal } = request;
+    const holder = holderRef === STORAGE_REF ? null : this.snapshotOf(holderRef, commandId);
+    if (holder !== null) {
+      if (holder.principal !== principal.index || holder.clientId !== request.clientId || holder.idempotencyKey !== request.idempotencyKey) {
+        return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+      }
+      if (holder.payloadHash !== Buffer.from(payload).toString('hex')) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+      return this.replayOrWait(reply, holderRef, commandId, scope, payload);
+    }
+    if (!this.tablesMayHaveForgotten()) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+    this.reads.request({ type: 'claims', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex'), commandId: formatUuid(commandId, 0) }).then(
+      (answer) => {
+        if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        if (answer.command !== null && answer.match === 'scope') return this.answerStoredReplay(reply, answer.command, payload);
+        this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+      },
+      () => this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER),
+    );
   }
 
   /**

@@ -21,6 +21,11 @@ export class BinaryCopy {
     this.int32(0); // header extension
   }
 
+  /** Bytes written so far. */
+  get byteLength(): number {
+    return this.length;
+  }
+
   row(fieldCount: number): this {
     this.rows++;
     return this.int16(fieldCount);

@@ -23,9 +23,17 @@ export interface PersistenceReady {
   redrive: RedriveShard[];
 }
 
-/** A projection group holds at most this many commits and this many journal bytes (its JS work runs between the writer's turns). */
-const GROUP_COMMITS_MAX = 64;
-const GROUP_JOURNAL_BYTES_MAX = 4 << 20;
+/**
+ * Tier 2 seals its open group when it is this old, or holds this many commands or
+ * bytes: every transaction costs the server about the same fixed amount whatever it
+ * holds (prepared plans, commit), so groups are made large on purpose. The lag this
+ * adds is bounded by the age (reads that need the tables wait for it; depth does not).
+ */
+const GROUP_AGE_MS = 20;
+const GROUP_COMMANDS_MAX = 4096;
+const GROUP_BYTES_MAX = 8 << 20;
+/** Ingested but unflushed work the writer lets pile up before it waits for tier 2 (bounded memory). */
+const SEALED_GROUPS_MAX = 8;
 
 export interface PersistenceThreadData {
   databaseUrl: string;
@@ -82,7 +90,6 @@ const projector = new Projector({
   shardCount: data.shardCount,
   principalIds: data.principalIds,
   // Sessions are loaded with each connection; a pair the venue never ran cannot reach the journal.
-  onGroup: (update) => data.bookPort.postMessage({ type: 'update', update }),
   sessionNames: (runNo, sessionNo) => {
     const names = sessionCache.get(`${runNo}:${sessionNo}`);
     if (names === undefined) throw new Error(`unknown venue session ${runNo}:${sessionNo}`);
@@ -93,10 +100,13 @@ const projector = new Projector({
 
 const writerClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
-const projectionQueue: StorageCommit[] = [];
-let projectionWake: (() => void) | null = null;
-let projectorIdle: Promise<void> = Promise.resolve();
-let pauseProjector = false;
+/** Commits made durable and not yet ingested (while a rebuild holds ingestion). */
+const ingestQueue: StorageCommit[] = [];
+let holdIngest = false;
+let writerDone = false;
+let flusherWake: (() => void) | null = null;
+let flusherIdle: Promise<void> = Promise.resolve();
+let flusherProgress: (() => void) | null = null;
 
 async function loadSessions(client: pg.ClientBase): Promise<void> {
   const rows = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
@@ -110,39 +120,45 @@ async function catchUp(client: pg.Client): Promise<number> {
     for (;;) {
       const page = await client.query<{ commit_no: string | null; first_sequence: string; last_sequence: string; command_count: number; event_count: number; payload: Buffer }>(
         'SELECT commit_no, first_sequence, last_sequence, command_count, event_count, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT 100',
-        [shard, projector.watermark(shard)],
+        [shard, projector.ingestedWatermark(shard)],
       );
       if (page.rows.length === 0) break;
-      await projector.project(
-        client,
-        page.rows.map((row) => ({
-          commitNo: Number(row.commit_no ?? 0),
-          intake: [],
-          journals: [
-            {
-              shard,
-              firstSequence: Number(row.first_sequence),
-              lastSequence: Number(row.last_sequence),
-              commandCount: row.command_count,
-              eventCount: row.event_count,
-              payload: row.payload,
-            },
-          ],
-        })),
-      );
+      for (const row of page.rows) {
+        const journal = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: row.command_count, eventCount: row.event_count, payload: row.payload };
+        projector.ingest({ commitNo: Number(row.commit_no ?? 0), intake: [], journals: [journal] }); // the read thread loads its books after this
+      }
       batches += page.rows.length;
+      if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) {
+        projector.seal();
+        while (await projector.flush(client));
+      }
     }
   }
+  projector.seal();
+  while (await projector.flush(client));
   return batches;
 }
 
+/** Wakes the gateways that sleep (a busy one checks durability before it sleeps: gateway/durability.ts advanced()). */
 const ringGateways = () => {
-  for (const bell of gatewayBells) bell.ringAlways();
+  for (const bell of gatewayBells) bell.ring();
 };
+
+/** Ingests what is queued (unless a rebuild holds it), posting each commit's book changes to the read thread. */
+function drainIngest(): void {
+  while (!holdIngest && ingestQueue.length > 0) {
+    const update = projector.ingest(ingestQueue.shift()!);
+    if (update !== null) data.bookPort.postMessage({ type: 'update', update });
+  }
+  if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
+  flusherWake?.();
+}
 
 /** One commit at a time on one connection; whatever arrives meanwhile goes into the next (group commit). */
 async function writerLoop(): Promise<void> {
   for (;;) {
+    // Bounded memory: when tier 2 falls this far behind, tier 1 waits (its rings fill, the gateways answer 503).
+    while (projector.sealedCount >= SEALED_GROUPS_MAX) await new Promise<void>((resolve) => (flusherProgress = resolve));
     const commit = writer.collect();
     if (commit === null) {
       if (stopping) return;
@@ -156,42 +172,36 @@ async function writerLoop(): Promise<void> {
     }
     await writer.commit(connect, writerClient, commit);
     ringGateways();
-    projectionQueue.push(commit);
-    projectionWake?.();
+    ingestQueue.push(commit);
+    drainIngest();
   }
 }
 
-/** The next projection group: whole commits, bounded by count and journal bytes. */
-function nextGroup(): StorageCommit[] {
-  let bytes = 0;
-  let count = 0;
-  while (count < projectionQueue.length && count < GROUP_COMMITS_MAX) {
-    bytes += projectionQueue[count]!.journals.reduce((sum, journal) => sum + journal.payload.byteLength, 0);
-    count++;
-    if (bytes >= GROUP_JOURNAL_BYTES_MAX) break;
-  }
-  return projectionQueue.splice(0, count);
-}
-
-async function projectorLoop(): Promise<void> {
+/** Seals the open group once it is old enough (or at a stop) and sends sealed groups to storage, retrying on failure. */
+async function flusherLoop(): Promise<void> {
   for (;;) {
-    if (projectionQueue.length === 0 || pauseProjector) {
-      if (stopping && projectionQueue.length === 0) return;
+    const ageMs = projector.openSinceMs > 0 ? performance.now() - projector.openSinceMs : -1;
+    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) projector.seal();
+    if (projector.sealedCount === 0) {
+      if (writerDone && ingestQueue.length === 0 && projector.openSinceMs === 0) return;
       await new Promise<void>((resolve) => {
-        projectionWake = resolve;
-        setTimeout(resolve, 100);
+        flusherWake = resolve;
+        setTimeout(resolve, ageMs >= 0 ? Math.max(1, GROUP_AGE_MS - ageMs) : 100);
       });
-      projectionWake = null;
+      flusherWake = null;
       continue;
     }
-    const group = nextGroup();
     let done: () => void = () => undefined;
-    projectorIdle = new Promise<void>((resolve) => (done = resolve));
+    flusherIdle = new Promise<void>((resolve) => (done = resolve));
     let delayMs = 50;
     for (;;) {
       try {
-        if (projectorClient === null) projectorClient = await connectProjector();
-        await projector.project(projectorClient, group);
+        if (projectorClient === null) {
+          projectorClient = await connectProjector();
+          // A group whose acknowledgement was lost may be in storage already.
+          if (await projector.storedAlready(projectorClient)) break;
+        }
+        await projector.flush(projectorClient);
         break;
       } catch (error) {
         log('error', 'projection failed; retrying', { err: (error as Error).message });
@@ -200,19 +210,22 @@ async function projectorLoop(): Promise<void> {
         projectorClient = null;
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         delayMs = Math.min(delayMs * 2, 1000);
-        // The group may have been committed before the failure (a lost acknowledgement): reload what
-        // storage holds (watermarks, open orders, the intake still waiting) so the retry skips it.
-        try {
-          projectorClient = await connectProjector();
-          await projector.load(projectorClient);
-          await projector.loadPending(projectorClient);
-        } catch {
-          await projectorClient?.end().catch(() => undefined);
-          projectorClient = null;
-        }
       }
     }
     done();
+    flusherProgress?.();
+    flusherProgress = null;
+  }
+}
+
+/** Flushes everything ingested (ingestion held by the caller). */
+async function flushAll(): Promise<void> {
+  await flusherIdle;
+  projector.seal();
+  while (projector.sealedCount > 0) {
+    flusherWake?.();
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    await flusherIdle;
   }
 }
 
@@ -250,9 +263,9 @@ for (const port of data.adminPorts) {
       return;
     }
     const startedAt = new Date().toISOString();
-    pauseProjector = true;
+    holdIngest = true;
     try {
-      await projectorIdle;
+      await flushAll();
       const client = await connectProjector();
       try {
         const rowsRebuilt = await projector.rebuildLifecycle(client);
@@ -269,8 +282,8 @@ for (const port of data.adminPorts) {
     } catch (error) {
       port.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies AdminAnswer);
     } finally {
-      pauseProjector = false;
-      projectionWake?.();
+      holdIngest = false;
+      drainIngest();
     }
   });
 }
@@ -279,7 +292,7 @@ parentPort!.on('message', (message: { type: string }) => {
   if (message.type === 'stop') {
     stopping = true;
     doorbell.ringAlways();
-    projectionWake?.();
+    flusherWake?.();
   }
 });
 
@@ -306,7 +319,13 @@ async function main(): Promise<void> {
   const redrive = projector.redrivePlan();
   log('info', 'persistence ready', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
   parentPort!.postMessage({ type: 'ready', redrive } satisfies PersistenceReady, redrive.map((shard) => shard.slots));
-  await Promise.all([writerLoop(), projectorLoop()]);
+  await Promise.all([
+    writerLoop().then(() => {
+      writerDone = true;
+      flusherWake?.();
+    }),
+    flusherLoop(),
+  ]);
   await writerClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
