@@ -28,12 +28,12 @@ import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
 import {
+  attachForgotten,
   createVenueMemory,
   rememberStored,
   tableKeeps,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
-  VENUE_TABLES_INCOMPLETE_WORD,
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
@@ -41,7 +41,7 @@ import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
 import type { PersistenceReady, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, knownOrders, openSession, readJournal, recentCommands } from './persistence/recovery.ts';
+import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys } from './persistence/recovery.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
@@ -253,11 +253,17 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const commands = await recentCommands(client, keeps);
     const registry = new SessionRegistry(session.active, session.known);
     const orders = (await knownOrders(client, keeps)).map((order) => ({ ...order, numbers: registry.numbersOf(order.runId, order.venueSessionId) }));
-    rememberStored(memory, commands.rows, orders);
-    if (commands.total > commands.rows.length) {
-      Atomics.store(new Int32Array(memory.venueControl), VENUE_TABLES_INCOMPLETE_WORD, 1); // misses are checked in storage
-      logger.warn({ stored: commands.total, remembered: commands.rows.length }, 'the shared tables remember only the most recent commands (older ones are checked in storage, which is slower); raise SHARED_TABLE_BUCKETS');
-    }
+    rememberStored(memory, commands, orders);
+    // Every stored command's keys go into the filters of forgotten keys: a later miss in the tables
+    // for one of them is checked in storage; any other miss is a new key, with no storage read.
+    const scopes = attachForgotten(memory, 'idempotency');
+    const commandIds = attachForgotten(memory, 'commandIds');
+    const stored = await storedCommandKeys(client, (scope, commandId) => {
+      scopes.add(scope, 0);
+      commandIds.add(commandId, 0);
+    });
+    logger.info({ remembered: commands.length, storedKeys: stored }, 'shared tables reloaded with the most recent commands; the key filters hold every stored one');
+    if (stored > scopes.ratedKeys) logger.warn({ stored, ratedKeys: scopes.ratedKeys }, 'more stored commands than KEY_FILTER_BITS is rated for: every new command is checked in storage (slower); raise KEY_FILTER_BITS');
     await client.end();
 
     // -- reads, then go --

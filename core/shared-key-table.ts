@@ -6,7 +6,9 @@
 // Buckets of 8 entries, each guarded by a spinlock word (critical sections are a
 // few dozen loads and stores). A full bucket evicts its oldest entry (smallest
 // insertion stamp), so the table is bounded and never refuses an insert; callers
-// that must not forget (durable idempotency) keep a second source of truth.
+// that must not forget (durable idempotency) keep a second source of truth, and may
+// give the table a KeyFilter that learns every key it evicts (under the bucket lock,
+// before the entry is reused: a lookup that misses afterwards finds the key there).
 // Size it at 4x the entries it should remember: with uniform hashing, buckets of 8
 // start to overflow (and evict early) above ~30% load.
 //
@@ -16,6 +18,7 @@
 //   entry: 0 used flag, 1 stamp, 2..5 key, 6 value, 7.. extra words
 
 import { hashWords } from './hash.ts';
+import type { KeyFilter } from './key-filter.ts';
 
 const HEADER_WORDS = 16;
 const ENTRIES_PER_BUCKET = 8;
@@ -57,8 +60,10 @@ export class SharedKeyTable {
   private readonly mask: number;
   private readonly stride: number;
   private readonly bucketStride: number;
+  private readonly forgotten: KeyFilter | null;
 
-  constructor(buffer: SharedArrayBuffer, shape: SharedKeyTableShape) {
+  constructor(buffer: SharedArrayBuffer, shape: SharedKeyTableShape, forgotten: KeyFilter | null = null) {
+    this.forgotten = forgotten;
     this.words = new Int32Array(buffer);
     this.bucketCount = shape.bucketCount;
     this.extraWords = shape.extraWords;
@@ -194,6 +199,7 @@ export class SharedKeyTable {
       }
     }
     Atomics.add(words, 1, 1);
+    this.forgotten?.add(words, oldest + KEY);
     return oldest;
   }
 

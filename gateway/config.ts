@@ -34,6 +34,8 @@ export interface VenueConfig {
   commandStoreArenaBytes: number;
   /** Buckets (8 entries each) of the shared idempotency, command, order and clientOrderId tables. */
   sharedTableBuckets: number;
+  /** Bits of each filter of forgotten idempotency keys and commandIds (core/key-filter.ts). */
+  keyFilterBits: number;
   shardBatchMax: number;
   /** PostgreSQL to use; empty: start the embedded server with data under dataDir. */
   databaseUrl: string;
@@ -117,6 +119,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),
     commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
     sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),
+    keyFilterBits: powerOfTwo(env, 'KEY_FILTER_BITS', 1 << 27, 1 << 10, 1 << 30),
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
     databaseUrl: env.DATABASE_URL ?? '',
     dataDir: env.DATA_DIR ?? '.data',

@@ -69,7 +69,8 @@ import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
-import { attachTable, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_TABLES_INCOMPLETE_WORD, type VenueMemory } from './venue-memory.ts';
+import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
+import type { KeyFilter } from '../core/key-filter.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -172,6 +173,9 @@ export class OrderFlow {
   private readonly commandIds: SharedKeyTable;
   private readonly orderDirectory: SharedKeyTable;
   private readonly clientOrders: SharedKeyTable;
+  /** Keys the idempotency and commandId tables forgot, or that storage held at start. */
+  private readonly forgottenScopes: KeyFilter;
+  private readonly forgottenCommandIds: KeyFilter;
   private readonly stores: CommandStore[];
   private readonly store: CommandStore;
   private readonly rings: RingProducer[];
@@ -204,6 +208,8 @@ export class OrderFlow {
     this.commandIds = attachTable(memory, 'commandIds');
     this.orderDirectory = attachTable(memory, 'orderDirectory');
     this.clientOrders = attachTable(memory, 'clientOrders');
+    this.forgottenScopes = attachForgotten(memory, 'idempotency');
+    this.forgottenCommandIds = attachForgotten(memory, 'commandIds');
     this.stores = memory.commandStores.map((buffer) => new CommandStore(buffer, memory.storeRecords));
     this.store = this.stores[gatewayId]!;
     this.rings = memory.commandRings[gatewayId]!.map((buffer) => new RingProducer(buffer, COMMAND_SLOT_BYTES));
@@ -307,8 +313,9 @@ export class OrderFlow {
       else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.cancelByClientOrder(request, intake, index, commandId, undoClaims);
       else this.target(request, intake, index, commandId, undoClaims);
     };
-    if (this.tablesMayHaveForgotten()) this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, proceed);
-    else proceed();
+    if (this.forgottenScopes.mightContain(scope, 0) || this.forgottenCommandIds.mightContain(commandId, 0)) {
+      this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, proceed);
+    } else proceed();
   }
 
   /**
@@ -327,7 +334,8 @@ export class OrderFlow {
       if (holder.payloadHash !== Buffer.from(payload).toString('hex')) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
       return this.replayOrWait(reply, holderRef, commandId, scope, payload);
     }
-    if (!this.tablesMayHaveForgotten()) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+    // Its scope was not in the table: new, or forgotten (then the filter has it).
+    if (!this.forgottenScopes.mightContain(wordsOf(scope), 0)) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
     this.reads.request({ type: 'claims', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex'), commandId: formatUuid(commandId, 0) }).then(
       (answer) => {
         if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
@@ -339,15 +347,11 @@ export class OrderFlow {
   }
 
   /**
-   * The shared tables are bounded: once they evicted an entry (or were reloaded with
-   * less than storage holds), a miss is not proof that a key or commandId is new.
-   * Storage (the command log, with its unique constraints) then decides, at the cost
-   * of a read per command.
+   * The shared tables are bounded: they forget their oldest entries, and a restart
+   * reloads only the most recent. A miss in a table is proof that a key is new only
+   * when the filter of forgotten keys does not hold it either; otherwise storage (the
+   * command log, with its unique constraints) decides, at the cost of a read.
    */
-  private tablesMayHaveForgotten(): boolean {
-    return this.idempotency.evictions > 0 || this.commandIds.evictions > 0 || Atomics.load(this.venueControl, VENUE_TABLES_INCOMPLETE_WORD) === 1;
-  }
-
   private checkStoredClaims(reply: Reply, scope: Uint8Array, commandIdText: string, payload: Uint8Array, undoClaims: () => void, proceed: () => void): void {
     const scopeHex = Buffer.from(scope.subarray(0, 16)).toString('hex'); // the command log keeps 16 bytes
     this.reads.request({ type: 'claims', scopeDigest: scopeHex, commandId: commandIdText.toLowerCase() }).then(

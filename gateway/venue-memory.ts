@@ -10,6 +10,7 @@ import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
+import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
 import { uuidWords } from '../core/uuid.ts';
 import { commandStoreBytes } from './command-store.ts';
@@ -33,8 +34,6 @@ export type TableName = keyof typeof TABLE_EXTRA_WORDS;
 /** Words of the venue control block. */
 export const VENUE_READY_WORD = 0;
 export const VENUE_DRAINING_WORD = 1;
-/** Set when the shared tables were reloaded with fewer commands than storage holds. */
-export const VENUE_TABLES_INCOMPLETE_WORD = 2;
 export const VENUE_CONTROL_BYTES = 64;
 
 export interface VenueMemory {
@@ -50,6 +49,8 @@ export interface VenueMemory {
   gatewayDoorbells: SharedArrayBuffer[];
   shardControls: SharedArrayBuffer[];
   tables: Record<TableName, SharedArrayBuffer>;
+  /** Keys the idempotency and commandId tables forgot, or that storage held at start (core/key-filter.ts). */
+  forgotten: Record<'idempotency' | 'commandIds', SharedArrayBuffer>;
   /** [gateway] */
   commandStores: SharedArrayBuffer[];
   venueControl: SharedArrayBuffer;
@@ -85,6 +86,7 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
       orderDirectory: createSharedKeyTable(shape('orderDirectory')),
       clientOrders: createSharedKeyTable(shape('clientOrders')),
     },
+    forgotten: { idempotency: createKeyFilter(config.keyFilterBits), commandIds: createKeyFilter(config.keyFilterBits) },
     commandStores: range(gateways).map(
       () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
     ),
@@ -97,7 +99,13 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
 }
 
 export function attachTable(memory: VenueMemory, name: TableName): SharedKeyTable {
-  return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] });
+  const forgotten = name === 'idempotency' || name === 'commandIds' ? attachForgotten(memory, name) : null;
+  return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] }, forgotten);
+}
+
+/** The filter of keys a table forgot (or storage held at start): a miss not in it is a new key. */
+export function attachForgotten(memory: VenueMemory, name: 'idempotency' | 'commandIds'): KeyFilter {
+  return new KeyFilter(memory.forgotten[name]);
 }
 
 /** A record reference valid in every gateway thread: gateway in the top byte. */

@@ -8,6 +8,7 @@
 
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
+import copyStreams from 'pg-copy-streams';
 import type { NumberedSession } from '../core/storage-protocol.ts';
 
 const JOURNAL_PAGE_ROWS = 64;
@@ -90,13 +91,52 @@ export async function readJournal(client: pg.ClientBase, shard: number, onPage: 
 }
 
 /** The most recent commands (what idempotency and status lookups should find first). */
-export async function recentCommands(client: pg.ClientBase, limit: number): Promise<{ rows: { commandId: string; scopeDigest: Buffer; payloadHash: Buffer }[]; total: number }> {
-  const total = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM runtime.command_log')).rows[0]!.n);
+export async function recentCommands(client: pg.ClientBase, limit: number): Promise<{ commandId: string; scopeDigest: Buffer; payloadHash: Buffer }[]> {
   const rows = await client.query<{ command_id: string; scope_digest: Buffer; payload_hash: Buffer }>(
     'SELECT command_id, scope_digest, payload_hash FROM runtime.command_log ORDER BY received_at DESC LIMIT $1',
     [limit],
   );
-  return { rows: rows.rows.map((row) => ({ commandId: row.command_id, scopeDigest: row.scope_digest, payloadHash: row.payload_hash })), total };
+  return rows.rows.map((row) => ({ commandId: row.command_id, scopeDigest: row.scope_digest, payloadHash: row.payload_hash }));
+}
+
+/**
+ * Every stored command's idempotency scope digest and commandId, as four words each,
+ * streamed with a binary COPY (no text decoding of millions of rows). Returns how many.
+ */
+export async function storedCommandKeys(client: pg.ClientBase, onKey: (scope: Int32Array, commandId: Int32Array) => void): Promise<number> {
+  const stream = client.query(copyStreams.to('COPY (SELECT scope_digest, command_id FROM runtime.command_log) TO STDOUT (FORMAT binary)'));
+  const scope = new Int32Array(4);
+  const commandId = new Int32Array(4);
+  let rest: Buffer = Buffer.alloc(0);
+  let headerDone = false;
+  let count = 0;
+  const ROW_BYTES = 2 + 4 + 16 + 4 + 16;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    const data: Buffer = rest.byteLength === 0 ? chunk : Buffer.concat([rest, chunk]);
+    let at = 0;
+    if (!headerDone) {
+      if (data.byteLength < 19) {
+        rest = data;
+        continue;
+      }
+      at = 19 + data.readInt32BE(15); // signature (11), flags (4), header extension length (4) and its bytes
+      headerDone = true;
+    }
+    while (data.byteLength - at >= 2) {
+      if (data.readInt16BE(at) === -1) break; // trailer
+      if (data.byteLength - at < ROW_BYTES) break;
+      if (data.readInt16BE(at) !== 2 || data.readInt32BE(at + 2) !== 16 || data.readInt32BE(at + 22) !== 16) throw new Error('unexpected row in the command log key scan');
+      for (let k = 0; k < 4; k++) {
+        scope[k] = data.readInt32BE(at + 6 + k * 4);
+        commandId[k] = data.readInt32BE(at + 26 + k * 4);
+      }
+      onKey(scope, commandId);
+      count++;
+      at += ROW_BYTES;
+    }
+    rest = data.subarray(at);
+  }
+  return count;
 }
 
 export interface KnownOrder {

@@ -1,0 +1,65 @@
+// A Bloom filter of 16-byte keys (four words) on a SharedArrayBuffer, shared by the
+// gateway threads. It answers "could storage hold this key that the shared tables do
+// not?": the tables forget their oldest entries when a bucket is full (and a restart
+// reloads only the most recent), so every key a table evicts, and every key storage
+// holds at start-up, is added here. A key the filter does not hold was never taken:
+// no storage read is needed to know it is new. A key it holds (or a false positive,
+// about 1% at the rated load) is checked in storage. Past its rated load the filter
+// says "maybe" for every key: each miss is then checked in storage, slower and never
+// wrong.
+//
+// Layout (Int32 words): 0 keys added (Atomics.add); 16.. the bits. Bits are only ever
+// set (Atomics.or), so a reader that sees a bit clear knows no add of a key with that
+// bit finished before its read.
+
+import { hashWords } from './hash.ts';
+
+const HEADER_WORDS = 16;
+/** Probes per key: 7 gives ~1% false positives at 10 bits per key. */
+const PROBES = 7;
+const BITS_PER_KEY = 10;
+
+export function createKeyFilter(bits: number): SharedArrayBuffer {
+  if (bits < 1024 || (bits & (bits - 1)) !== 0 || bits > 2 ** 30) throw new RangeError(`key filter bits must be a power of two in [2^10, 2^30], got ${bits}`);
+  return new SharedArrayBuffer((HEADER_WORDS + bits / 32) * 4);
+}
+
+export class KeyFilter {
+  private readonly words: Int32Array;
+  private readonly mask: number;
+  /** Keys the filter holds at about 1% false positives. */
+  readonly ratedKeys: number;
+
+  constructor(buffer: SharedArrayBuffer) {
+    this.words = new Int32Array(buffer);
+    const bits = (this.words.length - HEADER_WORDS) * 32;
+    this.mask = bits - 1;
+    this.ratedKeys = Math.floor(bits / BITS_PER_KEY);
+  }
+
+  get added(): number {
+    return Atomics.load(this.words, 0);
+  }
+
+  add(key: Int32Array, at: number): void {
+    const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
+    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!) | 1;
+    for (let i = 0; i < PROBES; i++) {
+      const bit = (h1 + Math.imul(i, h2)) & this.mask;
+      Atomics.or(this.words, HEADER_WORDS + (bit >>> 5), 1 << (bit & 31));
+    }
+    Atomics.add(this.words, 0, 1);
+  }
+
+  /** False: the key was never added. True: it may have been (or the filter is past its rated load). */
+  mightContain(key: Int32Array, at: number): boolean {
+    if (Atomics.load(this.words, 0) > this.ratedKeys) return true;
+    const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
+    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!) | 1;
+    for (let i = 0; i < PROBES; i++) {
+      const bit = (h1 + Math.imul(i, h2)) & this.mask;
+      if ((Atomics.load(this.words, HEADER_WORDS + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
+    }
+    return true;
+  }
+}
