@@ -30,7 +30,7 @@ import { Principals } from './gateway/principals.ts';
 import {
   attachForgotten,
   createVenueMemory,
-  rememberStored,
+  StoredMemory,
   tableKeeps,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
@@ -39,9 +39,9 @@ import {
 import { SessionRegistry } from './gateway/sessions.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceReady, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys } from './persistence/recovery.ts';
+import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
@@ -155,7 +155,16 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase };
   venueRef.venue = venue;
   try {
-    // -- gateways first: /healthz answers while the books are rebuilt --
+    // The gateways listen first (/healthz answers, /readyz and the order routes say
+    // "starting"); then every other thread starts at once and the phases that depend on
+    // nothing overlap (a start with a million resting orders is bounded by the slowest of
+    // them, not their sum):
+    //   shards: each rebuilds its book from its journal, both read in parallel
+    //   persistence: loads the open orders and the intake still waiting, projects what the
+    //     projections lack, names the commands to re-drive; then takes the journal positions
+    //     the replay reached and starts writing
+    //   read thread: loads its books
+    // then the re-drive, then the gateways' tables learn what storage holds.
     const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {
@@ -169,13 +178,16 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         readPort: readChannels[gatewayId]!.port1,
         adminPort: adminChannels[gatewayId]!.port1,
       };
-      const worker = spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] });
-      venue.gateways.push(worker);
-      const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
-      if (message.type === 'error') throw new Error(message.message);
+      venue.gateways.push(spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] }));
     }
+    // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
+    await Promise.all(
+      venue.gateways.map(async (worker, gatewayId) => {
+        const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
+        if (message.type === 'error') throw new Error(message.message);
+      }),
+    );
 
-    // -- shards: rebuild each book from its journal --
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
       const data: ShardThreadData = {
@@ -194,24 +206,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       };
       venue.shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }, { transferList: [data.recoveryPort!] }));
     }
-    await Promise.all(venue.shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
     const recovery = recoveryChannels.map((channel) => channel.port1);
-    const journalDurable: number[] = [];
-    let replayed = 0;
-    for (let shard = 0; shard < config.matchingShards; shard++) {
-      journalDurable.push(
-        await readJournal(client, shard, async (payload, lastSequence) => {
-          const answer = await ask(recovery[shard]!, { type: 'replay', payload }, [payload]);
-          if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
-          replayed += answer.commands;
-        }),
-      );
-    }
-    if (replayed > 0) logger.info({ commands: replayed, journalDurable }, 'order books rebuilt from the journal');
 
-    // -- persistence: materializes what the projections lack, then takes the rings --
     const control = new PersistenceControl(memory.persistenceControl);
-    const bookChannel = new MessageChannel(); // persistence -> read: each group's changes to the displayed books
+    const bookChannel = new MessageChannel(); // persistence -> read: each commit's changes to the displayed books
     const persistenceData: PersistenceThreadData = {
       databaseUrl,
       shardCount: config.matchingShards,
@@ -222,51 +220,16 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       control: memory.persistenceControl,
       principalIds,
       limits: { journalBytesMax: config.persistenceBytesMax },
-      journalDurable,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       bookPort: bookChannel.port1,
     };
-    venue.persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
+    const persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
       transferList: [...persistenceData.adminPorts, persistenceData.bookPort],
     });
-    const ready = await once<PersistenceReady>(venue.persistence, (m) => m.type === 'ready', 'persistence');
+    venue.persistence = persistence;
+    const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
 
-    // -- re-drive what was captured (maybe acknowledged) but never journaled --
-    let redriven = 0;
-    for (const { shard, slots, count } of ready.redrive) {
-      const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
-      if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
-      journalDurable[shard] = answer.sequence;
-      redriven += count;
-    }
-    if (redriven > 0) {
-      await until(
-        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
-        're-driven commands did not become durable',
-      );
-      logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
-    }
-
-    // -- the gateways' tables learn what storage holds --
-    const keeps = tableKeeps(memory);
-    const commands = await recentCommands(client, keeps);
-    const registry = new SessionRegistry(session.active, session.known);
-    const orders = (await knownOrders(client, keeps)).map((order) => ({ ...order, numbers: registry.numbersOf(order.runId, order.venueSessionId) }));
-    rememberStored(memory, commands, orders);
-    // Every stored command's keys go into the filters of forgotten keys: a later miss in the tables
-    // for one of them is checked in storage; any other miss is a new key, with no storage read.
-    const scopes = attachForgotten(memory, 'idempotency');
-    const commandIds = attachForgotten(memory, 'commandIds');
-    const stored = await storedCommandKeys(client, (scope, commandId) => {
-      scopes.add(scope, 0);
-      commandIds.add(commandId, 0);
-    });
-    logger.info({ remembered: commands.length, storedKeys: stored }, 'shared tables reloaded with the most recent commands; the key filters hold every stored one');
-    if (stored > scopes.ratedKeys) logger.warn({ stored, ratedKeys: scopes.ratedKeys }, 'more stored commands than KEY_FILTER_BITS is rated for: every new command is checked in storage (slower); raise KEY_FILTER_BITS');
-    await client.end();
-
-    // -- reads, then go --
     const readData: ReadThreadData = {
       databaseUrl,
       shardCount: config.matchingShards,
@@ -279,7 +242,97 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       competitionProfile: config.competitionProfile,
     };
     venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: [...readData.ports, readData.bookPort] });
-    await once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
+    const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
+
+    // -- the gateways' tables learn what storage holds: four scans, four connections at once --
+    const keeps = tableKeeps(memory);
+    const registry = new SessionRegistry(session.active, session.known);
+    const withReader = async <T>(read: (reader: pg.Client) => Promise<T>): Promise<T> => {
+      const reader = new pg.Client({ connectionString: databaseUrl });
+      await reader.connect();
+      try {
+        return await read(reader);
+      } finally {
+        await reader.end();
+      }
+    };
+    const learnStorage = async () => {
+      const stored = new StoredMemory(memory);
+      // Every stored command's keys (and order's id) go into the filters of forgotten keys: a later miss
+      // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
+      const scopes = attachForgotten(memory, 'idempotency');
+      const commandIds = attachForgotten(memory, 'commandIds');
+      const orderIds = attachForgotten(memory, 'orderDirectory');
+      const [remembered, , storedKeys, storedOrders] = await Promise.all([
+        withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
+        withReader((reader) =>
+          knownOrders(reader, keeps, (order) =>
+            stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId)),
+          ),
+        ),
+        withReader((reader) =>
+          storedCommandKeys(reader, (scope, commandId) => {
+            scopes.add(scope, 0);
+            commandIds.add(commandId, 0);
+          }),
+        ),
+        withReader((reader) => storedOrderIds(reader, (orderId) => orderIds.add(orderId, 0))),
+      ]);
+      logger.info({ remembered, storedKeys, storedOrders }, 'shared tables reloaded with the most recent commands; the key filters hold every stored one');
+      if (storedKeys > scopes.ratedKeys) logger.warn({ storedKeys, ratedKeys: scopes.ratedKeys }, 'more stored commands than KEY_FILTER_BITS is rated for: every new command is checked in storage (slower); raise KEY_FILTER_BITS');
+    };
+    // Started now, beside the replay: what it learns is all there is unless the persistence
+    // thread has commands to materialize or re-drive (after a crash); then it runs again
+    // once those are in storage.
+    const learnedEarly = learnStorage();
+
+    // -- shards: rebuild each book from its journal, every shard at once, each on its own connection --
+    await Promise.all(venue.shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
+    let replayed = 0;
+    const journalDurable = await Promise.all(
+      recovery.map(async (port, shard) => {
+        const reader = new pg.Client({ connectionString: databaseUrl });
+        await reader.connect();
+        try {
+          return await readJournal(reader, shard, async (payload, lastSequence) => {
+            const answer = await ask(port, { type: 'replay', payload }, [payload]);
+            if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
+            replayed += answer.commands;
+          });
+        } finally {
+          await reader.end();
+        }
+      }),
+    );
+    if (replayed > 0) logger.info({ commands: replayed, journalDurable }, 'order books rebuilt from the journal');
+
+    // -- persistence: once loaded and caught up, it takes the journal positions and starts writing --
+    const { redrive, projectedBatches } = await loaded;
+    persistence.postMessage({ type: 'journal', journalDurable: [...journalDurable] });
+    await once<{ type: string }>(persistence, (m) => m.type === 'ready', 'persistence');
+
+    // -- re-drive what was captured (maybe acknowledged) but never journaled --
+    let redriven = 0;
+    for (const { shard, slots, count } of redrive) {
+      const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
+      if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
+      journalDurable[shard] = answer.sequence;
+      redriven += count;
+    }
+    if (redriven > 0) {
+      await until(
+        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
+        're-driven commands did not become durable',
+      );
+      logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
+    }
+    await learnedEarly;
+    if (redriven > 0 || projectedBatches > 0) await learnStorage();
+
+    await client.end();
+    await readReady;
+
+    // -- go --
     for (const port of recovery) port.postMessage({ type: 'start' } satisfies RecoveryRequest);
     for (const worker of [...venue.shards, ...venue.gateways, venue.persistence, venue.read]) {
       worker.on('error', (error) => {

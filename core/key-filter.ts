@@ -8,16 +8,22 @@
 // says "maybe" for every key: each miss is then checked in storage, slower and never
 // wrong.
 //
-// Layout (Int32 words): 0 keys added (Atomics.add); 16.. the bits. Bits are only ever
-// set (Atomics.or), so a reader that sees a bit clear knows no add of a key with that
-// bit finished before its read.
+// Blocked: a key's probes all fall in one 64-byte block (one cache line), so an add or
+// a lookup costs one cache miss, not one per probe: loading a million stored keys at
+// start-up took 1.3 µs per key with probes spread over the whole filter (--cpu-prof of
+// the main thread), for slightly more false positives at the same size.
+//
+// Layout (Int32 words): 0 keys added (Atomics.add); 16.. the blocks of 16 words. Bits
+// are only ever set (Atomics.or), so a reader that sees a bit clear knows no add of a
+// key with that bit finished before its read.
 
 import { hashWords } from './hash.ts';
 
 const HEADER_WORDS = 16;
-/** Probes per key: 7 gives ~1% false positives at 10 bits per key. */
+/** Probes per key, all in one block of 512 bits: ~1.2% false positives at 10 bits per key. */
 const PROBES = 7;
 const BITS_PER_KEY = 10;
+const BLOCK_WORDS = 16;
 
 export function createKeyFilter(bits: number): SharedArrayBuffer {
   if (bits < 1024 || (bits & (bits - 1)) !== 0 || bits > 2 ** 30) throw new RangeError(`key filter bits must be a power of two in [2^10, 2^30], got ${bits}`);
@@ -26,14 +32,14 @@ export function createKeyFilter(bits: number): SharedArrayBuffer {
 
 export class KeyFilter {
   private readonly words: Int32Array;
-  private readonly mask: number;
+  private readonly blockMask: number;
   /** Keys the filter holds at about 1% false positives. */
   readonly ratedKeys: number;
 
   constructor(buffer: SharedArrayBuffer) {
     this.words = new Int32Array(buffer);
     const bits = (this.words.length - HEADER_WORDS) * 32;
-    this.mask = bits - 1;
+    this.blockMask = bits / 512 - 1;
     this.ratedKeys = Math.floor(bits / BITS_PER_KEY);
   }
 
@@ -43,10 +49,12 @@ export class KeyFilter {
 
   add(key: Int32Array, at: number): void {
     const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
-    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!) | 1;
+    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!);
+    const block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
+    const step = (h2 >>> 16) | 1;
     for (let i = 0; i < PROBES; i++) {
-      const bit = (h1 + Math.imul(i, h2)) & this.mask;
-      Atomics.or(this.words, HEADER_WORDS + (bit >>> 5), 1 << (bit & 31));
+      const bit = (h2 + Math.imul(i, step)) & 511;
+      Atomics.or(this.words, block + (bit >>> 5), 1 << (bit & 31));
     }
     Atomics.add(this.words, 0, 1);
   }
@@ -55,10 +63,12 @@ export class KeyFilter {
   mightContain(key: Int32Array, at: number): boolean {
     if (Atomics.load(this.words, 0) > this.ratedKeys) return true;
     const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
-    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!) | 1;
+    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!);
+    const block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
+    const step = (h2 >>> 16) | 1;
     for (let i = 0; i < PROBES; i++) {
-      const bit = (h1 + Math.imul(i, h2)) & this.mask;
-      if ((Atomics.load(this.words, HEADER_WORDS + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
+      const bit = (h2 + Math.imul(i, step)) & 511;
+      if ((Atomics.load(this.words, block + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
     }
     return true;
   }

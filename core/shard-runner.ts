@@ -25,7 +25,8 @@ import { Doorbell } from './doorbell.ts';
 import type { MatchingEngine } from './matching-engine.ts';
 import { ORDER_BYTE_SHIFT, ORDER_SIDE_BYTE } from './order-store.ts';
 import {
-  readHeader,
+  RESULT_BATCH_FLOAT,
+  RESULT_COUNT_WORD,
   RESULT_RECORD_BYTES,
   RESULT_SEQUENCE_FLOAT,
   RESULT_UUID_A_WORD,
@@ -148,20 +149,22 @@ export class ShardRunner {
    */
   replay(payload: Uint8Array): number {
     const engine = this.engine;
-    const scratch = this.scratch;
-    const view = { words: new Int32Array(payload.buffer, payload.byteOffset, payload.byteLength >> 2), floats: new Float64Array(payload.buffer, payload.byteOffset, payload.byteLength >> 3), bytes: payload };
+    const words = new Int32Array(payload.buffer, payload.byteOffset, payload.byteLength >> 2);
+    const floats = new Float64Array(payload.buffer, payload.byteOffset, payload.byteLength >> 3);
+    const view = { words, floats, bytes: payload };
     let at = 0;
     let commands = 0;
     while (at < payload.byteLength) {
-      scratch.bytes.set(payload.subarray(at, at + COMMAND_SLOT_BYTES));
+      // The slot as it was sequenced (its timestamp included), processed where it lies.
+      engine.process(words, floats, at);
       at += COMMAND_SLOT_BYTES;
-      const header = readHeader(view, at);
+      const eventCount = words[(at >> 2) + RESULT_COUNT_WORD]!;
+      const batch = floats[(at >> 3) + RESULT_BATCH_FLOAT]!;
       at += RESULT_RECORD_BYTES;
-      if (header.batch > this.batch) this.batch = header.batch; // batch numbers go on after a restart
-      engine.process(scratch.words, scratch.floats, 0);
+      if (batch > this.batch) this.batch = batch; // batch numbers go on after a restart
       const events = engine.events;
-      if (events.count !== header.eventCount) {
-        throw new Error(`journal replay diverged: ${events.count} events, the journal has ${header.eventCount}`);
+      if (events.count !== eventCount) {
+        throw new Error(`journal replay diverged: ${events.count} events, the journal has ${eventCount}`);
       }
       for (let i = 0; i < events.count; i++, at += RESULT_RECORD_BYTES) {
         const expected = view.floats[(at >> 3) + RESULT_SEQUENCE_FLOAT]!;

@@ -102,11 +102,13 @@ export type ReadRequest =
   | { id: number; type: 'replay'; scopeDigest: string }
   /** Does storage hold this idempotency scope, or else this commandId? (for claims the shared tables may have forgotten) */
   | { id: number; type: 'claims'; scopeDigest: string; commandId: string }
+  /** Which shard holds this order, if storage knows it (for orderIds the directory may have forgotten). */
+  | { id: number; type: 'order-shard'; orderId: string }
   | { id: number; type: 'plane'; read: PlaneRead };
 
 /** command (and match) answer the command requests; answer the read-plane ones. */
 export type ReadAnswer =
-  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }
+  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null }
   | { id: number; ok: false; message: string };
 
 

@@ -176,6 +176,8 @@ export class OrderFlow {
   /** Keys the idempotency and commandId tables forgot, or that storage held at start. */
   private readonly forgottenScopes: KeyFilter;
   private readonly forgottenCommandIds: KeyFilter;
+  /** OrderIds the order directory forgot, or that storage held at start. */
+  private readonly forgottenOrders: KeyFilter;
   private readonly stores: CommandStore[];
   private readonly store: CommandStore;
   private readonly rings: RingProducer[];
@@ -193,7 +195,6 @@ export class OrderFlow {
   /** Intake records written since start (what the persistence worker's count is compared with). */
   private intakeWritten = 0;
   private readonly control: PersistenceControl;
-  private readonly persistenceBell: Doorbell;
   private readonly venueControl: Int32Array;
   readonly durability: DurabilityGate;
   private readonly reads: PortClient<ReadRequest, ReadAnswer>;
@@ -210,6 +211,7 @@ export class OrderFlow {
     this.clientOrders = attachTable(memory, 'clientOrders');
     this.forgottenScopes = attachForgotten(memory, 'idempotency');
     this.forgottenCommandIds = attachForgotten(memory, 'commandIds');
+    this.forgottenOrders = attachForgotten(memory, 'orderDirectory');
     this.stores = memory.commandStores.map((buffer) => new CommandStore(buffer, memory.storeRecords));
     this.store = this.stores[gatewayId]!;
     this.rings = memory.commandRings[gatewayId]!.map((buffer) => new RingProducer(buffer, COMMAND_SLOT_BYTES));
@@ -219,7 +221,6 @@ export class OrderFlow {
     this.unpublished = this.rings.map(() => 0);
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
     this.control = new PersistenceControl(memory.persistenceControl);
-    this.persistenceBell = new Doorbell(memory.persistenceDoorbell);
     this.venueControl = new Int32Array(memory.venueControl);
     this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs, memory.shardCount);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
@@ -401,13 +402,23 @@ export class OrderFlow {
     const pending = this.newPending(request, intake, index, shard, body.instrumentId, body.currency, body.commandId);
     const proceed = (clientOrderKey: Int32Array | null) => {
       pending.clientOrderKey = clientOrderKey;
+      const duplicate = () => this.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_ORDER_ID') }, undoClaims);
       // An orderId known anywhere on the venue is a duplicate even when its shard differs.
-      if (this.orderDirectory.insertIfAbsent(orderId, 0, shard) !== NOT_FOUND) {
-        this.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_ORDER_ID') }, undoClaims);
-        return;
-      }
+      if (this.orderDirectory.insertIfAbsent(orderId, 0, shard) !== NOT_FOUND) return duplicate();
       pending.orderDirectoryKey = orderId;
-      this.dispatch(pending, command, undoClaims);
+      if (!this.forgottenOrders.mightContain(orderId, 0)) return this.dispatch(pending, command, undoClaims);
+      // The directory may have forgotten it: storage says whether it is taken (on any shard).
+      this.storedShardOf(orderId, request.reply, () => {
+        this.orderDirectory.remove(orderId, 0, shard);
+        if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+        undoClaims();
+      }, (stored) => {
+        if (stored === null) return this.dispatch(pending, command, undoClaims);
+        this.orderDirectory.remove(orderId, 0, shard);
+        this.orderDirectory.put(orderId, 0, stored);
+        pending.orderDirectoryKey = null;
+        duplicate();
+      });
     };
     if (body.clientOrderId === undefined) {
       proceed(null);
@@ -437,8 +448,8 @@ export class OrderFlow {
       if (held.resultStatus === RESULT.NONE) return duplicate();
       if (held.resultStatus === RESULT.REJECTED) return replaceClaim();
     }
-    this.query(this.shardHolding(heldOrder, existingExtra.subarray(4, 8)), heldOrder, (state) =>
-      state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim(),
+    this.shardHolding(heldOrder, existingExtra.subarray(4, 8), request.reply, undoClaims, (shard) =>
+      this.query(shard, heldOrder, (state) => (state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim())),
     );
   }
 
@@ -449,10 +460,8 @@ export class OrderFlow {
     const [runNo, sessionNo] = this.sessions.numbersOf(body.runId, body.venueSessionId);
     const modify = request.route === ROUTE_MODIFY;
     const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
-    const shard = this.shardHolding(orderId, instrument);
-    const pending = this.newPending(request, intake, index, shard, body.instrumentId, '', body.commandId);
-    this.dispatch(
-      pending,
+    this.shardHolding(orderId, instrument, request.reply, undoClaims, (shard) => this.dispatch(
+      this.newPending(request, intake, index, shard, body.instrumentId, '', body.commandId),
       {
         opcode,
         header: packHeader(opcode, 0, 0, 0),
@@ -469,7 +478,7 @@ export class OrderFlow {
         argument: 0,
       },
       undoClaims,
-    );
+    ));
   }
 
   /** Resolves (participantId, clientOrderId) and sends a normal cancel for the order found. */
@@ -512,10 +521,8 @@ export class OrderFlow {
       this.fail(request.reply, 'FORBIDDEN', 'the order of this clientOrderId belongs to an account you may not act for');
       return;
     }
-    const shard = this.shardHolding(orderId, instrument);
-    const pending = this.newPending(request, intake, index, shard, formatWords(instrument), '', body.commandId);
-    this.dispatch(
-      pending,
+    this.shardHolding(orderId, instrument, request.reply, undoClaims, (shard) => this.dispatch(
+      this.newPending(request, intake, index, shard, formatWords(instrument), '', body.commandId),
       {
         opcode: OPCODE_CANCEL,
         header: packHeader(OPCODE_CANCEL, 0, 0, 0),
@@ -532,13 +539,36 @@ export class OrderFlow {
         argument: 0,
       },
       undoClaims,
-    );
+    ));
   }
 
-  /** The shard that holds an order: the directory's answer, else its instrument's shard. */
-  private shardHolding(orderId: Int32Array, instrument: Int32Array): number {
+  /**
+   * The shard that holds an order: the directory's answer; else, if the directory may
+   * have forgotten it, storage's; else its instrument's shard (where a new order goes).
+   */
+  private shardHolding(orderId: Int32Array, instrument: Int32Array, reply: Reply, undoClaims: () => void, then: (shard: number) => void): void {
     const known = this.orderDirectory.get(orderId, 0);
-    return known === NOT_FOUND ? shardOf(instrument, 0, this.memory.shardCount) : known;
+    if (known !== NOT_FOUND) return then(known);
+    const byInstrument = shardOf(instrument, 0, this.memory.shardCount);
+    if (!this.forgottenOrders.mightContain(orderId, 0)) return then(byInstrument);
+    this.storedShardOf(orderId, reply, undoClaims, (stored) => then(stored ?? byInstrument));
+  }
+
+  /** Asks storage which shard holds an order (null: none); a 503 (claims undone) if storage does not answer. */
+  private storedShardOf(orderId: Int32Array, reply: Reply, undoClaims: () => void, then: (shard: number | null) => void): void {
+    this.reads.request({ type: 'order-shard', orderId: formatUuid(orderId, 0) }).then(
+      (answer) => {
+        if (!answer.ok) {
+          undoClaims();
+          return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        }
+        then(answer.shard ?? null);
+      },
+      () => {
+        undoClaims();
+        this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER);
+      },
+    );
   }
 
   private newPending(request: OrderRequest, intake: IntakeInfo, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {
@@ -650,10 +680,12 @@ export class OrderFlow {
   private readonly flush = (): void => {
     this.flushScheduled = false;
     // Intake first: a command's log record is never behind its outcome in the persistence worker.
+    // No wake-up for it: every intake record comes with a slot for a shard, and the shard wakes
+    // the persistence thread when it publishes that command's journal records (one wake-up
+    // per shard batch instead of one more per gateway turn).
     if (this.unpublishedIntake > 0) {
       this.intakeRing.publish(this.unpublishedIntake);
       this.unpublishedIntake = 0;
-      this.persistenceBell.ring();
     }
     for (let shard = 0; shard < this.rings.length; shard++) {
       const count = this.unpublished[shard]!;

@@ -30,6 +30,9 @@ export const TABLE_EXTRA_WORDS = {
 } as const;
 
 export type TableName = keyof typeof TABLE_EXTRA_WORDS;
+/** The tables whose forgotten keys are kept in a filter: a miss there may be in storage. */
+export type ForgettingTable = 'idempotency' | 'commandIds' | 'orderDirectory';
+const FORGETTING: readonly TableName[] = ['idempotency', 'commandIds', 'orderDirectory'];
 
 /** Words of the venue control block. */
 export const VENUE_READY_WORD = 0;
@@ -49,8 +52,8 @@ export interface VenueMemory {
   gatewayDoorbells: SharedArrayBuffer[];
   shardControls: SharedArrayBuffer[];
   tables: Record<TableName, SharedArrayBuffer>;
-  /** Keys the idempotency and commandId tables forgot, or that storage held at start (core/key-filter.ts). */
-  forgotten: Record<'idempotency' | 'commandIds', SharedArrayBuffer>;
+  /** Keys the idempotency, commandId and order tables forgot, or that storage held at start (core/key-filter.ts). */
+  forgotten: Record<ForgettingTable, SharedArrayBuffer>;
   /** [gateway] */
   commandStores: SharedArrayBuffer[];
   venueControl: SharedArrayBuffer;
@@ -86,7 +89,7 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
       orderDirectory: createSharedKeyTable(shape('orderDirectory')),
       clientOrders: createSharedKeyTable(shape('clientOrders')),
     },
-    forgotten: { idempotency: createKeyFilter(config.keyFilterBits), commandIds: createKeyFilter(config.keyFilterBits) },
+    forgotten: { idempotency: createKeyFilter(config.keyFilterBits), commandIds: createKeyFilter(config.keyFilterBits), orderDirectory: createKeyFilter(config.keyFilterBits) },
     commandStores: range(gateways).map(
       () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
     ),
@@ -99,12 +102,12 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
 }
 
 export function attachTable(memory: VenueMemory, name: TableName): SharedKeyTable {
-  const forgotten = name === 'idempotency' || name === 'commandIds' ? attachForgotten(memory, name) : null;
+  const forgotten = FORGETTING.includes(name) ? attachForgotten(memory, name as ForgettingTable) : null;
   return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] }, forgotten);
 }
 
 /** The filter of keys a table forgot (or storage held at start): a miss not in it is a new key. */
-export function attachForgotten(memory: VenueMemory, name: 'idempotency' | 'commandIds'): KeyFilter {
+export function attachForgotten(memory: VenueMemory, name: ForgettingTable): KeyFilter {
   return new KeyFilter(memory.forgotten[name]);
 }
 
@@ -122,37 +125,39 @@ export function refIndex(ref: number): number {
 }
 
 /**
- * After a restart: the shared tables learn what storage holds (most recent first, up
- * to a quarter of their room, where they keep everything they are given). Values
- * point to storage: replays and status lookups go to the read thread.
+ * After a restart: the shared tables learn what storage holds (up to a quarter of
+ * their room, where they keep everything they are given), fed oldest first so the most
+ * recent are the last to be evicted should a bucket overflow. Values point to storage:
+ * replays and status lookups go to the read thread.
  */
-export function rememberStored(
-  memory: VenueMemory,
-  commands: readonly { commandId: string; scopeDigest: Uint8Array; payloadHash: Uint8Array }[],
-  orders: readonly { orderId: string; shard: number; instrumentId: string; participantId: string; accountId: string; clientOrderId: string | null; numbers: [number, number] }[],
-): void {
-  const idempotency = attachTable(memory, 'idempotency');
-  const commandIds = attachTable(memory, 'commandIds');
-  const orderDirectory = attachTable(memory, 'orderDirectory');
-  const clientOrders = attachTable(memory, 'clientOrders');
-  // Oldest first, so the most recent are the last to be evicted should a bucket overflow.
-  for (let k = commands.length - 1; k >= 0; k--) {
-    const command = commands[k]!;
-    idempotency.put(wordsOf(command.scopeDigest), 0, STORAGE_REF, wordsOf(command.payloadHash));
-    commandIds.put(uuidWords(command.commandId), 0, STORAGE_REF);
+export class StoredMemory {
+  private readonly idempotency: SharedKeyTable;
+  private readonly commandIds: SharedKeyTable;
+  private readonly orderDirectory: SharedKeyTable;
+  private readonly clientOrders: SharedKeyTable;
+  private readonly extra = new Int32Array(TABLE_EXTRA_WORDS.clientOrders);
+
+  constructor(memory: VenueMemory) {
+    this.idempotency = attachTable(memory, 'idempotency');
+    this.commandIds = attachTable(memory, 'commandIds');
+    this.orderDirectory = attachTable(memory, 'orderDirectory');
+    this.clientOrders = attachTable(memory, 'clientOrders');
   }
-  for (let k = orders.length - 1; k >= 0; k--) {
-    const order = orders[k]!;
-    const orderId = uuidWords(order.orderId);
-    orderDirectory.put(orderId, 0, order.shard);
-    if (order.clientOrderId === null) continue;
-    const extra = new Int32Array(TABLE_EXTRA_WORDS.clientOrders);
-    extra.set(orderId, 0);
-    extra.set(uuidWords(order.instrumentId), 4);
-    extra.set(uuidWords(order.accountId), 8);
-    extra[12] = order.numbers[0];
-    extra[13] = order.numbers[1];
-    clientOrders.put(wordsOf(clientOrderDigest(order.participantId, order.clientOrderId)), 0, STORAGE_REF, extra);
+
+  /** A stored command: its scope digest, the first 16 bytes of its payload hash and its commandId, as words. */
+  command(scope: Int32Array, payloadHead: Int32Array, commandId: Int32Array): void {
+    this.idempotency.put(scope, 0, STORAGE_REF, payloadHead);
+    this.commandIds.put(commandId, 0, STORAGE_REF);
+  }
+
+  /** A stored order: ids = orderId, instrumentId, accountId (words); its clientOrderId claim if it has one. */
+  order(ids: Int32Array, shard: number, participantId: string, clientOrderId: string | null, numbers: [number, number]): void {
+    this.orderDirectory.put(ids, 0, shard);
+    if (clientOrderId === null) return;
+    this.extra.set(ids.subarray(0, 12), 0);
+    this.extra[12] = numbers[0];
+    this.extra[13] = numbers[1];
+    this.clientOrders.put(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0, STORAGE_REF, this.extra);
   }
 }
 

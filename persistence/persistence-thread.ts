@@ -17,10 +17,16 @@ import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-
 import type { AdminAnswer, AdminRequest, PersistenceStatus } from '../core/storage-protocol.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type RedriveShard } from './projector.ts';
 
-/** The first message of the thread: ready, and what recovery must re-drive. */
-export interface PersistenceReady {
-  type: 'ready';
+/**
+ * The thread's first message: storage loaded and the projections caught up, with what
+ * recovery must re-drive. It then waits for { type: 'journal', journalDurable } (the
+ * last sequence per shard the replay reached), starts writing and says { type: 'ready' }.
+ */
+export interface PersistenceLoaded {
+  type: 'loaded';
   redrive: RedriveShard[];
+  /** Journal batches the projections lacked and now hold. */
+  projectedBatches: number;
 }
 
 /**
@@ -45,8 +51,6 @@ export interface PersistenceThreadData {
   control: SharedArrayBuffer;
   principalIds: string[];
   limits: WriterLimits;
-  /** Last durable sequence per shard (what recovery replayed). */
-  journalDurable: number[];
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
@@ -84,7 +88,7 @@ const connectProjector = async (): Promise<pg.Client> => {
   return client;
 };
 
-let writer: JournalWriter;
+let writer: JournalWriter | undefined;
 const projector = new Projector({
   control,
   shardCount: data.shardCount,
@@ -155,7 +159,7 @@ function drainIngest(): void {
 }
 
 /** One commit at a time on one connection; whatever arrives meanwhile goes into the next (group commit). */
-async function writerLoop(): Promise<void> {
+async function writerLoop(writer: JournalWriter): Promise<void> {
   for (;;) {
     // Bounded memory: when tier 2 falls this far behind, tier 1 waits (its rings fill, the gateways answer 503).
     while (projector.sealedCount >= SEALED_GROUPS_MAX) await new Promise<void>((resolve) => (flusherProgress = resolve));
@@ -229,7 +233,7 @@ async function flushAll(): Promise<void> {
   }
 }
 
-function status(): PersistenceStatus {
+function status(writer: JournalWriter): PersistenceStatus {
   const w = writer.stats;
   const p = projector.stats;
   const perSecond = (rows: number, busyUs: number) => (busyUs === 0 ? 0 : Math.round((rows / busyUs) * 1e6));
@@ -258,8 +262,12 @@ function status(): PersistenceStatus {
 
 for (const port of data.adminPorts) {
   port.on('message', async (request: AdminRequest) => {
+    if (writer === undefined) {
+      port.postMessage({ id: request.id, ok: false, message: 'the venue is starting' } satisfies AdminAnswer);
+      return;
+    }
     if (request.type === 'status') {
-      port.postMessage({ id: request.id, ok: true, type: 'status', payload: status() } satisfies AdminAnswer);
+      port.postMessage({ id: request.id, ok: true, type: 'status', payload: status(writer) } satisfies AdminAnswer);
       return;
     }
     const startedAt = new Date().toISOString();
@@ -301,26 +309,36 @@ async function main(): Promise<void> {
   const lastCommit = await client.query<{ n: string | null }>(
     'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
   );
-  writer = new JournalWriter({
-    intakeRings: data.intakeRings,
-    journalRings: data.journalRings,
-    control,
-    limits: data.limits,
-    journalDurable: data.journalDurable,
-    lastCommitNo: Number(lastCommit.rows[0]!.n ?? 0),
-    log,
-  });
   await projector.load(client);
   const pending = await projector.loadPending(client);
   const caughtUp = await catchUp(client);
   await client.end();
-  for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, data.journalDurable[shard]!);
-  control.databaseState = DB_UP;
   const redrive = projector.redrivePlan();
-  log('info', 'persistence ready', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
-  parentPort!.postMessage({ type: 'ready', redrive } satisfies PersistenceReady, redrive.map((shard) => shard.slots));
+  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
+  parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
+  const journalDurable = await new Promise<number[]>((resolve) => {
+    const onMessage = (message: { type: string; journalDurable?: number[] }) => {
+      if (message.type !== 'journal') return;
+      parentPort!.off('message', onMessage);
+      resolve(message.journalDurable!);
+    };
+    parentPort!.on('message', onMessage);
+  });
+  const started = new JournalWriter({
+    intakeRings: data.intakeRings,
+    journalRings: data.journalRings,
+    control,
+    limits: data.limits,
+    journalDurable,
+    lastCommitNo: Number(lastCommit.rows[0]!.n ?? 0),
+    log,
+  });
+  writer = started;
+  for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, journalDurable[shard]!);
+  control.databaseState = DB_UP;
+  parentPort!.postMessage({ type: 'ready' });
   await Promise.all([
-    writerLoop().then(() => {
+    writerLoop(started).then(() => {
       writerDone = true;
       flusherWake?.();
     }),

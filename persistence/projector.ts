@@ -103,10 +103,11 @@ import {
   RESULT_UUID_B_WORD,
 } from '../core/result-slot.ts';
 import { formatUuid, parseUuidInto } from '../core/uuid.ts';
-import { BinaryCopy } from './copy-binary.ts';
+import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
+import { RestingOrders, type RestingOrder } from './resting-orders.ts';
 
 export const PROJECTION_NAME = 'runtime';
 export const INTAKE_PROJECTION_NAME = 'runtime-intake';
@@ -254,8 +255,10 @@ export class Projector {
   /** Instruments already in runtime.instruments (or in a group on its way there). */
   private readonly instruments = new Set<string>();
   private readonly instrumentNames = new Map<string, string>();
-  /** Open orders as ingested (ahead of storage by the unflushed groups). */
+  /** Open orders as ingested (ahead of storage by the unflushed groups), once touched since the start. */
   private readonly live = new Map<string, OrderState>();
+  /** Open orders loaded at start and not touched since (compact; taken into `live` on first touch). */
+  private resting = new RestingOrders();
   private readonly pending = new Map<string, PendingIntake>();
   private readonly control: PersistenceControl;
   private readonly sessionNames: SessionNames;
@@ -343,41 +346,52 @@ export class Projector {
     }
     this.live.clear();
     const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
-    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}\u0000${r.venue_session_id}`, [r.run_no, r.session_no] as const]));
-    const open = await client.query(
-      `SELECT order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
-              limit_price_nanos, original_quantity_units, filled_quantity_units, currency, engine_order_id, shard_id, last_sequence,
-              (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, (extract(epoch FROM updated_at) * 1000000)::bigint AS updated_us
+    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
+    // Open orders, streamed binary: one object per order and nothing else (a million of them at start-up).
+    // What only a new order's row needs (engine order id, creation time) is not loaded: these rows exist.
+    const openCount = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')")).rows[0]!.n;
+    this.resting = new RestingOrders(openCount);
+    // Open orders, streamed binary into the compact store. What only a new order's row needs
+    // (engine order id, creation time) is not loaded: these rows exist.
+    let lastSession = Buffer.alloc(0);
+    let lastNumbers: readonly [number, number] = [-1, -1];
+    const order: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
+    await copyOut(
+      client,
+      `SELECT order_id, instrument_id, participant_id, account_id, run_id || '/' || venue_session_id, side, order_type, time_in_force, state,
+              limit_price_nanos, original_quantity_units, filled_quantity_units, currency, shard_id
          FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')`,
+      (row) => {
+        for (let k = 0; k < 4; k++) row.words(k, order.ids, k * 4);
+        if (!row.equals(4, lastSession)) {
+          lastSession = Buffer.from(row.bytes(4));
+          lastNumbers = numbers.get(lastSession.toString('utf8')) ?? [-1, -1];
+        }
+        order.runNo = lastNumbers[0];
+        order.sessionNo = lastNumbers[1];
+        order.side = row.byte(5, 0) === 66 /* B */ ? 0 : 1;
+        order.orderType = row.lengths[6] === 5 /* LIMIT */ ? 0 : 1;
+        order.timeInForce = row.byte(7, 0) === 68 /* D */ ? 0 : 1;
+        order.state = row.byte(8, 0) === 79 /* O */ ? STATE_OPEN : STATE_PARTIALLY_FILLED;
+        order.priceNanos = row.int8(9);
+        order.quantity = row.int8(10);
+        order.filled = row.int8(11);
+        order.currency = (row.byte(12, 0) << 16) | (row.byte(12, 1) << 8) | row.byte(12, 2);
+        order.shard = row.int16(13);
+        this.resting.add(order);
+      },
     );
-    for (const row of open.rows) {
-      const [runNo, sessionNo] = numbers.get(`${row.run_id}\u0000${row.venue_session_id}`) ?? [-1, -1];
-      const ids = new Int32Array(16);
-      parseUuidInto(row.order_id, ids, ORDER_ID);
-      parseUuidInto(row.instrument_id, ids, INSTRUMENT_ID);
-      parseUuidInto(row.participant_id, ids, PARTICIPANT_ID);
-      parseUuidInto(row.account_id, ids, ACCOUNT_ID);
-      this.live.set(keyOf(ids, ORDER_ID), {
-        ids,
-        runNo,
-        sessionNo,
-        side: SIDE_NAMES.indexOf(row.side),
-        orderType: ORDER_TYPE_NAMES.indexOf(row.order_type),
-        timeInForce: TIME_IN_FORCE_NAMES.indexOf(row.time_in_force),
-        state: ORDER_STATE_NAMES.indexOf(row.state),
-        priceNanos: Number(row.limit_price_nanos),
-        quantity: Number(row.original_quantity_units),
-        filled: Number(row.filled_quantity_units),
-        currency: packCurrency(row.currency),
-        engineOrderId: row.engine_order_id,
-        shard: row.shard_id,
-        createdAtUs: Number(row.created_us),
-        updatedAtUs: Number(row.updated_us),
-        lastSequence: Number(row.last_sequence),
-        clientOrderId: null,
-        fresh: false,
-      });
-    }
+  }
+
+  /** The open order with this id (words[at..]), taken into `live` from the compact store on first touch. */
+  private liveOrder(words: Int32Array, at: number, key: string): OrderState | undefined {
+    const known = this.live.get(key);
+    if (known !== undefined) return known;
+    const resting = this.resting.take(words, at);
+    if (resting === null) return undefined;
+    const order: OrderState = { ...resting, engineOrderId: '', createdAtUs: 0, updatedAtUs: 0, lastSequence: 0, clientOrderId: null, fresh: false };
+    this.live.set(key, order);
+    return order;
   }
 
   /**
@@ -651,7 +665,7 @@ export class Projector {
       }
       return order;
     }
-    const order = this.touch(rows, touched, key);
+    const order = this.touch(rows, touched, words, w + COMMAND_ORDER_ID_WORD);
     if (order === undefined) {
       this.log('error', 'projection: an accepted command names an order it never saw', { orderId: formatUuid(words, w + COMMAND_ORDER_ID_WORD) });
       return null;
@@ -679,7 +693,7 @@ export class Projector {
     const makerQuantity = floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
     const makerSequence = floats[(makerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
     taker.filled += takerQuantity;
-    const maker = this.touch(rows, touched, keyOf(words, (makerAt >> 2) + RESULT_UUID_A_WORD));
+    const maker = this.touch(rows, touched, words, (makerAt >> 2) + RESULT_UUID_A_WORD);
     if (maker === undefined) throw new Error(`projection lost an order of command ${formatUuid(words, commandIdWord)}`);
     maker.filled += makerQuantity;
     maker.state = bytes[makerAt + RESULT_STATE_BYTE]!;
@@ -735,8 +749,9 @@ export class Projector {
    * An open order about to change: noted in the open group (its row follows its state
    * at the seal) and, for the book update, with what it showed in the books before.
    */
-  private touch(rows: Rows, touched: Map<string, Level | null>, key: string): OrderState | undefined {
-    const order = this.live.get(key);
+  private touch(rows: Rows, touched: Map<string, Level | null>, words: Int32Array, at: number): OrderState | undefined {
+    const key = keyOf(words, at);
+    const order = this.liveOrder(words, at, key);
     if (order === undefined) return undefined;
     if (!touched.has(key)) touched.set(key, this.levelOf(order));
     rows.lifecycle.set(key, order);
@@ -861,7 +876,9 @@ export class Projector {
     if (this.sealed.length > 0 || this.open.commandCount > 0) throw new Error('the rebuild needs every ingested group flushed first');
     const rebuilt = new Rows();
     const saved = new Map(this.live);
+    const savedResting = this.resting;
     this.live.clear();
+    this.resting = new RestingOrders();
     const submits = new Map<string, Int32Array>(); // order -> the submit's command id, for its clientOrderId
     try {
       for (let shard = 0; shard < this.projected.length; shard++) {
@@ -892,6 +909,7 @@ export class Projector {
     } catch (error) {
       this.live.clear();
       for (const [id, order] of saved) this.live.set(id, order);
+      this.resting = savedResting;
       throw error;
     }
     this.live.clear();

@@ -204,7 +204,7 @@ async function projectorLoop(): Promise<void> {
   }
 }
 
-async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody }> {
+async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null }> {
   // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
   // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
   if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot' || request.read.kind === 'settlement-read')) {
@@ -221,6 +221,10 @@ async function answer(request: ReadRequest): Promise<{ command: StoredCommand | 
     return result.rows.length === 0 ? null : toStored(result.rows[0]!);
   };
   if (request.type === 'command') return { command: await one('cl.command_id = $1', request.commandId) };
+  if (request.type === 'order-shard') {
+    const found = await pool.query<{ shard_id: number }>('SELECT shard_id FROM runtime.order_lifecycle_state WHERE order_id = $1', [request.orderId]);
+    return { command: null, shard: found.rows[0]?.shard_id ?? null };
+  }
   const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);
   if (request.type === 'replay' || byScope !== null) return { command: byScope, match: 'scope' };
   const byId = await one('cl.command_id = $1', request.commandId);

@@ -8,10 +8,10 @@
 
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
-import copyStreams from 'pg-copy-streams';
+import { formatUuid } from '../core/uuid.ts';
+import { copyOut } from './copy-binary.ts';
 import type { NumberedSession } from '../core/storage-protocol.ts';
 
-const JOURNAL_PAGE_ROWS = 64;
 
 /** Settings fixed by the first start: they decide where instruments live. */
 export async function checkSettings(client: pg.ClientBase, settings: Record<string, string>): Promise<void> {
@@ -63,40 +63,67 @@ export async function openSession(
   return { active: numbered(active), known: rows.map(numbered), resumed: false };
 }
 
+/** Journal bytes handed to a shard at a time during the replay. */
+const REPLAY_PAGE_BYTES = 8 << 20;
+
 /**
- * A shard's journal, page by page, in sequence order: each page's payloads joined in
- * one buffer (whole commands, 8-byte aligned). Checks each batch's checksum and that
- * the stream has no gap. Returns the last sequence read (0 for an empty journal).
+ * A shard's journal in sequence order, streamed (binary COPY), in pages of whole
+ * batches joined in one buffer (whole commands, 8-byte aligned). Checks each batch's
+ * checksum and that the stream has no gap. Returns the last sequence read (0 for an
+ * empty journal).
  */
 export async function readJournal(client: pg.ClientBase, shard: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
   let last = 0;
-  for (;;) {
-    const page = await client.query<{ first_sequence: string; last_sequence: string; checksum: string; payload: Buffer }>(
-      'SELECT first_sequence, last_sequence, checksum, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 ORDER BY first_sequence LIMIT $3',
-      [shard, last, JOURNAL_PAGE_ROWS],
-    );
-    if (page.rows.length === 0) return last;
-    const joined = new Uint8Array(page.rows.reduce((sum, row) => sum + row.payload.byteLength, 0));
-    let at = 0;
-    for (const row of page.rows) {
-      const first = Number(row.first_sequence);
-      if (first !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${first}`);
-      if (crc32(row.payload) !== Number(row.checksum)) throw new Error(`shard ${shard} journal batch at sequence ${first} fails its checksum`);
-      joined.set(row.payload, at);
-      at += row.payload.byteLength;
-      last = Number(row.last_sequence);
-    }
+  // One page buffer, reused: payloads are copied into it, and each page out of it once (to hand it to the shard).
+  let page = new Uint8Array(REPLAY_PAGE_BYTES * 2);
+  let pageBytes = 0;
+  const flush = async () => {
+    if (pageBytes === 0) return;
+    const joined = page.slice(0, pageBytes);
+    pageBytes = 0;
     await onPage(joined.buffer, last);
-  }
+  };
+  await copyOut(
+    client,
+    `SELECT first_sequence, last_sequence, checksum, payload FROM runtime.journal_batches WHERE shard_id = ${Number(shard)} ORDER BY first_sequence`,
+    async (row) => {
+      const first = row.int8(0);
+      const payload = row.bytes(3);
+      if (first !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${first}`);
+      if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard} journal batch at sequence ${first} fails its checksum`);
+      if (pageBytes + payload.byteLength > page.byteLength) {
+        await flush();
+        if (payload.byteLength > page.byteLength) page = new Uint8Array(payload.byteLength);
+      }
+      page.set(payload, pageBytes);
+      pageBytes += payload.byteLength;
+      last = row.int8(1);
+      if (pageBytes >= REPLAY_PAGE_BYTES) await flush();
+    },
+  );
+  await flush();
+  return last;
 }
 
-/** The most recent commands (what idempotency and status lookups should find first). */
-export async function recentCommands(client: pg.ClientBase, limit: number): Promise<{ commandId: string; scopeDigest: Buffer; payloadHash: Buffer }[]> {
-  const rows = await client.query<{ command_id: string; scope_digest: Buffer; payload_hash: Buffer }>(
-    'SELECT command_id, scope_digest, payload_hash FROM runtime.command_log ORDER BY received_at DESC LIMIT $1',
-    [limit],
+/**
+ * The most recent commands (what idempotency and status lookups should find first),
+ * oldest of them first, streamed binary: the scope digest, the first 16 bytes of the
+ * payload hash and the commandId, as four words each. Returns how many.
+ */
+export async function recentCommands(client: pg.ClientBase, limit: number, onCommand: (scope: Int32Array, payloadHead: Int32Array, commandId: Int32Array) => void): Promise<number> {
+  const scope = new Int32Array(4);
+  const payload = new Int32Array(4);
+  const commandId = new Int32Array(4);
+  return copyOut(
+    client,
+    `SELECT scope_digest, payload_hash, command_id FROM (SELECT scope_digest, payload_hash, command_id, received_at FROM runtime.command_log ORDER BY received_at DESC LIMIT ${Math.floor(limit)}) recent ORDER BY received_at`,
+    (row) => {
+      row.words(0, scope, 0);
+      row.words(1, payload, 0);
+      row.words(2, commandId, 0);
+      onCommand(scope, payload, commandId);
+    },
   );
-  return rows.rows.map((row) => ({ commandId: row.command_id, scopeDigest: row.scope_digest, payloadHash: row.payload_hash }));
 }
 
 /**
@@ -104,78 +131,66 @@ export async function recentCommands(client: pg.ClientBase, limit: number): Prom
  * streamed with a binary COPY (no text decoding of millions of rows). Returns how many.
  */
 export async function storedCommandKeys(client: pg.ClientBase, onKey: (scope: Int32Array, commandId: Int32Array) => void): Promise<number> {
-  const stream = client.query(copyStreams.to('COPY (SELECT scope_digest, command_id FROM runtime.command_log) TO STDOUT (FORMAT binary)'));
   const scope = new Int32Array(4);
   const commandId = new Int32Array(4);
-  let rest: Buffer = Buffer.alloc(0);
-  let headerDone = false;
-  let count = 0;
-  const ROW_BYTES = 2 + 4 + 16 + 4 + 16;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    const data: Buffer = rest.byteLength === 0 ? chunk : Buffer.concat([rest, chunk]);
-    let at = 0;
-    if (!headerDone) {
-      if (data.byteLength < 19) {
-        rest = data;
-        continue;
-      }
-      at = 19 + data.readInt32BE(15); // signature (11), flags (4), header extension length (4) and its bytes
-      headerDone = true;
-    }
-    while (data.byteLength - at >= 2) {
-      if (data.readInt16BE(at) === -1) break; // trailer
-      if (data.byteLength - at < ROW_BYTES) break;
-      if (data.readInt16BE(at) !== 2 || data.readInt32BE(at + 2) !== 16 || data.readInt32BE(at + 22) !== 16) throw new Error('unexpected row in the command log key scan');
-      for (let k = 0; k < 4; k++) {
-        scope[k] = data.readInt32BE(at + 6 + k * 4);
-        commandId[k] = data.readInt32BE(at + 26 + k * 4);
-      }
-      onKey(scope, commandId);
-      count++;
-      at += ROW_BYTES;
-    }
-    rest = data.subarray(at);
-  }
-  return count;
+  return copyOut(client, 'SELECT scope_digest, command_id FROM runtime.command_log', (row) => {
+    row.words(0, scope, 0);
+    row.words(1, commandId, 0);
+    onKey(scope, commandId);
+  });
 }
 
 export interface KnownOrder {
-  orderId: string;
+  /** orderId, instrumentId, accountId: four words each. */
+  ids: Int32Array;
   shard: number;
-  instrumentId: string;
   participantId: string;
-  accountId: string;
   clientOrderId: string | null;
   runId: string;
   venueSessionId: string;
 }
 
-/** Orders the gateways should know (open ones first, then the most recent). */
-export async function knownOrders(client: pg.ClientBase, limit: number): Promise<KnownOrder[]> {
-  const rows = await client.query<{
-    order_id: string;
-    shard_id: number;
-    instrument_id: string;
-    participant_id: string;
-    account_id: string;
-    client_order_id: string | null;
-    run_id: string;
-    venue_session_id: string;
-  }>(
-    `SELECT order_id, shard_id, instrument_id, participant_id, account_id, client_order_id, run_id, venue_session_id
-       FROM runtime.order_lifecycle_state
-      ORDER BY (state IN ('OPEN', 'PARTIALLY_FILLED')) DESC, last_sequence DESC
-      LIMIT $1`,
-    [limit],
+/**
+ * Orders the gateways should know, up to `limit`: open ones (any of them: which do not
+ * matter, and no sort of a million rows), then the most recently closed if room is
+ * left, the least important first, streamed binary. Text is decoded only for orders
+ * with a clientOrderId (their claim is keyed by participant and clientOrderId).
+ * Returns how many.
+ */
+export async function knownOrders(client: pg.ClientBase, limit: number, onOrder: (order: KnownOrder) => void): Promise<number> {
+  const order: KnownOrder = { ids: new Int32Array(12), shard: 0, participantId: '', clientOrderId: null, runId: '', venueSessionId: '' };
+  const participant = new Int32Array(4);
+  const read = (where: string) =>
+    copyOut(client, `SELECT order_id, instrument_id, account_id, shard_id, participant_id, client_order_id, run_id, venue_session_id FROM runtime.order_lifecycle_state ${where}`, (row) => {
+      for (let k = 0; k < 3; k++) row.words(k, order.ids, k * 4);
+      order.shard = row.int16(3);
+      if (row.isNull(5)) {
+        order.clientOrderId = null;
+      } else {
+        order.clientOrderId = row.text(5);
+        row.words(4, participant, 0);
+        order.participantId = formatUuid(participant, 0);
+        order.runId = row.text(6);
+        order.venueSessionId = row.text(7);
+      }
+      onOrder(order);
+    });
+  const limited = Math.floor(limit);
+  const closed = await client.query<{ n: number }>(
+    `SELECT greatest(0, $1 - (SELECT count(*) FROM (SELECT 1 FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED') LIMIT $1) open))::int AS n`,
+    [limited],
   );
-  return rows.rows.map((row) => ({
-    orderId: row.order_id,
-    shard: row.shard_id,
-    instrumentId: row.instrument_id,
-    participantId: row.participant_id,
-    accountId: row.account_id,
-    clientOrderId: row.client_order_id,
-    runId: row.run_id,
-    venueSessionId: row.venue_session_id,
-  }));
+  const room = closed.rows[0]!.n;
+  let count = room === 0 ? 0 : await read(`WHERE state NOT IN ('OPEN', 'PARTIALLY_FILLED') ORDER BY last_sequence DESC LIMIT ${room}`);
+  count += await read(`WHERE state IN ('OPEN', 'PARTIALLY_FILLED') LIMIT ${limited}`);
+  return count;
+}
+
+/** Every stored order's id, as four words (the filter of order ids the directory does not hold). Returns how many. */
+export async function storedOrderIds(client: pg.ClientBase, onOrder: (orderId: Int32Array) => void): Promise<number> {
+  const orderId = new Int32Array(4);
+  return copyOut(client, 'SELECT order_id FROM runtime.order_lifecycle_state', (row) => {
+    row.words(0, orderId, 0);
+    onOrder(orderId);
+  });
 }

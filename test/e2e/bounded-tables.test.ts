@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
-import { submitBody, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { shardOf } from '../../core/shard-map.ts';
+import { uuidWords } from '../../core/uuid.ts';
+import { cancelBody, submitBody, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
 const dir = VenueProcess.makeDataDir();
@@ -56,3 +58,38 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
     assert.equal(await venue.stop(), 0);
   }
 });
+
+test('the order directory forgets, storage remembers: a reused orderId on another shard is a duplicate, a misquoted cancel is a context mismatch', async () => {
+  const tinyDir = VenueProcess.makeDataDir();
+  const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16' }); // 128 orderIds remembered
+  try {
+    const home = instrumentOn(0);
+    const elsewhere = instrumentOn(1);
+    const first = submitBody({ instrumentId: home, side: 'BUY', price: '10', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
+    for (let k = 0; k < 300; k++) {
+      const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: home, side: 'BUY', price: '9', quantity: '1' }));
+      assert.equal(answer.status, 200);
+    }
+    // The first orderId left the directory long ago; the shard of `elsewhere` never saw it.
+    const reused = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: elsewhere, side: 'SELL', price: '11', quantity: '1' }), orderId: first.orderId });
+    assert.equal(reused.status, 200);
+    assert.equal(reused.json.outcome.rejected?.code, 'DUPLICATE_ORDER_ID', reused.text);
+    // A cancel quoting the wrong instrument still reaches the order's shard: a mismatch, not "not found".
+    const misquoted = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: first.orderId as string, instrumentId: elsewhere }));
+    assert.equal(misquoted.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH', misquoted.text);
+    const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: first.orderId as string, instrumentId: home }));
+    assert.ok(cancel.json.outcome.accepted !== undefined, cancel.text);
+  } finally {
+    assert.equal(await venue.stop(), 0);
+    VenueProcess.removeDataDir(tinyDir);
+  }
+});
+
+/** A fresh instrument on the wanted shard of two. */
+function instrumentOn(shard: number): string {
+  for (;;) {
+    const id = crypto.randomUUID();
+    if (shardOf(uuidWords(id), 0, 2) === shard) return id;
+  }
+}

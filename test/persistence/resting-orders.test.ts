@@ -1,0 +1,41 @@
+// The projector's compact store of resting orders (persistence/resting-orders.ts):
+// found by id while there, taken once, growing without losing any.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { RestingOrders, type RestingOrder } from '../../persistence/resting-orders.ts';
+
+function order(n: number): RestingOrder {
+  const ids = new Int32Array(16);
+  for (let k = 0; k < 16; k++) ids[k] = Math.imul(n + 1, 0x9e3779b1) ^ (k * 0x1234567);
+  return { ids, runNo: 1, sessionNo: n % 3, side: n % 2, orderType: 0, timeInForce: 0, state: 1 + (n % 2), priceNanos: 1_000_000_000 + n, quantity: 10 + n, filled: n % 5, currency: 0x555344, shard: n % 2 };
+}
+
+test('every order added is taken back once with its values; others are not there', () => {
+  const store = new RestingOrders(100); // grows past its first size
+  const count = 5_000;
+  for (let n = 0; n < count; n++) store.add(order(n));
+  assert.equal(store.size, count);
+  for (let n = 0; n < count; n += 2) {
+    const taken = store.take(order(n).ids, 0);
+    const { ids, ...values } = order(n);
+    assert.ok(taken !== null, `order ${n}`);
+    assert.deepEqual([...taken.ids], [...ids]);
+    assert.deepEqual({ ...taken, ids: undefined }, { ...values, ids: undefined });
+    assert.equal(store.take(order(n).ids, 0), null, 'taken once');
+  }
+  assert.equal(store.size, count / 2);
+  assert.equal(store.take(order(count + 1).ids, 0), null);
+  let left = 0;
+  store.forEach((o) => {
+    left++;
+    assert.equal(o.priceNanos % 2, 1, 'only the odd ones are left');
+  });
+  assert.equal(left, count / 2);
+});
+
+test('the same order loaded twice is refused', () => {
+  const store = new RestingOrders();
+  store.add(order(1));
+  assert.throws(() => store.add(order(1)), /loaded twice/);
+});
