@@ -209,7 +209,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const recovery = recoveryChannels.map((channel) => channel.port1);
 
     const control = new PersistenceControl(memory.persistenceControl);
-    const bookChannel = new MessageChannel(); // persistence -> read: each commit's changes to the displayed books
     const persistenceData: PersistenceThreadData = {
       databaseUrl,
       shardCount: config.matchingShards,
@@ -222,10 +221,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       limits: { journalBytesMax: config.persistenceBytesMax },
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
-      bookPort: bookChannel.port1,
+      depthView: memory.depthView,
     };
     const persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
-      transferList: [...persistenceData.adminPorts, persistenceData.bookPort],
+      transferList: persistenceData.adminPorts,
     });
     venue.persistence = persistence;
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
@@ -238,10 +237,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       ports: readChannels.map((channel) => channel.port2),
       logLevel: config.logLevel,
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
-      bookPort: bookChannel.port2,
+      snapshotView: memory.snapshotView,
       competitionProfile: config.competitionProfile,
     };
-    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: [...readData.ports, readData.bookPort] });
+    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports });
     const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
 
     // -- the gateways' tables learn what storage holds: four scans, four connections at once --

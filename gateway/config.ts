@@ -36,6 +36,10 @@ export interface VenueConfig {
   sharedTableBuckets: number;
   /** Bits of each filter of forgotten idempotency keys and commandIds (core/key-filter.ts). */
   keyFilterBits: number;
+  /** Instruments whose depth the gateways serve from shared memory; more: their depth is 503. */
+  marketDataInstruments: number;
+  /** Stored snapshots (instrument, projection name) the gateways serve from shared memory; more are read from storage. */
+  marketDataSnapshots: number;
   shardBatchMax: number;
   /** PostgreSQL to use; empty: start the embedded server with data under dataDir. */
   databaseUrl: string;
@@ -120,6 +124,8 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
     sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),
     keyFilterBits: powerOfTwo(env, 'KEY_FILTER_BITS', 1 << 27, 1 << 10, 1 << 30),
+    marketDataInstruments: integer(env, 'MARKET_DATA_INSTRUMENTS', 4096, 1, 1 << 20),
+    marketDataSnapshots: integer(env, 'MARKET_DATA_SNAPSHOTS', 16384, 1, 1 << 22),
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
     databaseUrl: env.DATABASE_URL ?? '',
     dataDir: env.DATA_DIR ?? '.data',

@@ -71,6 +71,8 @@ import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validati
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
 import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
 import type { KeyFilter } from '../core/key-filter.ts';
+import { DepthView, SnapshotView } from '../core/market-view.ts';
+import { depthAnswer, snapshotAnswer } from './market-reads.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -178,6 +180,8 @@ export class OrderFlow {
   private readonly forgottenCommandIds: KeyFilter;
   /** OrderIds the order directory forgot, or that storage held at start. */
   private readonly forgottenOrders: KeyFilter;
+  private readonly depthView: DepthView;
+  private readonly snapshotView: SnapshotView;
   private readonly stores: CommandStore[];
   private readonly store: CommandStore;
   private readonly rings: RingProducer[];
@@ -212,6 +216,8 @@ export class OrderFlow {
     this.forgottenScopes = attachForgotten(memory, 'idempotency');
     this.forgottenCommandIds = attachForgotten(memory, 'commandIds');
     this.forgottenOrders = attachForgotten(memory, 'orderDirectory');
+    this.depthView = new DepthView(memory.depthView);
+    this.snapshotView = new SnapshotView(memory.snapshotView);
     this.stores = memory.commandStores.map((buffer) => new CommandStore(buffer, memory.storeRecords));
     this.store = this.stores[gatewayId]!;
     this.rings = memory.commandRings[gatewayId]!.map((buffer) => new RingProducer(buffer, COMMAND_SLOT_BYTES));
@@ -888,8 +894,13 @@ export class OrderFlow {
     return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
   }
 
-  /** A read-plane request, answered by the read thread from PostgreSQL. */
+  /** A read-plane request: depth and stored snapshots from shared memory, the rest by the read thread from PostgreSQL. */
   async readPlane(read: PlaneRead): Promise<ReadAnswerBody> {
+    if (read.kind === 'depth') return depthAnswer(this.depthView, this.control, this.memory.shardCount, read.instrumentId, read.levels);
+    if (read.kind === 'snapshot') {
+      const local = snapshotAnswer(this.snapshotView, read.instrumentId, read.projectionName);
+      if (local !== null) return local;
+    }
     const answer = await this.reads.request({ type: 'plane', read });
     if (!answer.ok) throw new Error(answer.message);
     if (answer.answer === undefined) throw new Error('the read thread gave no answer');

@@ -1,8 +1,9 @@
 // The read plane's HTTP routes: market data, own orders and fills, the availability
 // inventory and the snapshot loop's status. Each route authenticates, checks the role,
 // validates its query (ajv schemas in schemas.ts, then ranges), and hands a typed
-// request to the read thread, which answers from PostgreSQL. Nothing here touches a
-// shard: reads never stall matching.
+// request to the order flow's readPlane: depth and stored snapshots are answered from
+// shared memory in this thread (market-reads.ts), the rest by the read thread from
+// PostgreSQL. Nothing here touches a shard: reads never stall matching.
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
@@ -80,7 +81,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
       res.onAborted(() => (aborted.value = true));
       deps.read(read).then(
         (answer) => {
-          if (!aborted.value) deps.send(res, answer.status, answer.body);
+          if (!aborted.value) deps.send(res, answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : undefined);
         },
         (error: Error) => {
           if (!aborted.value) deps.send(res, 503, errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`), RETRY_HEADERS);

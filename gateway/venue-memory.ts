@@ -11,6 +11,7 @@ import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
+import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
 import { uuidWords } from '../core/uuid.ts';
 import { commandStoreBytes } from './command-store.ts';
@@ -63,6 +64,10 @@ export interface VenueMemory {
   journalRings: SharedArrayBuffer[];
   persistenceDoorbell: SharedArrayBuffer;
   persistenceControl: SharedArrayBuffer;
+  /** The best levels of every instrument's books (persistence thread writes, gateways read: core/market-view.ts). */
+  depthView: SharedArrayBuffer;
+  /** The stored top-of-book snapshots (read thread writes, gateways read). */
+  snapshotView: SharedArrayBuffer;
 }
 
 /** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
@@ -98,6 +103,8 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
     journalRings: range(shards).map(() => createRingBuffer(RESULT_RECORD_BYTES, config.journalRingSlots)),
     persistenceDoorbell: Doorbell.create(),
     persistenceControl: PersistenceControl.create(),
+    depthView: DepthView.create(config.marketDataInstruments),
+    snapshotView: SnapshotView.create(config.marketDataSnapshots),
   };
 }
 

@@ -1,10 +1,15 @@
-// The read thread's in-memory displayed books: per instrument and side, the open
-// LIMIT quantity and order count at each price. Loaded once from
-// runtime.order_lifecycle_state, then kept current by the projector's BookUpdate of
-// every committed group, so a depth read costs no query. Quantities are summed as
-// BigInt (exact whatever the number of orders).
+// The displayed books, kept by the persistence thread: per instrument and side, the
+// open LIMIT quantity and order count at each price. Loaded once from
+// runtime.order_lifecycle_state, then kept current by the BookUpdate of every commit
+// the projector ingests, and published to the gateways (the best levels of each book
+// changed, in shared memory: core/market-view.ts DepthView), so a depth read costs no
+// query and no message. Quantities are summed as BigInt (exact whatever the number of
+// orders).
 
 import type pg from 'pg';
+import { packCurrency } from '../core/command-slot.ts';
+import { DEPTH_LEVELS_MAX, type DepthView } from '../core/market-view.ts';
+import { uuidWords } from '../core/uuid.ts';
 import type { BookUpdate } from './projector.ts';
 
 interface Level {
@@ -17,6 +22,8 @@ interface Book {
   shard: number;
   bids: Map<number, Level>;
   asks: Map<number, Level>;
+  /** The instrument id as words (the view's key). */
+  words: Int32Array;
 }
 
 export interface DepthLevel {
@@ -39,8 +46,7 @@ export class BookModel {
    * watermarks of that snapshot: an update the snapshot already holds is then skipped,
    * and none it lacks is (the projector commits watermarks with its rows).
    */
-  async load(pool: pg.Pool): Promise<void> {
-    const client = await pool.connect();
+  async load(client: pg.ClientBase): Promise<void> {
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const marks = await client.query<{ shard_id: number; sequence: string }>("SELECT shard_id, sequence FROM runtime.projection_watermarks WHERE projection = 'runtime'");
@@ -52,7 +58,7 @@ export class BookModel {
       );
       await client.query('COMMIT');
       this.books.clear();
-      for (const row of instruments.rows) this.books.set(row.instrument_id, { currency: row.currency, shard: row.shard_id, bids: new Map(), asks: new Map() });
+      for (const row of instruments.rows) this.books.set(row.instrument_id, { currency: row.currency, shard: row.shard_id, bids: new Map(), asks: new Map(), words: uuidWords(row.instrument_id) });
       for (const row of levels.rows) {
         const book = this.books.get(row.instrument_id);
         if (book !== undefined) (row.side === 'BUY' ? book.bids : book.asks).set(Number(row.p), { quantity: BigInt(row.q), count: row.n });
@@ -62,8 +68,6 @@ export class BookModel {
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
-    } finally {
-      client.release();
     }
   }
 
@@ -76,7 +80,7 @@ export class BookModel {
   apply(update: BookUpdate): void {
     if (update.watermarks.every(([shard, sequence]) => sequence <= this.watermarks[shard]!)) return;
     for (const [id, currency, shard] of update.instruments) {
-      if (!this.books.has(id)) this.books.set(id, { currency, shard, bids: new Map(), asks: new Map() });
+      if (!this.books.has(id)) this.books.set(id, { currency, shard, bids: new Map(), asks: new Map(), words: uuidWords(id) });
     }
     for (const [id, side, priceNanos, quantityDelta, countDelta] of update.levels) {
       const book = this.books.get(id);
@@ -90,6 +94,28 @@ export class BookModel {
       else levels.set(priceNanos, level);
     }
     for (const [shard, sequence] of update.watermarks) if (sequence > this.watermarks[shard]!) this.watermarks[shard] = sequence;
+  }
+
+  /**
+   * Publishes to the gateways' view: the best levels of each instrument named (every
+   * instrument when null), then the watermarks. Returns false if an instrument found no
+   * room in the view (its depth answers 503 until MARKET_DATA_INSTRUMENTS is raised).
+   */
+  publish(view: DepthView, instruments: Iterable<string> | null, watermarks: Iterable<[number, number]>): boolean {
+    let fits = true;
+    for (const id of instruments ?? this.books.keys()) {
+      const book = this.books.get(id);
+      if (book === undefined) continue;
+      const depth = this.depth(id, DEPTH_LEVELS_MAX)!;
+      fits = view.write(book.words, packCurrency(book.currency), book.shard, depth.bids, depth.asks) && fits;
+    }
+    for (const [shard, sequence] of watermarks) view.setWatermark(shard, sequence);
+    return fits;
+  }
+
+  /** Every shard's watermark the model includes. */
+  watermarkEntries(): [number, number][] {
+    return this.watermarks.map((sequence, shard) => [shard, sequence]);
   }
 
   /** The best `levels` prices per side, or null for an instrument the venue never took an order for. */

@@ -57,7 +57,27 @@ export async function readSnapshot(db: Db, instrumentId: string, projectionName:
  * displayed (LIMIT) price per side and the open quantity at it. `watermarks[shard]` is
  * how far that shard's projection had reached. Returns the instruments refreshed.
  */
-export async function refreshSnapshots(db: Db, projectionName: string, watermarks: number[], instrumentId: string | null): Promise<number> {
+/** A snapshot row as stored (numbers as text, exact). */
+export interface SnapshotRow {
+  instrument_id: string;
+  bid_p: string | null;
+  bid_q: string | null;
+  ask_p: string | null;
+  ask_q: string | null;
+  currency: string | null;
+  source_watermark: string;
+  refreshed_us: string;
+}
+
+const SNAPSHOT_COLUMNS = `instrument_id, best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
+  best_ask_quantity_units::text AS ask_q, currency, source_watermark::text, ${micros('refreshed_at')} AS refreshed_us`;
+
+/** Every stored snapshot of a projection name (or of all names, with their names): the gateways' view is loaded with them. */
+export async function storedSnapshots(db: Db): Promise<(SnapshotRow & { projection_name: string })[]> {
+  return (await db.query<SnapshotRow & { projection_name: string }>(`SELECT projection_name, ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots`)).rows;
+}
+
+export async function refreshSnapshots(db: Db, projectionName: string, watermarks: number[], instrumentId: string | null): Promise<SnapshotRow[]> {
   const result = await db.query(
     `WITH targets AS (
        SELECT i.instrument_id, i.currency, i.shard_id FROM runtime.instruments i
@@ -86,10 +106,11 @@ export async function refreshSnapshots(db: Db, projectionName: string, watermark
      ON CONFLICT (instrument_id, projection_name) DO UPDATE SET
        best_bid_price_nanos = EXCLUDED.best_bid_price_nanos, best_bid_quantity_units = EXCLUDED.best_bid_quantity_units,
        best_ask_price_nanos = EXCLUDED.best_ask_price_nanos, best_ask_quantity_units = EXCLUDED.best_ask_quantity_units,
-       currency = EXCLUDED.currency, source_watermark = EXCLUDED.source_watermark, refreshed_at = EXCLUDED.refreshed_at`,
+       currency = EXCLUDED.currency, source_watermark = EXCLUDED.source_watermark, refreshed_at = EXCLUDED.refreshed_at
+     RETURNING ${SNAPSHOT_COLUMNS}`,
     [projectionName, instrumentId, watermarks],
   );
-  return result.rowCount ?? 0;
+  return result.rows as SnapshotRow[];
 }
 
 // ---- trade tape ----

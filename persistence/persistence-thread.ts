@@ -15,7 +15,9 @@ import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
 import type { AdminAnswer, AdminRequest, PersistenceStatus } from '../core/storage-protocol.ts';
-import { Projector, PROJECTOR_SESSION_SQL, type RedriveShard } from './projector.ts';
+import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
+import { BookModel } from './book-model.ts';
+import { DepthView } from '../core/market-view.ts';
 
 /**
  * The thread's first message: storage loaded and the projections caught up, with what
@@ -54,8 +56,8 @@ export interface PersistenceThreadData {
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
-  /** To the read thread: what each projection group changed in the displayed books. */
-  bookPort: MessagePort;
+  /** The gateways' view of the books (core/market-view.ts): this thread writes it. */
+  depthView: SharedArrayBuffer;
 }
 
 
@@ -102,6 +104,27 @@ const projector = new Projector({
   log,
 });
 
+/** The displayed books, kept from every ingested commit and published to the gateways' view. */
+const books = new BookModel(data.shardCount);
+const depthView = new DepthView(data.depthView);
+let viewFull = false;
+
+function publishBooks(update: BookUpdate): void {
+  books.apply(update);
+  const instruments = new Set<string>();
+  for (const level of update.levels) instruments.add(level[0]);
+  for (const [id] of update.instruments) instruments.add(id);
+  if (!books.publish(depthView, instruments, update.watermarks) && !viewFull) {
+    viewFull = true;
+    log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the depth of the others answers 503 until it is raised');
+  }
+}
+
+async function loadBooks(client: pg.ClientBase): Promise<void> {
+  await books.load(client);
+  books.publish(depthView, null, books.watermarkEntries());
+}
+
 const writerClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
 /** Commits made durable and not yet ingested (while a rebuild holds ingestion). */
@@ -129,7 +152,7 @@ async function catchUp(client: pg.Client): Promise<number> {
       if (page.rows.length === 0) break;
       for (const row of page.rows) {
         const journal = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: row.command_count, eventCount: row.event_count, payload: row.payload };
-        projector.ingest({ commitNo: Number(row.commit_no ?? 0), intake: [], journals: [journal] }); // the read thread loads its books after this
+        projector.ingest({ commitNo: Number(row.commit_no ?? 0), intake: [], journals: [journal] }); // the books are loaded after this
       }
       batches += page.rows.length;
       if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) {
@@ -148,11 +171,11 @@ const ringGateways = () => {
   for (const bell of gatewayBells) bell.ring();
 };
 
-/** Ingests what is queued (unless a rebuild holds it), posting each commit's book changes to the read thread. */
+/** Ingests what is queued (unless a rebuild holds it), publishing each commit's book changes to the gateways. */
 function drainIngest(): void {
   while (!holdIngest && ingestQueue.length > 0) {
     const update = projector.ingest(ingestQueue.shift()!);
-    if (update !== null) data.bookPort.postMessage({ type: 'update', update });
+    if (update !== null) publishBooks(update);
   }
   if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
   flusherWake?.();
@@ -277,7 +300,7 @@ for (const port of data.adminPorts) {
       const client = await connectProjector();
       try {
         const rowsRebuilt = await projector.rebuildLifecycle(client);
-        data.bookPort.postMessage({ type: 'reset' }); // the read thread reloads its books from the rebuilt table
+        await loadBooks(client); // from the rebuilt table
         port.postMessage({
           id: request.id,
           ok: true,
@@ -312,6 +335,7 @@ async function main(): Promise<void> {
   await projector.load(client);
   const pending = await projector.loadPending(client);
   const caughtUp = await catchUp(client);
+  await loadBooks(client); // storage now holds everything ingested
   await client.end();
   const redrive = projector.redrivePlan();
   log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
@@ -347,7 +371,6 @@ async function main(): Promise<void> {
   await writerClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
-  data.bookPort.close();
   parentPort!.postMessage({ type: 'stopped' });
 }
 

@@ -13,7 +13,10 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
+import { packCurrency } from '../core/command-slot.ts';
+import { SnapshotView } from '../core/market-view.ts';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
+import { uuidWords } from '../core/uuid.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import {
   SNAPSHOT_PROJECTION,
@@ -24,12 +27,10 @@ import {
   type ReadRequest,
   type StoredCommand,
 } from '../core/storage-protocol.ts';
-import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots } from './market-data.ts';
+import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots, storedSnapshots, type SnapshotRow } from './market-data.ts';
 import { availability } from './availability.ts';
 import { settlementAdmin, settlementRead } from './settlement-store.ts';
-import { BookModel } from './book-model.ts';
 import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
-import type { BookUpdate } from './projector.ts';
 
 export interface ReadThreadData {
   databaseUrl: string;
@@ -39,8 +40,8 @@ export interface ReadThreadData {
   ports: MessagePort[];
   logLevel: string;
   marketDataProjector: { enabled: boolean; intervalMs: number };
-  /** From the persistence thread: each projection group's changes to the displayed books. */
-  bookPort: MessagePort;
+  /** The gateways' view of the stored snapshots (core/market-view.ts): this thread writes it. */
+  snapshotView: SharedArrayBuffer;
   /** COMPETITION_PROFILE, or '' (the leaderboard is listed in the inventory only when set). */
   competitionProfile: string;
 }
@@ -127,31 +128,21 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'refresh': {
       const watermarks = projected();
       const refreshed = await refreshSnapshots(pool, read.projectionName, watermarks, read.instrumentId);
-      if (read.instrumentId !== null && refreshed === 0) return { status: 404, body: JSON.stringify({ error: 'market data snapshot not found', code: 'NOT_FOUND' }) };
+      publishSnapshots(read.projectionName, refreshed);
+      if (read.instrumentId !== null && refreshed.length === 0) return { status: 404, body: JSON.stringify({ error: 'market data snapshot not found', code: 'NOT_FOUND' }) };
       return {
         status: 200,
         body: JSON.stringify({
           projectionName: read.projectionName,
           sourceProjectionName: read.sourceProjectionName,
-          instrumentsRefreshed: refreshed,
+          instrumentsRefreshed: refreshed.length,
           sourceWatermark: watermarks.map((sequence, shardId) => ({ shardId, sequence })),
           refreshedAt: new Date().toISOString(),
         }),
       };
     }
-    case 'depth': {
-      const depth = books.depth(read.instrumentId, read.levels);
-      if (depth === null) return { status: 404, body: JSON.stringify({ error: 'market data depth not found', code: 'NOT_FOUND' }) };
-      const level = (entry: { priceNanos: number; quantity: bigint; count: number }) => ({
-        price: { nanos: String(entry.priceNanos), currency: depth.currency },
-        quantity: { units: String(entry.quantity) },
-        orderCount: entry.count,
-      });
-      return {
-        status: 200,
-        body: JSON.stringify({ instrumentId: read.instrumentId, levels: read.levels, bids: depth.bids.map(level), asks: depth.asks.map(level), watermark: books.watermark(depth.shard) }),
-      };
-    }
+    case 'depth':
+      throw new Error('depth is answered by the gateways (core/market-view.ts)');
     case 'tape':
       return readTape(pool, read.instrumentId, read.limit, read.before);
     case 'bars':
@@ -190,7 +181,9 @@ async function projectorLoop(): Promise<void> {
     if (moved) {
       projectorState.behindSinceMs ??= Date.now();
       try {
-        projectorState.lastRefreshInstruments = await refreshSnapshots(pool, SNAPSHOT_PROJECTION, current, null);
+        const refreshed = await refreshSnapshots(pool, SNAPSHOT_PROJECTION, current, null);
+        publishSnapshots(SNAPSHOT_PROJECTION, refreshed);
+        projectorState.lastRefreshInstruments = refreshed.length;
         projectorState.refreshes++;
         projectorState.lastRefreshAt = new Date().toISOString();
         projectorState.watermark = current;
@@ -208,10 +201,6 @@ async function answer(request: ReadRequest): Promise<{ command: StoredCommand | 
   // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
   // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
   if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot' || request.read.kind === 'settlement-read')) {
-    return { command: null, answer: await plane(request.read) };
-  }
-  if (request.type === 'plane' && request.read.kind === 'depth') {
-    await readYourWrites((shard) => books.watermark(shard));
     return { command: null, answer: await plane(request.read) };
   }
   await readYourWrites();
@@ -246,31 +235,41 @@ parentPort!.on('message', (message: { type: string }) => {
   if (message.type !== 'stop') return;
   projectorState.running = false;
   for (const port of data.ports) port.close();
-  data.bookPort.close();
   pool.end().then(
     () => parentPort!.postMessage({ type: 'stopped' }),
     () => parentPort!.postMessage({ type: 'stopped' }),
   );
 });
-const books = new BookModel(data.shardCount);
-let reloading: Promise<void> = Promise.resolve();
-data.bookPort.on('message', (message: { type: 'update'; update: BookUpdate } | { type: 'reset' }) => {
-  if (message.type === 'update') {
-    // Updates wait behind a reload in progress; the reload's watermarks then skip what it holds.
-    reloading = reloading.then(() => books.apply(message.update));
-  } else {
-    reloading = reloading.then(() => books.load(pool));
-  }
-  reloading.catch((error: Error) => logger.error({ err: error.message }, 'the in-memory books failed; depth reads will wait'));
-});
+// ---- the gateways' view of the stored snapshots ----
 
-books.load(pool).then(
-  () => {
-    logger.debug('read thread ready');
+const snapshotView = new SnapshotView(data.snapshotView);
+let snapshotViewFull = false;
+
+/** Writes refreshed (or loaded) snapshot rows to the view; past its room, the gateways ask storage for the others. */
+function publishSnapshots(projectionName: string, rows: readonly SnapshotRow[]): void {
+  for (const row of rows) {
+    const fits = snapshotView.write(uuidWords(row.instrument_id), projectionName, {
+      currency: row.currency === null ? 0 : packCurrency(row.currency),
+      bid: row.bid_p === null || row.bid_q === null ? null : { priceNanos: Number(row.bid_p), quantity: BigInt(row.bid_q) },
+      ask: row.ask_p === null || row.ask_q === null ? null : { priceNanos: Number(row.ask_p), quantity: BigInt(row.ask_q) },
+      sourceWatermark: Number(row.source_watermark),
+      refreshedAtUs: Number(row.refreshed_us),
+    });
+    if (!fits && !snapshotViewFull) {
+      snapshotViewFull = true;
+      logger.warn('more stored snapshots than MARKET_DATA_SNAPSHOTS: the others are read from storage');
+    }
+  }
+}
+
+storedSnapshots(pool).then(
+  (rows) => {
+    for (const row of rows) publishSnapshots(row.projection_name, [row]);
+    logger.debug({ snapshots: rows.length }, 'read thread ready');
     parentPort!.postMessage({ type: 'ready' });
   },
   (error: Error) => {
-    logger.fatal({ err: error.message }, 'the read thread could not load the books');
+    logger.fatal({ err: error.message }, 'the read thread could not load the snapshots');
     process.exit(1);
   },
 );

@@ -4,7 +4,7 @@
 // a fixed rate; latency counts from when a request was due, so a slow venue cannot hide
 // its queueing: no coordinated omission). Every latency in an HDR histogram (µs); every
 // status code counted; the commands answered kept for the verification at the end.
-// A reads worker instead loops snapshot, depth and tape reads.
+// A reads worker instead loops snapshot, depth and tape reads, and /healthz (the floor).
 
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -173,6 +173,8 @@ async function readLoop(): Promise<void> {
     snapshot: (k: number) => `/api/v1/market-data/snapshots/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
     depth: (k: number) => `/api/v1/market-data/depth/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
     tape: (k: number) => `/api/v1/market-data/trades/${INSTRUMENTS[k % INSTRUMENTS.length]}?limit=50`,
+    // No work at all: the floor any read's latency has under the same load (scheduling on these cores).
+    healthz: () => '/healthz',
   };
   for (const kind of Object.keys(paths)) readHistograms[kind] = newHistogram();
   let k = 0;

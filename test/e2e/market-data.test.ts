@@ -374,3 +374,23 @@ test('with the snapshot loop on, snapshots follow the book by themselves', async
     assert.equal(await looped.stop(), 0);
   }
 });
+
+test('depth is bounded by MARKET_DATA_INSTRUMENTS: an instrument past it answers 503 with Retry-After, the others keep their depth', async () => {
+  const small = await VenueProcess.start({ MARKET_DATA_INSTRUMENTS: '1' });
+  try {
+    const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const instrumentId of [first, second]) {
+      assert.equal((await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '10', quantity: '3' }))).status, 200);
+    }
+    const kept = await small.get(`/api/v1/market-data/depth/${first}`, TOKENS.viewer);
+    assert.equal(kept.status, 200);
+    assert.deepEqual(kept.json.bids.map((level: any) => [level.price.nanos, level.quantity.units, level.orderCount]), [['10000000000', '3', 1]]);
+    const refused = await small.get(`/api/v1/market-data/depth/${second}`, TOKENS.viewer);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.json.code, 'OVERLOADED');
+    assert.match(refused.json.error, /MARKET_DATA_INSTRUMENTS/);
+    assert.equal(refused.headers.get('retry-after'), '1');
+  } finally {
+    assert.equal(await small.stop(), 0);
+  }
+});
