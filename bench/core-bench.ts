@@ -185,7 +185,7 @@ export async function runCoreBench(quick: boolean): Promise<void> {
     'one command at a time': new StreamRunner(stream, 1),
     [`prefetch, batches of ${PREFETCH_BATCH}`]: new StreamRunner(stream, PREFETCH_BATCH),
   };
-  const bench = new Bench({ name: 'matching core', time: quick ? 1500 : 6000, warmupTime: quick ? 300 : 1000 });
+  const bench = new Bench({ name: 'matching core', time: quick ? 1000 : 6000, warmupTime: quick ? 200 : 1000 });
   for (const [name, runner] of Object.entries(runners)) {
     bench.add(name, () => runner.runChunk(), { beforeEach: () => runner.resetIfDone() });
   }

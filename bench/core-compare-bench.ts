@@ -40,7 +40,7 @@ const WARMUP_ORDERS = 10_000;
 const COMMANDS_FULL = 1_000_000;
 const COMMANDS_QUICK = 200_000;
 const REPETITIONS_FULL = 5;
-const REPETITIONS_QUICK = 3;
+const REPETITIONS_QUICK = 2;
 
 interface Verified {
   book: BookSides;

@@ -19,7 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, runLoad, type LoadOptions, type LoadResult } from './load/load-generator.ts';
-import { startBenchVenue, type BenchVenue } from './load/venue.ts';
+import { startBenchVenue } from './load/venue.ts';
+import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
+import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
 import { copyCapacity } from './persistence-bench.ts';
 import { writeResult, RESULTS_DIR } from './lib/results.ts';
@@ -33,19 +35,14 @@ function summary(result: LoadResult) {
   return rest;
 }
 
-async function answerBytes(venue: BenchVenue): Promise<number> {
-  const body = JSON.stringify({
-    commandId: crypto.randomUUID(), traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(), actorId: 'bench',
-    occurredAt: new Date().toISOString(), orderId: crypto.randomUUID(), instrumentId: '5e000000-0000-4000-8000-0000000000ff',
-    participantId: 'a1000000-0000-4000-8000-000000000001', accountId: 'a2000000-0000-4000-8000-000000000001', side: 'BUY', orderType: 'LIMIT',
-    quantityUnits: '1', limitPrice: '1', currency: 'USD', timeInForce: 'DAY',
-  });
-  const answer = await fetch(`${venue.baseUrl}/api/v1/orders/submit`, {
-    method: 'POST',
-    headers: { authorization: 'Bearer dev-token-trader-a', 'content-type': 'application/json', 'x-client-id': 'size', 'idempotency-key': crypto.randomUUID(), 'x-processing-mode': 'sync-result' },
-    body,
-  });
-  return (await answer.text()).length;
+/**
+ * The size of the venue's answer to a resting submit, for the ceiling's canned answer:
+ * rendered by the venue's own renderer (core/outcome-format.ts), as the gateway does.
+ */
+function answerBytes(): number {
+  const header = { token: 1, eventCount: 1, currency: 0x555344, queryState: -1, timestampUs: Date.now() * 1000, engineOrderId: 123_456, batch: 1 };
+  const accepted = { kind: EVENT_ACCEPTED, state: STATE_OPEN, aggressor: 0, side: 0, code: 0, orderA: crypto.randomUUID(), orderB: crypto.randomUUID(), sequence: 123_456, quantity: 0, price: 0 };
+  return renderEnvelope({ shard: 0, instrumentId: crypto.randomUUID(), currency: 'USD' }, header, [accepted]).json.length;
 }
 
 async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
@@ -98,7 +95,7 @@ async function restartBench(orders: number): Promise<Record<string, unknown>> {
     const venue = await startBenchVenue(env, dataDir);
     const fillStarted = performance.now();
     const fill = await runLoad({
-      baseUrl: venue.baseUrl, mode: 'accepted-async', threads: 1, connections: 64, warmupMs: 0, durationMs: 600_000, ratePerSecond: 0, seed: 99,
+      baseUrl: venue.baseUrl, mode: 'accepted-async', threads: 2, connections: 64, warmupMs: 0, durationMs: 600_000, ratePerSecond: 0, seed: 99,
       record: false, role: 'fill', maxRequests: orders, label: `filling ${orders} resting orders`,
     });
     const fillSeconds = (performance.now() - fillStarted) / 1000;
@@ -123,9 +120,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   });
 
   // The answer size, from the real venue, for the ceiling's canned envelope.
-  const probe = await startBenchVenue({});
-  const bytes = await answerBytes(probe);
-  await probe.stop();
+  const bytes = answerBytes();
 
   // HTTP ceiling: the same generator (1 and 2 threads), the same connections.
   const bare = await startBareServer(2, bytes);
@@ -143,8 +138,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   const loadThreads = ceilingRuns[1]!.okPerSecond > ceilingRuns[0]!.okPerSecond * 1.05 ? 2 : 1;
 
   // Storage ceiling: COPY alone, the batch sizes group commit makes under load.
-  const storage = [];
-  for (const commands of [64, 512]) storage.push(await copyCapacity(commands, Math.max(5, Math.round((quick ? 40_000 : 200_000) / commands))));
+  const storage = await copyCapacity([64, 512], quick ? 40_000 : 200_000);
   const storageCeiling = Math.max(...storage.map((s) => s.commandsPerSecond));
   console.log(`storage ceiling (tier 1 alone): ${storage.map((s) => `${s.commandsPerSecond} commands/s at ${s.batchCommands} per commit`).join(', ')}`);
 
@@ -166,7 +160,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
         const label = `${mode}, ${gatewayThreads} gateway / ${shards} shard`;
         const all: LoadResult[] = [];
         // A warm-up run first (JIT, connections, the books filling up); verified with the rest, not reported.
-        all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true })));
+        all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true, ...(quick ? { warmupMs: 500, durationMs: 1500 } : {}) })));
         const closedRuns: LoadResult[] = [];
         for (let k = 0; k < repeats; k++) {
           const run = await runLoad(base(`${label}, closed loop${repeats > 1 ? ` ${k + 1}/${repeats}` : ''}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 7 + 100 * k }));
@@ -225,7 +219,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     }
   }
 
-  const restart = await restartBench(quick ? 20_000 : 200_000);
+  const restart = await restartBench(quick ? 20_000 : 1_000_000);
 
   const at = (mode: string) => runs.find((r) => r.mode === mode && r.gatewayThreads === 2 && r.shards === 2)!;
   const sync = at('sync-result');

@@ -242,11 +242,12 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
 /**
  * The capacity of tier 1 alone: the journal writer's own commit (one transaction in
  * one round trip: an intake_batches row and a journal_batches row, fsync) fed
- * synthetic commits of `batchCommands` commands (a 640-byte intake record and a
- * 256-byte journal entry each: slot, header, one event), on a fresh embedded
- * PostgreSQL with nothing else running. The storage ceiling, in commands per second.
+ * synthetic commits of each size in `batchSizes` (commands; a 640-byte intake record
+ * and a 256-byte journal entry each: slot, header, one event), about `commands`
+ * commands per size, on a fresh embedded PostgreSQL with nothing else running. The
+ * storage ceiling, in commands per second.
  */
-export async function copyCapacity(batchCommands: number, batches: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }> {
+export async function copyCapacity(batchSizes: number[], commands: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }[]> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
   const server = await startEmbeddedPostgres(dataDir, () => undefined);
   try {
@@ -271,7 +272,7 @@ export async function copyCapacity(batchCommands: number, batches: number): Prom
     const ref: { client: pg.Client | null } = { client: null };
     let commitNo = 0;
     let sequence = 0;
-    const commit = (): StorageCommit => {
+    const commit = (batchCommands: number): StorageCommit => {
       const first = sequence + 1;
       sequence += batchCommands;
       return {
@@ -280,13 +281,18 @@ export async function copyCapacity(batchCommands: number, batches: number): Prom
         journals: [{ shard: 0, firstSequence: first, lastSequence: sequence, commandCount: batchCommands, eventCount: batchCommands, payload: randomBytes(batchCommands * 256) }],
       };
     };
-    const prepared = Array.from({ length: batches + 1 }, commit);
-    await writer.commit(connect, ref, prepared.shift()!); // warm-up
-    const started = performance.now();
-    for (const next of prepared) await writer.commit(connect, ref, next);
-    const ms = performance.now() - started;
+    const results = [];
+    for (const batchCommands of batchSizes) {
+      const batches = Math.max(5, Math.round(commands / batchCommands));
+      const prepared = Array.from({ length: batches + 1 }, () => commit(batchCommands));
+      await writer.commit(connect, ref, prepared.shift()!); // warm-up
+      const started = performance.now();
+      for (const next of prepared) await writer.commit(connect, ref, next);
+      const ms = performance.now() - started;
+      results.push({ batchCommands, commandsPerSecond: Math.round((batchCommands * batches) / (ms / 1000)), msPerCommit: Number((ms / batches).toFixed(2)) });
+    }
     await ref.client?.end();
-    return { batchCommands, commandsPerSecond: Math.round((batchCommands * batches) / (ms / 1000)), msPerCommit: Number((ms / batches).toFixed(2)) };
+    return results;
   } finally {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -294,16 +300,14 @@ export async function copyCapacity(batchCommands: number, batches: number): Prom
 }
 
 export async function runPersistenceBench(quick: boolean): Promise<void> {
-  const capacity = [];
-  for (const rows of [32, 256, 2048]) {
-    const result = await copyCapacity(rows, Math.max(5, Math.round((quick ? 20_000 : 100_000) / rows)));
-    capacity.push(result);
-    console.log(`tier 1 alone, ${String(rows).padStart(4)} commands per commit: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
+  const capacity = await copyCapacity(quick ? [64, 512] : [32, 256, 2048], quick ? 20_000 : 100_000);
+  for (const result of capacity) {
+    console.log(`tier 1 alone, ${String(result.batchCommands).padStart(4)} commands per commit: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
   }
   const seconds = quick ? 3 : 10;
   const maxRequests = quick ? 60_000 : 400_000;
   const inFlight = 128;
-  const modes = ['sync-result', 'captured-ack'];
+  const modes = quick ? ['sync-result'] : ['sync-result', 'captured-ack'];
   const runs: Record<string, unknown>[] = [];
   for (const mode of modes) runs.push(await measureMode(mode, seconds, maxRequests, inFlight));
   writeResult('persistence', {

@@ -1,5 +1,7 @@
 // `npm run bench [-- --quick]`: every benchmark, one JSON file each in bench/results/,
-// then the Markdown summary (bench/results/SUMMARY.md and the README's table).
+// then the Markdown summary (bench/results/SUMMARY.md and the README's table). Each
+// benchmark's wall time is printed, so a slow one is seen (the quick run must stay
+// under 2 minutes on the 2-core machine).
 import { runCoreBench } from './core-bench.ts';
 import { runCoreCompareBench } from './core-compare-bench.ts';
 import { runLoadBench } from './load-bench.ts';
@@ -9,10 +11,18 @@ import { runReadBench } from './read-bench.ts';
 import { writeSummary } from './summary.ts';
 
 const quick = process.argv.includes('--quick');
-runMemoryLatencyBench();
-await runCoreBench(quick);
-await runCoreCompareBench(quick);
-await runPersistenceBench(quick);
-await runReadBench(quick);
-await runLoadBench(quick);
+const started = performance.now();
+const timed = async (name: string, run: () => unknown) => {
+  const at = performance.now();
+  await run();
+  console.log(`-- ${name}: ${((performance.now() - at) / 1000).toFixed(1)} s`);
+};
+await timed('memory latency', () => runMemoryLatencyBench(quick));
+await timed('core', () => runCoreBench(quick));
+await timed('core against nodejs-order-book', () => runCoreCompareBench(quick));
+await timed('persistence', () => runPersistenceBench(quick));
+// The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
+if (!quick) await timed('reads', () => runReadBench(quick));
+await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
 writeSummary();
+console.log(`-- all benchmarks: ${((performance.now() - started) / 1000).toFixed(1)} s${quick ? ' (quick)' : ''}`);

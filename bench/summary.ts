@@ -40,15 +40,20 @@ export function buildSummary(): string {
   const reads = l?.readsBeside;
   const snapshot = reads?.readLatencyUs?.snapshot?.p99;
   const depth = reads?.readLatencyUs?.depth?.p99;
-  rows.push(['snapshot / depth p99 under order load', '< 2 ms', reads ? `${ms(snapshot)} / ${ms(depth)}` : '—', verdict(reads ? snapshot < 2000 && depth < 2000 : null)]);
+  const floor = reads?.readLatencyUs?.healthz;
+  rows.push([
+    'snapshot / depth p99 under order load',
+    '< 2 ms',
+    reads ? `${ms(snapshot)} / ${ms(depth)} (p50 ${ms(reads.readLatencyUs?.snapshot?.p50)} / ${ms(reads.readLatencyUs?.depth?.p50)}; \`/healthz\`, which does nothing, p99 ${ms(floor?.p99)} beside the same load)` : '—',
+    verdict(reads ? snapshot < 2000 && depth < 2000 : null),
+  ]);
   rows.push(['order throughput drop beside reads', '< 10%', reads ? `${reads.dropPercent}% (${k(reads.readsPerSecond)} reads/s)` : '—', verdict(reads ? reads.dropPercent < 10 : null)]);
   const restart = l?.restart;
-  const perMillion = restart && restart.restingOrders > 0 ? (restart.readyMs / restart.restingOrders) * 1e6 : null;
   rows.push([
     'restart with 1,000,000 resting orders to `/readyz`',
     '< 10 s',
-    restart ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders${perMillion === null ? '' : ` (linear: ${(perMillion / 1000).toFixed(0)} s per million)`}` : '—',
-    restart && restart.restingOrders >= 1e6 ? verdict(restart.readyMs < 10_000) : restart ? `not at 1 M (${perMillion !== null && perMillion < 10_000 ? 'on track' : '**off track**'})` : verdict(null),
+    restart ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders` : '—',
+    restart && restart.restingOrders >= 1e6 ? verdict(restart.readyMs < 10_000) : restart ? 'not measured at 1 M (quick run)' : verdict(null),
   ]);
 
   const lines = [

@@ -42,7 +42,7 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'market-data-depth', endpoint: 'GET /api/v1/market-data/depth/{instrumentId}', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state',
+    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)',
     visibilityScope: 'public: displayed (LIMIT) quantity and order count per price level', requiredFilters: ['instrumentId'],
     optionalFilters: ['levels', 'projectionName', 'sourceProjectionName'],
   },
@@ -58,12 +58,12 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'own-orders-current', endpoint: 'GET /api/v1/orders/current', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state', visibilityScope: "trader: the principal's participants",
+    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)', visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
     name: 'own-orders-history', endpoint: 'GET /api/v1/orders/history', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes over runtime.order_lifecycle_state', visibilityScope: "trader: the principal's participants",
+    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)', visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
