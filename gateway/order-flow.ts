@@ -199,7 +199,6 @@ export class OrderFlow {
   /** Intake records written since start (what the persistence worker's count is compared with). */
   private intakeWritten = 0;
   private readonly control: PersistenceControl;
-  private readonly venueControl: Int32Array;
   readonly durability: DurabilityGate;
   private readonly reads: PortClient<ReadRequest, ReadAnswer>;
   private readonly admin: PortClient<AdminRequest, AdminAnswer>;
@@ -227,7 +226,6 @@ export class OrderFlow {
     this.unpublished = this.rings.map(() => 0);
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
     this.control = new PersistenceControl(memory.persistenceControl);
-    this.venueControl = new Int32Array(memory.venueControl);
     this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs, memory.shardCount);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000);

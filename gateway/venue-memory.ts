@@ -13,7 +13,6 @@ import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
-import { uuidWords } from '../core/uuid.ts';
 import { commandStoreBytes } from './command-store.ts';
 import type { VenueConfig } from './config.ts';
 import { clientOrderDigest, wordsOf } from './keys.ts';

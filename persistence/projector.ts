@@ -43,7 +43,6 @@ import {
   COMMAND_RUN_WORD,
   COMMAND_SESSION_WORD,
   COMMAND_SLOT_BYTES,
-  packCurrency,
   unpackCurrency,
 } from '../core/command-slot.ts';
 import {
