@@ -66,6 +66,23 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
   };
 }
 
+type OpenLoopPoint = ReturnType<typeof summary> & { repeats: { okPerSecond: number; p50Us: number; p99Us: number }[] };
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Several open-loop runs at one rate as one point: the median answers/s and the median of each percentile. */
+function medianOpenLoop(tries: LoadResult[]): OpenLoopPoint {
+  const first = summary(tries[0]!);
+  const latencyUs = { ...first.latencyUs };
+  for (const key of Object.keys(latencyUs) as (keyof typeof latencyUs)[]) latencyUs[key] = median(tries.map((t) => t.latencyUs[key]));
+  return {
+    ...first,
+    okPerSecond: median(tries.map((t) => t.okPerSecond)),
+    latencyUs,
+    repeats: tries.map((t) => ({ okPerSecond: t.okPerSecond, p50Us: t.latencyUs.p50, p99Us: t.latencyUs.p99 })),
+  };
+}
+
 interface VenueRun {
   gatewayThreads: number;
   shards: number;
@@ -75,7 +92,8 @@ interface VenueRun {
   closedLoopOkPerSecond: number[];
   /** The venue's own figures after the closed-loop runs (GET /admin/v1/persistence/status). */
   persistence: { captureLatencyUs: unknown; journalLatencyUs: unknown; projectionLagUs: unknown } | null;
-  openLoop: ReturnType<typeof summary>[];
+  /** One entry per rate; where a rate ran several times, its percentiles are the medians of the runs (in `repeats`). */
+  openLoop: OpenLoopPoint[];
   verification: Verification;
   readyMs: number;
 }
@@ -168,17 +186,23 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           closedRuns.push(run);
           all.push(run);
         }
-        const closed = [...closedRuns].sort((a, b) => a.okPerSecond - b.okPerSecond)[Math.floor(closedRuns.length / 2)]!;
+        const closed = closedRuns.find((r) => r.okPerSecond === median(closedRuns.map((c) => c.okPerSecond)))!;
         const persistence = await persistenceStatus(venue.baseUrl);
-        const open: LoadResult[] = [];
+        const open: OpenLoopPoint[] = [];
         const curve = gatewayThreads === 2 && shards === 2;
         if (curve) {
           for (const fraction of fractions) {
             const rate = Math.max(100, Math.round(closed.okPerSecond * fraction));
-            const run = await runLoad(base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, ratePerSecond: rate, seed: 8 + open.length }));
-            console.log(describe(run));
-            open.push(run);
-            all.push(run);
+            // The targets' points (half load, 80%) are run three times in a full run and reported as medians.
+            const times = !quick && (fraction === 0.5 || fraction === 0.8) ? 3 : 1;
+            const tries: LoadResult[] = [];
+            for (let t = 0; t < times; t++) {
+              const run = await runLoad(base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)${times > 1 ? ` ${t + 1}/${times}` : ''}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, ratePerSecond: rate, seed: 8 + open.length * 10 + t }));
+              console.log(describe(run));
+              tries.push(run);
+              all.push(run);
+            }
+            open.push(medianOpenLoop(tries));
           }
           if (mode === 'sync-result') {
             // Reads beside the order load: the same closed loop with a reads thread (4 connections),
@@ -209,7 +233,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           closedLoop: summary(closed),
           closedLoopOkPerSecond: closedRuns.map((r) => r.okPerSecond),
           persistence,
-          openLoop: open.map(summary),
+          openLoop: open,
           verification,
           readyMs: Math.round(venue.readyMs),
         });

@@ -57,7 +57,7 @@ export function buildSummary(): string {
   ]);
 
   const lines = [
-    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Closed-loop figures are the median of 3 runs.'}`,
+    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Closed-loop figures are the median of 3 runs, the open-loop points at 50% and 80% the medians of 3 runs each.'}`,
     '',
     '| target | aim | measured | |',
     '|---|---|---|---|',
@@ -68,11 +68,11 @@ export function buildSummary(): string {
       '',
       `Ceilings in the same run, same load generator: HTTP ${k(l.httpCeiling.okPerSecond)} requests/s (bare uWebSockets.js, ${l.answerBytes}-byte canned answer), storage ${k(l.storageCeiling.commandsPerSecond)} commands/s (tier 1's commit alone, synthetic commands).`,
       '',
-      '| mode | gateway threads | shards | answered/s (closed loop, 64 connections) | / HTTP ceiling | p50 | p99 | start to ready | verified against the database |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| mode | gateway threads | shards | answered/s (closed loop, 64 connections) | / HTTP ceiling | / storage ceiling | p50 | p99 | start to ready | verified against the database |',
+      '|---|---|---|---|---|---|---|---|---|---|',
       ...l.runs.map(
         (r: any) =>
-          `| ${r.mode} | ${r.gatewayThreads} | ${r.shards} | ${k(r.closedLoop.okPerSecond)} | ${pct(r.closedLoop.okPerSecond / l.httpCeiling.okPerSecond)} | ${ms(r.closedLoop.latencyUs.p50)} | ${ms(r.closedLoop.latencyUs.p99)} | ${(r.readyMs / 1000).toFixed(1)} s | ${r.verification.ok ? `ok (${k(r.verification.commandsChecked)} commands, ${k(r.verification.tradesStored)} trades)` : '**FAILED**'} |`,
+          `| ${r.mode} | ${r.gatewayThreads} | ${r.shards} | ${k(r.closedLoop.okPerSecond)} | ${pct(r.closedLoop.okPerSecond / l.httpCeiling.okPerSecond)} | ${pct(r.closedLoop.okPerSecond / l.storageCeiling.commandsPerSecond)} | ${ms(r.closedLoop.latencyUs.p50)} | ${ms(r.closedLoop.latencyUs.p99)} | ${(r.readyMs / 1000).toFixed(1)} s | ${r.verification.ok ? `ok (${k(r.verification.commandsChecked)} commands, ${k(r.verification.tradesStored)} trades)` : '**FAILED**'} |`,
       ),
       '',
       `Open loop (2 gateway threads, 2 shards): ${l.runs
