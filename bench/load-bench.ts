@@ -243,7 +243,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     }
   }
 
-  const restart = await restartBench(quick ? 20_000 : 1_000_000);
+  const restart = await restartBench(quick ? 10_000 : 1_000_000);
 
   const at = (mode: string) => runs.find((r) => r.mode === mode && r.gatewayThreads === 2 && r.shards === 2)!;
   const sync = at('sync-result');
