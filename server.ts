@@ -222,6 +222,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       depthView: memory.depthView,
+      queueMarks: memory.queueMarks,
     };
     const persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,

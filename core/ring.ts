@@ -5,6 +5,7 @@
 // Layout (byte offsets; every counter on its own cache line, no false sharing):
 //
 //     0 ┌ write index (u32, wrapping), stored by the producer only ┐
+//     4 │ high-water mark (most slots ever filled), producer only  │
 //    64 ├ read index (u32, wrapping), stored by the consumer only  ┤
 //   128 ├ slot 0 | slot 1 | … | slot capacity-1                    ┘
 //
@@ -16,6 +17,7 @@
 
 export const RING_HEADER_BYTES = 128;
 const WRITE_WORD = 0;
+const HIGH_WORD = 1;
 const READ_WORD = 16;
 
 export function ringBytes(slotBytes: number, capacity: number): number {
@@ -70,6 +72,11 @@ class RingBase {
   readIndex(): number {
     return Atomics.load(this.control, READ_WORD) >>> 0;
   }
+
+  /** The most slots ever filled at once (the producer notes it when it publishes). */
+  highWater(): number {
+    return Atomics.load(this.control, HIGH_WORD);
+  }
 }
 
 // An Atomics.load compiles to a plain load on x86 (only stores need a fence), so the
@@ -77,10 +84,12 @@ class RingBase {
 
 export class RingProducer extends RingBase {
   private write: number;
+  private high: number;
 
   constructor(buffer: SharedArrayBuffer, slotBytes: number) {
     super(buffer, slotBytes);
     this.write = Atomics.load(this.control, WRITE_WORD) >>> 0;
+    this.high = Atomics.load(this.control, HIGH_WORD);
   }
 
   /** Logical index of the next slot to write (valid while freeSlots() > 0). */
@@ -95,9 +104,15 @@ export class RingProducer extends RingBase {
 
   /** Makes the next `count` written slots visible to the consumer (count <= freeSlots()). */
   publish(count: number): void {
-    if (count > this.freeSlots()) throw new Error('ring: publish beyond the free slots');
+    const free = this.freeSlots();
+    if (count > free) throw new Error('ring: publish beyond the free slots');
     this.write = (this.write + count) >>> 0;
     Atomics.store(this.control, WRITE_WORD, this.write | 0);
+    const filled = this.capacity - free + count;
+    if (filled > this.high) {
+      this.high = filled;
+      Atomics.store(this.control, HIGH_WORD, filled);
+    }
   }
 }
 
@@ -137,6 +152,16 @@ export class RingConsumer extends RingBase {
     this.read = (this.read + count) >>> 0;
     Atomics.store(this.control, READ_WORD, this.read | 0);
   }
+}
+
+/** A ring's capacity, fill and high-water mark, from any thread (for the status route). */
+export function ringMarks(buffer: SharedArrayBuffer, slotBytes: number): { capacity: number; now: number; highWater: number } {
+  const control = new Int32Array(buffer, 0, 32);
+  return {
+    capacity: (buffer.byteLength - RING_HEADER_BYTES) / slotBytes,
+    now: (Atomics.load(control, WRITE_WORD) - Atomics.load(control, READ_WORD)) >>> 0,
+    highWater: Atomics.load(control, HIGH_WORD),
+  };
 }
 
 /** The consumer's read index of a ring, from any thread (a progress mark). */

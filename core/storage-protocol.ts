@@ -15,6 +15,9 @@ export interface NumberedSession extends VenueSession {
   sessionNo: number;
 }
 
+/** Tier 2 groups sealed and not yet flushed before tier 1 waits (bounded memory; the persistence thread). */
+export const SEALED_GROUPS_MAX = 8;
+
 export const SOURCE_PROJECTION = 'runtime-normalized-venue-outcomes';
 export const SNAPSHOT_PROJECTION = 'market-data-top-of-book';
 export const DEPTH_PROJECTION = 'market-data-depth';

@@ -28,6 +28,8 @@ export interface VenueConfig {
   orderCapacity: number;
   /** Commands in flight per gateway thread before it answers 503. */
   maxInFlight: number;
+  /** Requests a gateway thread lets wait for the read thread at once (reads, status, replays from storage) before it answers 503. */
+  maxWaitingReads: number;
   /** Command records each gateway keeps in shared memory (power of two). */
   commandStoreRecords: number;
   /** Bytes of response and status text each gateway keeps in shared memory. */
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     resultRingSlots: powerOfTwo(env, 'RESULT_RING_SLOTS', 16384, 16, 1 << 22),
     orderCapacity: integer(env, 'ORDER_CAPACITY', 1 << 21, 16, 1 << 24),
     maxInFlight: integer(env, 'MAX_IN_FLIGHT', 16384, 1, 1 << 20),
+    maxWaitingReads: integer(env, 'MAX_WAITING_READS', 4096, 1, 1 << 20),
     commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),
     commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
     sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),

@@ -11,6 +11,7 @@ import { mayActFor, type Permission, type Principal, type Principals } from './p
 import type { SessionRegistry } from './sessions.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
+import { storageError } from './storage-client.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
 
@@ -158,7 +159,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     const reply = new UwsReply(res);
     flow.statusView(req.getParameter(0), principal, principal.permissions.has('command-status-any')).then(
       (view) => (view === null ? reply.send(404, errorBody('NOT_FOUND', 'no such command')) : reply.send(200, view)),
-      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`), { ...JSON_HEADERS, 'Retry-After': '1' }),
+      (error: Error) => reply.send(503, storageError(error), { ...JSON_HEADERS, 'Retry-After': '1' }),
     );
   });
 
@@ -176,7 +177,10 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (admit(res, req, 'admin') === null) return;
     const reply = new UwsReply(res);
     flow.persistenceStatus().then(
-      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS)),
+      (answer) =>
+        answer.ok
+          ? reply.send(200, JSON.stringify({ ...(answer.payload as object), queues: flow.queueReport() }))
+          : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS),
       (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
     );
   });

@@ -52,17 +52,18 @@ import { Doorbell } from '../core/doorbell.ts';
 import { INTAKE_RECORD_BYTES, writeIntake } from '../core/intake-record.ts';
 import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { ResultReader } from '../core/result-reader.ts';
-import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
-import { ringReadIndex, RingProducer } from '../core/ring.ts';
+import { RESULT_RECORD_BYTES, type ResultEvent, type ResultHeader } from '../core/result-slot.ts';
+import { ringMarks, ringReadIndex, RingProducer } from '../core/ring.ts';
 import { shardOf } from '../core/shard-map.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
 import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
-import type { AdminAnswer, AdminRequest, PlaneRead, ReadAnswer, ReadAnswerBody, ReadRequest, StoredCommand } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient } from './storage-client.ts';
+import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
@@ -166,6 +167,17 @@ function sameWords(a: Int32Array, b: Int32Array): boolean {
   return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
 }
 
+/** One bounded queue in the status route. */
+export interface QueueReport {
+  name: string;
+  capacity: number;
+  now: number;
+  highWater: number;
+}
+
+/** Operator requests (status, rebuilds) a gateway lets wait for the persistence thread at once. */
+const OPERATOR_WAITING_MAX = 64;
+
 export class OrderFlow {
   private readonly gatewayId: number;
   private readonly config: VenueConfig;
@@ -202,6 +214,8 @@ export class OrderFlow {
   readonly durability: DurabilityGate;
   private readonly reads: PortClient<ReadRequest, ReadAnswer>;
   private readonly admin: PortClient<AdminRequest, AdminAnswer>;
+  private readonly marks: QueueMarks;
+  private readonly inFlightSlot: number;
 
   constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry, ports: PersistencePorts) {
     this.gatewayId = gatewayId;
@@ -227,8 +241,10 @@ export class OrderFlow {
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
     this.control = new PersistenceControl(memory.persistenceControl);
     this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs, memory.shardCount);
-    this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000);
-    this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000);
+    this.marks = new QueueMarks(memory.queueMarks);
+    this.inFlightSlot = QUEUE_SLOTS.gatewayInFlight(gatewayId);
+    this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000, config.maxWaitingReads, (depth) => this.marks.note(QUEUE_SLOTS.gatewayReads(gatewayId), depth));
+    this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000, OPERATOR_WAITING_MAX, (depth) => this.marks.note(QUEUE_SLOTS.gatewayOperator(gatewayId), depth));
   }
 
   /** Closes the ports to the storage threads (shutdown). */
@@ -609,6 +625,7 @@ export class OrderFlow {
       return;
     }
     const ringIndex = this.write(ring, pending, command);
+    this.marks.note(this.inFlightSlot, this.pending.size + this.durability.size);
     this.capture(pending, command, ring.slotOffset(ringIndex), ring.bytes);
     this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : formatWords(command.orderId));
     const mode = PROCESSING_MODES[pending.mode]!;
@@ -727,6 +744,7 @@ export class OrderFlow {
     }
     this.durability.check();
     if (this.waiters.length > 0) this.checkWaiters();
+    if (read > 0) this.marks.note(this.inFlightSlot, this.pending.size + this.durability.size);
     return read;
   }
 
@@ -908,6 +926,33 @@ export class OrderFlow {
   /** GET /admin/v1/persistence/status, from the persistence thread. */
   async persistenceStatus(): Promise<AdminAnswer> {
     return this.admin.request({ type: 'status' });
+  }
+
+  /**
+   * Every bounded queue of the venue with its capacity, depth now and high-water mark:
+   * the rings from their headers, the others from the shared marks (each written by the
+   * queue's owner thread). Shown by GET /admin/v1/persistence/status.
+   */
+  queueReport(): QueueReport[] {
+    const { memory, config, marks } = this;
+    const rows: QueueReport[] = [];
+    const ring = (name: string, buffer: SharedArrayBuffer, slotBytes: number) => rows.push({ name, ...ringMarks(buffer, slotBytes) });
+    const slot = (name: string, index: number, capacity: number) => rows.push({ name, capacity, now: marks.now(index), highWater: marks.highWater(index) });
+    for (let g = 0; g < memory.gatewayCount; g++) {
+      for (let s = 0; s < memory.shardCount; s++) ring(`command ring gateway ${g} → shard ${s}`, memory.commandRings[g]![s]!, COMMAND_SLOT_BYTES);
+    }
+    for (let s = 0; s < memory.shardCount; s++) {
+      for (let g = 0; g < memory.gatewayCount; g++) ring(`result ring shard ${s} → gateway ${g}`, memory.resultRings[s]![g]!, RESULT_RECORD_BYTES);
+    }
+    for (let g = 0; g < memory.gatewayCount; g++) ring(`intake ring gateway ${g} → persistence`, memory.intakeRings[g]!, INTAKE_RECORD_BYTES);
+    for (let s = 0; s < memory.shardCount; s++) ring(`journal ring shard ${s} → persistence`, memory.journalRings[s]!, RESULT_RECORD_BYTES);
+    for (let g = 0; g < memory.gatewayCount; g++) {
+      slot(`commands in flight, gateway ${g}`, QUEUE_SLOTS.gatewayInFlight(g), config.maxInFlight);
+      slot(`requests waiting for the read thread, gateway ${g}`, QUEUE_SLOTS.gatewayReads(g), config.maxWaitingReads);
+      slot(`operator requests waiting for the persistence thread, gateway ${g}`, QUEUE_SLOTS.gatewayOperator(g), OPERATOR_WAITING_MAX);
+    }
+    slot('tier 2 groups sealed and not yet flushed', QUEUE_SLOTS.sealedGroups, SEALED_GROUPS_MAX);
+    return rows;
   }
 
   /** POST /admin/v1/projections/order-lifecycle/rebuild, run by the persistence thread. */

@@ -8,6 +8,7 @@
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
 import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead } from '../core/storage-protocol.ts';
+import { storageError } from './storage-client.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './schemas.ts';
@@ -84,7 +85,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
           if (!aborted.value) deps.send(res, answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : undefined);
         },
         (error: Error) => {
-          if (!aborted.value) deps.send(res, 503, errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`), RETRY_HEADERS);
+          if (!aborted.value) deps.send(res, 503, storageError(error), RETRY_HEADERS);
         },
       );
     });

@@ -321,8 +321,18 @@ export const persistenceStatusSchema = {
       },
       required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'lagUs'],
     },
+    queues: {
+      type: 'array',
+      description: 'every bounded queue of the venue (rings between threads, commands in flight, requests waiting for the storage threads, tier 2 groups): its capacity, its depth now and the deepest it has been since the start',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { name: { type: 'string' }, capacity: count, now: count, highWater: count },
+        required: ['name', 'capacity', 'now', 'highWater'],
+      },
+    },
   },
-  required: ['database', 'shards', 'journal', 'projections'],
+  required: ['database', 'shards', 'journal', 'projections', 'queues'],
 } as const;
 
 // ---- read-plane query parameters (all strings; ranges are checked after the schema) ----

@@ -7,6 +7,7 @@
 import type uWS from 'uWebSockets.js';
 import type { PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
 import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
+import { storageError } from './storage-client.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './schemas.ts';
@@ -83,7 +84,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
   const forward = (res: uWS.HttpResponse, read: PlaneRead, answer: (status: number, body: string, headers?: Record<string, string>) => void) =>
     deps.read(read).then(
       (result) => answer(result.status, result.body),
-      (error: Error) => answer(503, errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`), RETRY_HEADERS),
+      (error: Error) => answer(503, storageError(error), RETRY_HEADERS),
     );
 
   for (const [path, name] of ADMIN_ROUTES) {

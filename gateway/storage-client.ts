@@ -1,8 +1,9 @@
-// Request and answer over a MessagePort, with a bound: how a gateway asks the read
-// thread (status and replays from storage) and the persistence thread (operator
-// rebuilds). Off the order hot path.
+// Request and answer over a MessagePort, with bounds (time per request, requests
+// waiting at once): how a gateway asks the read thread (reads, status and replays from
+// storage) and the persistence thread (operator requests). Off the order hot path.
 
 import type { MessagePort } from 'node:worker_threads';
+import { errorBody } from './error-catalog.ts';
 
 /** Omit over each member of a union (a request without its id). */
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
@@ -13,31 +14,48 @@ interface Waiting<T> {
   timer: NodeJS.Timeout;
 }
 
+/** Thrown when `maxWaiting` requests already wait: the route answers 503 OVERLOADED. */
+export class PortFullError extends Error {}
+
+/** The 503 body for a read that storage did not answer: OVERLOADED when too many wait already, else UNAVAILABLE. */
+export function storageError(error: Error): string {
+  return error instanceof PortFullError
+    ? errorBody('OVERLOADED', `too many reads are waiting (${error.message}); retry later`)
+    : errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`);
+}
+
 export class PortClient<Request extends { id: number }, Answer extends { id: number }> {
   private nextId = 1;
   private readonly waiting = new Map<number, Waiting<Answer>>();
 
+  /** `onDepth` hears the number of waiting requests whenever it changes (the queue's high-water mark). */
   constructor(
     private readonly port: MessagePort,
     private readonly timeoutMs: number,
+    readonly maxWaiting: number,
+    private readonly onDepth: (depth: number) => void = () => undefined,
   ) {
     port.on('message', (answer: Answer) => {
       const waiting = this.waiting.get(answer.id);
       if (waiting === undefined) return;
       this.waiting.delete(answer.id);
+      this.onDepth(this.waiting.size);
       clearTimeout(waiting.timer);
       waiting.resolve(answer);
     });
   }
 
   request(request: WithoutId<Request>): Promise<Answer> {
+    if (this.waiting.size >= this.maxWaiting) return Promise.reject(new PortFullError(`${this.maxWaiting} requests are waiting already`));
     const id = this.nextId++;
     return new Promise<Answer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
+        this.onDepth(this.waiting.size);
         reject(new Error('storage did not answer in time'));
       }, this.timeoutMs);
       this.waiting.set(id, { resolve, reject, timer });
+      this.onDepth(this.waiting.size);
       this.port.postMessage({ ...request, id });
     });
   }

@@ -8,6 +8,7 @@ import { Doorbell } from '../core/doorbell.ts';
 import { INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
+import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
@@ -67,6 +68,8 @@ export interface VenueMemory {
   depthView: SharedArrayBuffer;
   /** The stored top-of-book snapshots (read thread writes, gateways read). */
   snapshotView: SharedArrayBuffer;
+  /** Depth and high-water mark of every queue that is not a ring (core/queue-marks.ts). */
+  queueMarks: SharedArrayBuffer;
 }
 
 /** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
@@ -104,6 +107,7 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
     persistenceControl: PersistenceControl.create(),
     depthView: DepthView.create(config.marketDataInstruments),
     snapshotView: SnapshotView.create(config.marketDataSnapshots),
+    queueMarks: QueueMarks.create(QUEUE_SLOTS.count(gateways)),
   };
 }
 

@@ -14,7 +14,8 @@ import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
-import type { AdminAnswer, AdminRequest, PersistenceStatus } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
+import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
 import { DepthView } from '../core/market-view.ts';
@@ -40,8 +41,6 @@ export interface PersistenceLoaded {
 const GROUP_AGE_MS = 20;
 const GROUP_COMMANDS_MAX = 4096;
 const GROUP_BYTES_MAX = 8 << 20;
-/** Ingested but unflushed work the writer lets pile up before it waits for tier 2 (bounded memory). */
-const SEALED_GROUPS_MAX = 8;
 
 export interface PersistenceThreadData {
   databaseUrl: string;
@@ -58,6 +57,8 @@ export interface PersistenceThreadData {
   adminPorts: MessagePort[];
   /** The gateways' view of the books (core/market-view.ts): this thread writes it. */
   depthView: SharedArrayBuffer;
+  /** The queues' marks (core/queue-marks.ts): this thread notes its sealed groups. */
+  queueMarks: SharedArrayBuffer;
 }
 
 
@@ -91,6 +92,7 @@ const connectProjector = async (): Promise<pg.Client> => {
 };
 
 let writer: JournalWriter | undefined;
+const queueMarks = new QueueMarks(data.queueMarks);
 const projector = new Projector({
   control,
   shardCount: data.shardCount,
@@ -102,6 +104,7 @@ const projector = new Projector({
     return names;
   },
   log,
+  onSealed: (groups) => queueMarks.note(QUEUE_SLOTS.sealedGroups, groups),
 });
 
 /** The displayed books, kept from every ingested commit and published to the gateways' view. */

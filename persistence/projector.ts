@@ -271,6 +271,7 @@ export class Projector {
   private groupsSinceVacuum = 0;
   private open = new Rows();
   private readonly sealed: Flush[] = [];
+  private readonly onSealed: (groups: number) => void;
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
   private readonly sessionText = new Map<string, [Buffer, Buffer]>();
 
@@ -281,7 +282,10 @@ export class Projector {
     /** Principal ids by their index in the principals file (intake records carry the index). */
     principalIds: readonly string[];
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
+    /** Hears the number of sealed, unflushed groups whenever it changes (the queue's high-water mark). */
+    onSealed?: (groups: number) => void;
   }) {
+    this.onSealed = options.onSealed ?? (() => undefined);
     this.control = options.control;
     this.sessionNames = options.sessionNames;
     this.principals = options.principalIds.map((id) => Buffer.from(id, 'utf8'));
@@ -497,6 +501,7 @@ export class Projector {
     const { sql, copies, rows } = this.script(group, intakeWatermark);
     this.intakeWatermark = intakeWatermark;
     this.sealed.push({ sql, copies, watermarks: group.watermarks, intakeWatermark, journaledAtMs: group.journaledAtMs, rows, commands: group.commandCount });
+    this.onSealed(this.sealed.length);
   }
 
   /**
@@ -534,6 +539,7 @@ export class Projector {
   private flushed(flush: Flush, started: number): void {
     const committed = performance.now();
     this.sealed.shift();
+    this.onSealed(this.sealed.length);
     this.stats.busyUs += (committed - started) * 1000;
     for (const at of flush.journaledAtMs) this.stats.lag.record((committed - at) * 1000);
     this.stats.groups++;

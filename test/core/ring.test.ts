@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Doorbell } from '../../core/doorbell.ts';
-import { createRingBuffer, RingConsumer, RingProducer } from '../../core/ring.ts';
+import { createRingBuffer, RingConsumer, RingProducer, ringMarks } from '../../core/ring.ts';
 import { spawnWorker } from '../../core/worker-spawn.ts';
 
 const SLOT = 16;
@@ -121,4 +121,23 @@ test('three producer threads into one consumer: every sequence arrives once, in 
   }
   assert.deepEqual(await Promise.all(exited), [0, 0, 0]);
   assert.deepEqual(expected, [count, count, count]);
+});
+
+test('the high-water mark is the most slots ever filled at once, readable from the buffer by any thread', () => {
+  const buffer = createRingBuffer(SLOT, 8);
+  const producer = new RingProducer(buffer, SLOT);
+  const consumer = new RingConsumer(buffer, SLOT);
+  assert.deepEqual(ringMarks(buffer, SLOT), { capacity: 8, now: 0, highWater: 0 });
+  write(producer, [1, 2, 3]);
+  read(consumer, 2);
+  write(producer, [4, 5, 6, 7]); // 1 + 4 = 5 filled
+  assert.deepEqual(ringMarks(buffer, SLOT), { capacity: 8, now: 5, highWater: 5 });
+  read(consumer, 5);
+  write(producer, [8]);
+  assert.deepEqual(ringMarks(buffer, SLOT), { capacity: 8, now: 1, highWater: 5 }, 'the mark stays after the ring drained');
+  assert.equal(consumer.highWater(), 5);
+  write(producer, [9, 10, 11, 12, 13, 14, 15]); // full
+  assert.equal(producer.freeSlots(), 0);
+  assert.deepEqual(ringMarks(buffer, SLOT), { capacity: 8, now: 8, highWater: 8 });
+  assert.equal(new RingProducer(buffer, SLOT).highWater(), 8, 'a new producer on the same ring keeps the mark');
 });

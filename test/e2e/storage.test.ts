@@ -181,6 +181,16 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     assert.equal(status.journal.captureLatencyUs.count, 9);
     assert.ok(status.journal.captureLatencyUs.p50 > 0 && status.journal.captureLatencyUs.p50 <= status.journal.captureLatencyUs.max);
     assert.ok(status.projections.rows > 0);
+    // Every bounded queue reports its depth and high-water mark: 2 gateways × 2 shards here.
+    const names = status.queues.map((queue: any) => queue.name);
+    for (const kind of ['command ring', 'result ring', 'intake ring', 'journal ring', 'commands in flight', 'requests waiting for the read thread', 'operator requests', 'tier 2 groups']) {
+      assert.ok(names.some((name: string) => name.startsWith(kind)), `the ${kind} queues are reported`);
+    }
+    assert.equal(names.filter((name: string) => name.startsWith('command ring')).length, 4);
+    for (const queue of status.queues) assert.ok(queue.now <= queue.highWater && queue.highWater <= queue.capacity, JSON.stringify(queue));
+    const mark = (prefix: string) => status.queues.filter((queue: any) => queue.name.startsWith(prefix)).reduce((sum: number, queue: any) => sum + queue.highWater, 0);
+    assert.ok(mark('command ring') >= 1 && mark('intake ring') >= 1 && mark('journal ring') >= 1 && mark('commands in flight') >= 1, 'the commands taken left marks');
+    assert.ok(mark('tier 2 groups') >= 1, 'tier 2 sealed groups');
   } finally {
     assert.equal(await venue.stop(), 0);
   }

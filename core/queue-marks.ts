@@ -1,0 +1,47 @@
+// High-water marks of the queues that are not rings (a gateway's commands in flight and
+// its requests waiting for the read and persistence threads, tier 2's sealed groups),
+// in one shared block so that any gateway can report every thread's queues. Each slot
+// has one writer, its queue's owner, which stores the depth when it changes; readers
+// take a snapshot. Rings keep their own mark in their header (core/ring.ts).
+//
+//   slot k: int32 2k = depth now, int32 2k+1 = the deepest it has been
+
+export class QueueMarks {
+  private readonly words: Int32Array;
+  private readonly highs: number[];
+
+  constructor(buffer: SharedArrayBuffer) {
+    this.words = new Int32Array(buffer);
+    this.highs = Array.from({ length: this.words.length >> 1 }, (_, slot) => Atomics.load(this.words, 2 * slot + 1));
+  }
+
+  static create(slots: number): SharedArrayBuffer {
+    return new SharedArrayBuffer(Math.max(1, slots) * 8);
+  }
+
+  /** The owner of `slot` records its depth now. */
+  note(slot: number, depth: number): void {
+    Atomics.store(this.words, 2 * slot, depth);
+    if (depth > this.highs[slot]!) {
+      this.highs[slot] = depth;
+      Atomics.store(this.words, 2 * slot + 1, depth);
+    }
+  }
+
+  now(slot: number): number {
+    return Atomics.load(this.words, 2 * slot);
+  }
+
+  highWater(slot: number): number {
+    return Atomics.load(this.words, 2 * slot + 1);
+  }
+}
+
+/** Which slot holds which queue, for a venue of `gateways` gateway threads. */
+export const QUEUE_SLOTS = {
+  sealedGroups: 0,
+  gatewayInFlight: (gateway: number) => 1 + 3 * gateway,
+  gatewayReads: (gateway: number) => 2 + 3 * gateway,
+  gatewayOperator: (gateway: number) => 3 + 3 * gateway,
+  count: (gateways: number) => 1 + 3 * gateways,
+} as const;
