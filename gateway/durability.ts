@@ -56,7 +56,6 @@ export class DurabilityGate {
   constructor(
     private readonly control: PersistenceControl,
     private readonly gatewayId: number,
-    private readonly waitMs: number,
     shardCount: number,
   ) {
     this.queues = Array.from({ length: shardCount + 1 }, () => new WaitQueue());
@@ -69,14 +68,16 @@ export class DurabilityGate {
 
   /**
    * durable() once durable; late() once, at the deadline, if it is not durable by then
-   * (durable() still follows when it becomes so). shard < 0: the intake alone.
+   * (durable() still follows when it becomes so). shard < 0: the intake alone. The
+   * deadline is the command's (its dispatch plus the bound): a shard that held the
+   * command does not extend it. Per queue, deadlines come in order (dispatch order).
    */
-  wait(intake: number, shard: number, sequence: number, durable: () => void, late: () => void): void {
+  wait(intake: number, shard: number, sequence: number, deadlineMs: number, durable: () => void, late: () => void): void {
     if (this.durable(intake, shard, sequence)) {
       durable();
       return;
     }
-    this.queues[shard + 1]!.push({ intake, sequence, deadlineMs: Date.now() + this.waitMs, durable, late });
+    this.queues[shard + 1]!.push({ intake, sequence, deadlineMs, durable, late });
     this.count++;
   }
 

@@ -40,22 +40,44 @@ class UwsReply implements Reply {
     });
   }
 
-  send(status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS): void {
+  /** `closeConnection`: close the connection once the answer is written (uWS ignores a Connection header we write). */
+  send(status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS, closeConnection = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
     this.res.cork(() => {
       this.res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
-      this.res.end(body);
+      endAnswer(this.res, body, closeConnection);
     });
   }
+}
+
+/**
+ * Ends an answer with tryEnd rather than end. end() buffers whatever the socket cannot
+ * take, without bound: a client that pipelines requests and never reads grew the venue
+ * by 5 GB in 6 s (GET /api/v1/openapi.json) and starved /healthz for 21 s. With tryEnd
+ * the rest of an answer waits here and goes out on writable, and uWS closes a
+ * connection whose next request arrives while an answer is still pending: such a
+ * client is cut off once its socket's send buffer is full.
+ */
+export function endAnswer(res: uWS.HttpResponse, body: string | Uint8Array, closeConnection: boolean): void {
+  if (closeConnection) {
+    res.end(body, true); // a small error answer; tryEnd cannot close
+    return;
+  }
+  const size = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  const [written, done] = res.tryEnd(body, size);
+  if (written || done) return;
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  res.onAborted(() => undefined); // required while an answer is pending; an earlier handler is no longer needed
+  res.onWritable((offset) => res.tryEnd(bytes.subarray(offset), size)[0]);
 }
 
 function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
     for (const name in headers) res.writeHeader(name, headers[name]!);
-    res.end(body);
+    endAnswer(res, body, false);
   });
 }
 
@@ -65,6 +87,12 @@ const RETRY_HEADERS: Record<string, string> = { ...JSON_HEADERS, 'Retry-After': 
 function failNow(res: uWS.HttpResponse, code: ErrorCode, message: string, details?: ErrorDetail[]): void {
   const status = ERRORS[code].status;
   sendNow(res, status, errorBody(code, message, details), status === 503 ? RETRY_HEADERS : JSON_HEADERS);
+}
+
+/** A catch-all answer (404, 405). HEAD gets the status line and headers only (RFC 9110): a body would desynchronize a keep-alive client. */
+function refuse(res: uWS.HttpResponse, req: uWS.HttpRequest, code: ErrorCode, message: string): void {
+  if (req.getMethod() === 'head') sendNow(res, ERRORS[code].status, '');
+  else failNow(res, code, message);
 }
 
 const ORDER_ROUTES: Array<[string, OrderRoute, number]> = [
@@ -111,13 +139,14 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       const clientId = req.getHeader('x-client-id');
       const idempotencyKey = req.getHeader('idempotency-key');
       const modeHeader = req.getHeader('x-processing-mode');
-      const declaredLength = Number(req.getHeader('content-length') || '0');
+      const lengthHeader = req.getHeader('content-length');
+      const declaredLength = Number(lengthHeader || '0');
       if (declaredLength > config.maxBodyBytes) {
         failNow(res, 'PAYLOAD_TOO_LARGE', `the body may not exceed ${config.maxBodyBytes} bytes`);
         return;
       }
       const reply = new UwsReply(res);
-      readBody(res, config.maxBodyBytes, reply, (raw) => {
+      readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw) => {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         let parsed: unknown;
         try {
@@ -150,7 +179,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         });
       });
     });
-    app.any(path, (res) => failNow(res, 'METHOD_NOT_ALLOWED', `${path} takes POST`));
+    app.any(path, (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', `${path} takes POST`));
   }
 
   app.get('/api/v1/commands/:commandId', (res, req) => {
@@ -203,34 +232,80 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     read: (read) => flow.readPlane(read),
     adminMaxBodyBytes: config.adminMaxBodyBytes,
     competition: config.competitionProfile !== '',
-    readJson: (res, max, done) => {
+    readJson: (res, max, lengthHeader, done) => {
       const reply = new UwsReply(res);
-      readBody(res, max, reply, (raw) => done(raw, (status, body, headers) => reply.send(status, body, headers ?? JSON_HEADERS)));
+      readBody(res, max, lengthHeader, reply, (raw) => done(raw, (status, body, headers) => reply.send(status, body, headers ?? JSON_HEADERS)));
     },
   });
 
   // /internal/admin/... handlers are never reachable from the public listener.
-  app.any('/internal/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
-  app.any('/*', (res) => failNow(res, 'NOT_FOUND', 'no such route'));
+  app.any('/internal/*', (res, req) => refuse(res, req, 'NOT_FOUND', 'no such route'));
+  app.any('/*', (res, req) => refuse(res, req, 'NOT_FOUND', 'no such route'));
   return app;
 }
 
-/** Collects the body up to `max` bytes; answers 413 beyond it. */
-function readBody(res: uWS.HttpResponse, max: number, reply: Reply, done: (body: Buffer) => void): void {
+/**
+ * How long a request body may take to arrive once its headers are in. Past it: 408 and
+ * the connection is closed. Without it uWebSockets.js would close a stalled body's
+ * connection silently, 8 to 12 s after its headers (its HTTP idle timeout of 10 s,
+ * checked every 4 s); this bound is shorter, so the client always gets the answer.
+ */
+export const BODY_TIMEOUT_MS = 5_000;
+const BODY_SWEEP_MS = 500;
+
+/** Bodies being read, with the sweep tick they started at: one timer per thread, not one per request. */
+const bodyReads = new Map<() => void, number>();
+let bodySweep: NodeJS.Timeout | null = null;
+let bodyTick = 0;
+
+function sweepBodies(): void {
+  bodyTick++;
+  for (const [expire, startedTick] of bodyReads) {
+    if ((bodyTick - startedTick) * BODY_SWEEP_MS > BODY_TIMEOUT_MS) {
+      bodyReads.delete(expire);
+      expire();
+    }
+  }
+  if (bodyReads.size === 0 && bodySweep !== null) {
+    clearInterval(bodySweep);
+    bodySweep = null;
+  }
+}
+
+/** Collects the body up to `max` bytes; answers 413 beyond it, 408 if it is not in after BODY_TIMEOUT_MS (+ one sweep). */
+function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: Buffer) => void): void {
+  // uWS never calls onData for "Content-Length: 0" when the headers came in more than one
+  // read (found by the fuzz: such a request waited for the body timeout): nothing to wait for.
+  if (/^0+$/.test(lengthHeader)) {
+    done(Buffer.alloc(0));
+    return;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   let finished = false;
+  const expire = () => {
+    if (finished) return;
+    finished = true;
+    reply.send(408, errorBody('REQUEST_TIMEOUT', `the body did not arrive within ${BODY_TIMEOUT_MS} ms`), JSON_HEADERS, true); // uWS writes Connection: close
+  };
+  bodyReads.set(expire, bodyTick);
+  if (bodySweep === null) {
+    bodySweep = setInterval(sweepBodies, BODY_SWEEP_MS);
+    bodySweep.unref();
+  }
   res.onData((chunk, isLast) => {
     if (finished) return;
     size += chunk.byteLength;
     if (size > max) {
       finished = true;
+      bodyReads.delete(expire);
       reply.send(413, errorBody('PAYLOAD_TOO_LARGE', `the body may not exceed ${max} bytes`), { ...JSON_HEADERS, Connection: 'close' });
       return;
     }
     chunks.push(Buffer.from(chunk.slice(0)));
     if (isLast) {
       finished = true;
+      bodyReads.delete(expire);
       done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     }
   });

@@ -67,7 +67,7 @@ import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
-import { renderStatusView, ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
+import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
 import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
@@ -129,6 +129,9 @@ interface Pending {
   /** What the command log records of it (null for queries), and its intake position once written. */
   intake: IntakeInfo | null;
   intakeCount: number;
+  /** When its answer stops waiting (503, the command goes on); whether the client was told so. */
+  deadlineMs: number;
+  late: boolean;
 }
 
 /** The request-level facts the command log keeps. */
@@ -160,7 +163,6 @@ interface Waiter {
 
 const RETRY_AFTER = { 'Retry-After': '1' };
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
-const WAIT_FOR_ORIGINAL_MS = 10_000;
 const ZERO_UUID = new Int32Array(4);
 
 function sameWords(a: Int32Array, b: Int32Array): boolean {
@@ -174,6 +176,9 @@ export interface QueueReport {
   now: number;
   highWater: number;
 }
+
+/** How long an operator's settlement request may take in the read thread (reads: 5 s). */
+const SETTLEMENT_ADMIN_TIMEOUT_MS = 60_000;
 
 /** Operator requests (status, rebuilds) a gateway lets wait for the persistence thread at once. */
 const OPERATOR_WAITING_MAX = 64;
@@ -205,6 +210,13 @@ export class OrderFlow {
   private readonly unpublished: number[];
   private flushScheduled = false;
   private readonly waiters: Waiter[] = [];
+  /**
+   * sync-result and stream-ack commands in dispatch order (so in deadline order): their
+   * answer is bounded while their shard still holds them too (a shard waits when its
+   * journal ring is full, e.g. behind a stuck commit). Entries leave from the head.
+   */
+  private resultDeadlines: Pending[] = [];
+  private resultDeadlineHead = 0;
   private nextToken = 1;
   private readonly intakeRing: RingProducer;
   private unpublishedIntake = 0;
@@ -240,7 +252,7 @@ export class OrderFlow {
     this.unpublished = this.rings.map(() => 0);
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
     this.control = new PersistenceControl(memory.persistenceControl);
-    this.durability = new DurabilityGate(this.control, gatewayId, config.durableWaitMs, memory.shardCount);
+    this.durability = new DurabilityGate(this.control, gatewayId, memory.shardCount);
     this.marks = new QueueMarks(memory.queueMarks);
     this.inFlightSlot = QUEUE_SLOTS.gatewayInFlight(gatewayId);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000, config.maxWaitingReads, (depth) => this.marks.note(QUEUE_SLOTS.gatewayReads(gatewayId), depth));
@@ -607,6 +619,8 @@ export class OrderFlow {
       clientOrderKey: null,
       rejectedOrderIdNull: false,
       onQuery: null,
+      deadlineMs: 0,
+      late: false,
     };
   }
 
@@ -629,12 +643,13 @@ export class OrderFlow {
     this.capture(pending, command, ring.slotOffset(ringIndex), ring.bytes);
     this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : formatWords(command.orderId));
     const mode = PROCESSING_MODES[pending.mode]!;
+    pending.deadlineMs = Date.now() + this.config.durableWaitMs;
     if ((mode === 'accepted-async' || mode === 'captured-ack') && pending.reply !== null) {
       // Answered once the command log holds it (a kill -9 after the answer loses nothing); matching follows.
       const reply = pending.reply;
       pending.reply = null;
-      this.answerWhenDurable(reply, pending.intakeCount, -1, 0, () => this.recordPointer(pending, mode));
-    }
+      this.answerWhenDurable(reply, pending.intakeCount, -1, 0, pending.deadlineMs, false, () => this.recordPointer(pending, mode));
+    } else if (pending.reply !== null) this.resultDeadlines.push(pending);
   }
 
   /** Writes the command's intake record (with the slot just written) for the command log. */
@@ -721,7 +736,7 @@ export class OrderFlow {
   private query(shard: number, orderId: Int32Array, then: (state: number) => void): void {
     const pending: Pending = {
       token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '',
-      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, intake: null, intakeCount: 0,
+      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, intake: null, intakeCount: 0, deadlineMs: 0, late: false,
     };
     const ring = this.rings[shard]!;
     if (ring.freeSlots() - this.unpublished[shard]! === 0) {
@@ -742,6 +757,7 @@ export class OrderFlow {
     for (let shard = 0; shard < this.readers.length; shard++) {
       read += this.readers[shard]!.poll((header, events) => this.complete(shard, header, events));
     }
+    if (this.resultDeadlineHead < this.resultDeadlines.length) this.expireResults();
     this.durability.check();
     if (this.waiters.length > 0) this.checkWaiters();
     if (read > 0) this.marks.note(this.inFlightSlot, this.pending.size + this.durability.size);
@@ -781,7 +797,7 @@ export class OrderFlow {
     if (reply === null) return; // captured-ack and accepted-async answer on the intake commit
     // sync-result and stream-ack answer once the outcome is on the durable journal.
     const mode = PROCESSING_MODES[pending.mode]!;
-    this.answerWhenDurable(reply, pending.intakeCount, shard, events[events.length - 1]!.sequence, () => {
+    this.answerWhenDurable(reply, pending.intakeCount, shard, events[events.length - 1]!.sequence, pending.deadlineMs, pending.late, () => {
       if (mode !== 'sync-result') return this.recordPointer(pending, mode);
       this.store.setResponseToResult(pending.recordIndex, 200);
       return { status: 200, body: outcome.json };
@@ -800,21 +816,58 @@ export class OrderFlow {
    * the client gets a 503 instead, and the answer is still recorded when durability
    * comes, for the retry with the same key.
    */
-  private answerWhenDurable(reply: Reply, intake: number, shard: number, sequence: number, record: () => { status: number; body: string | Uint8Array }): void {
-    let late = false;
+  private answerWhenDurable(
+    reply: Reply,
+    intake: number,
+    shard: number,
+    sequence: number,
+    deadlineMs: number,
+    alreadyLate: boolean,
+    record: () => { status: number; body: string | Uint8Array },
+  ): void {
+    let late = alreadyLate;
     this.durability.wait(
       intake,
       shard,
       sequence,
+      deadlineMs,
       () => {
         const { status, body } = record();
         if (!late) this.send(reply, status, body);
       },
       () => {
+        if (late) return;
         late = true;
         this.fail(reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
       },
     );
+  }
+
+  /**
+   * sync-result and stream-ack commands whose result has not come back by their
+   * deadline: the client gets the 503 now; the result, when it comes, is still
+   * recorded (once durable) for the retry with the same key.
+   */
+  private expireResults(): void {
+    const queue = this.resultDeadlines;
+    const now = Date.now();
+    while (this.resultDeadlineHead < queue.length) {
+      const pending = queue[this.resultDeadlineHead]!;
+      const waiting = this.pending.get(pending.token) === pending;
+      if (waiting && pending.deadlineMs > now) break;
+      this.resultDeadlineHead++;
+      if (waiting && !pending.late && pending.reply !== null) {
+        pending.late = true;
+        this.fail(pending.reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
+      }
+    }
+    if (this.resultDeadlineHead === queue.length) {
+      queue.length = 0;
+      this.resultDeadlineHead = 0;
+    } else if (this.resultDeadlineHead > 1024 && this.resultDeadlineHead * 2 > queue.length) {
+      this.resultDeadlines = queue.slice(this.resultDeadlineHead);
+      this.resultDeadlineHead = 0;
+    }
   }
 
   // ---- replays and status ----
@@ -830,7 +883,8 @@ export class OrderFlow {
       this.send(reply, snapshot.responseStatus, snapshot.response);
       return;
     }
-    this.waiters.push({ reply, ref, commandId, deadlineMs: Date.now() + WAIT_FOR_ORIGINAL_MS });
+    // Bounded like the original's own answer: a retry is never held longer than DURABLE_WAIT_MS either.
+    this.waiters.push({ reply, ref, commandId, deadlineMs: Date.now() + this.config.durableWaitMs });
   }
 
   /** A replay answered from the command log (after a restart, or beyond the memory window). */
@@ -917,7 +971,8 @@ export class OrderFlow {
       const local = snapshotAnswer(this.snapshotView, read.instrumentId, read.projectionName);
       if (local !== null) return local;
     }
-    const answer = await this.reads.request({ type: 'plane', read });
+    // An operator's settlement request (materialize a run, a repair's retry) does work in proportion to the run: a longer bound.
+    const answer = await this.reads.request({ type: 'plane', read }, read.kind === 'settlement-admin' ? SETTLEMENT_ADMIN_TIMEOUT_MS : undefined);
     if (!answer.ok) throw new Error(answer.message);
     if (answer.answer === undefined) throw new Error('the read thread gave no answer');
     return answer.answer;

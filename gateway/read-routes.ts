@@ -128,6 +128,10 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     const nowSeconds = Math.ceil(Date.now() / 1000 / seconds) * seconds;
     const end = query.end === undefined ? nowSeconds : Math.ceil(Date.parse(query.end) / 1000);
     const start = query.start === undefined ? end - BARS_DEFAULT_COUNT * seconds : Math.floor(Date.parse(query.start) / 1000 / seconds) * seconds;
+    // The schema's date-time lets through what Date.parse cannot place (a leap second, an offset of "+01").
+    if (Number.isNaN(end)) details.push({ field: 'end', message: 'end must be an RFC 3339 date-time the venue can place (no leap second; offsets as ±hh:mm)' });
+    if (query.start !== undefined && Number.isNaN(start)) details.push({ field: 'start', message: 'start must be an RFC 3339 date-time the venue can place (no leap second; offsets as ±hh:mm)' });
+    if (Number.isNaN(start) || Number.isNaN(end)) return null;
     if (start >= end) details.push({ field: 'start', message: 'start must be before end' });
     else if ((end - start) / seconds > BARS_MAX_COUNT) details.push({ field: 'end', message: `at most ${BARS_MAX_COUNT} ${interval} bars per request` });
     return { kind: 'bars', instrumentId: instrument(param(0), details), interval, start, end };

@@ -21,7 +21,7 @@ export interface SettlementRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
-  readJson: (res: uWS.HttpResponse, maxBytes: number, done: (raw: Buffer, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
+  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: Buffer, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
   read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
   adminMaxBodyBytes: number;
   /** COMPETITION_PROFILE set: the public leaderboard is served. */
@@ -90,7 +90,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
   for (const [path, name] of ADMIN_ROUTES) {
     app.post(path, (res, req) => {
       if (admit(res, req, 'admin') === null) return;
-      deps.readJson(res, deps.adminMaxBodyBytes, (raw, answer) => {
+      deps.readJson(res, deps.adminMaxBodyBytes, req.getHeader('content-length'), (raw, answer) => {
         let body: unknown;
         try {
           body = JSON.parse(raw.toString('utf8'));
@@ -107,7 +107,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
         void forward(res, { kind: 'settlement-admin', admin: request }, answer);
       });
     });
-    app.any(path, (res) => deps.send(res, 405, errorBody('METHOD_NOT_ALLOWED', `${path} takes POST`)));
+    app.any(path, (res, req) => deps.send(res, 405, req.getMethod() === 'head' ? '' : errorBody('METHOD_NOT_ALLOWED', `${path} takes POST`))); // HEAD: no body
   }
 
   const views: SettlementRead['view'][] = [...SETTLEMENT_VIEWS, ...(deps.competition ? (['leaderboard'] as const) : [])];
@@ -131,6 +131,8 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       if (!RUN_ID.test(scenarioRunId)) details.push({ field: 'scenarioRunId', message: 'scenarioRunId must match [A-Za-z0-9._:-]{1,64}' });
       if (view === 'score' || view === 'leaderboard') details.push(...validator.validateQuery('score', query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });
+      // The schema's date-time lets through what rfc3339Micros cannot place (a leap second, an offset of "+01"): refused, not read as "now".
+      if (details.length === 0 && query.asOf !== undefined && rfc3339Micros(query.asOf) === null) details.push({ field: 'asOf', message: 'asOf must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss[.fraction] with Z or ±hh:mm)' });
       if (details.length > 0) {
         deps.send(res, 400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
         return;

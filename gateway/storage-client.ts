@@ -45,7 +45,8 @@ export class PortClient<Request extends { id: number }, Answer extends { id: num
     });
   }
 
-  request(request: WithoutId<Request>): Promise<Answer> {
+  /** `timeoutMs`: this request's bound, when it is not the client's. */
+  request(request: WithoutId<Request>, timeoutMs = this.timeoutMs): Promise<Answer> {
     if (this.waiting.size >= this.maxWaiting) return Promise.reject(new PortFullError(`${this.maxWaiting} requests are waiting already`));
     const id = this.nextId++;
     return new Promise<Answer>((resolve, reject) => {
@@ -53,7 +54,7 @@ export class PortClient<Request extends { id: number }, Answer extends { id: num
         this.waiting.delete(id);
         this.onDepth(this.waiting.size);
         reject(new Error('storage did not answer in time'));
-      }, this.timeoutMs);
+      }, timeoutMs);
       this.waiting.set(id, { resolve, reject, timer });
       this.onDepth(this.waiting.size);
       this.port.postMessage({ ...request, id });

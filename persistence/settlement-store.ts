@@ -19,7 +19,8 @@ function contentHash(scenarioRunId: string, fact: FactInput): Buffer {
   return createHash('sha256').update(scenarioRunId).update('\u0000').update(factContent(fact)).digest();
 }
 
-async function loadFacts(client: pg.ClientBase, scenarioRunId: string): Promise<Fact[]> {
+/** A run's facts in sequence order (the reads replay them; tests check stored trails with it). */
+export async function loadFacts(client: pg.ClientBase, scenarioRunId: string): Promise<Fact[]> {
   const rows = await client.query<{ sequence: string; fact_id: string; fact_type: string; occurred_at_us: string; causation_id: string | null; origin: 'service' | 'operator'; payload: Record<string, unknown> }>(
     'SELECT sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload FROM settlement.facts WHERE scenario_run_id = $1 ORDER BY sequence',
     [scenarioRunId],

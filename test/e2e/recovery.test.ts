@@ -2,16 +2,20 @@
 //  - a graceful restart keeps the session, every command's status (the storage view
 //    equals the in-memory one), byte-for-byte replays, idempotency, orderId and
 //    clientOrderId claims, and the books in their priority order;
-//  - kill -9 in the middle of a burst, in each processing mode, then a restart on the
-//    same data: every acknowledged command is found terminal with its original answer,
-//    no trade is lost or duplicated, every captured command reached the journal once,
-//    the books equal an independent replay of the committed history, trading goes on.
+//  - kill -9 in the middle of a burst (a fixed seeded mixed load of both traders), in
+//    each processing mode, then a restart on the same data: every acknowledged command
+//    is found terminal with its original answer, no trade is lost or duplicated, every
+//    captured command reached the journal once, the books (lifecycle projection, depth
+//    view, matching itself) equal an independent replay of the committed history,
+//    trading goes on. The checks live in test/support/crash-checks.ts, shared with the
+//    crash loop (test/faults/crash-loop.test.ts).
 
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
 import { crc32 } from 'node:zlib';
 import { after, test } from 'node:test';
-import { EVENT_TRADE, Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
+import { SeededRandom } from '../../bench/lib/seeded-random.ts';
+import { Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command-slot.ts';
 import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
 import { renderPointer } from '../../core/outcome-format.ts';
@@ -23,11 +27,25 @@ import { Principals } from '../../gateway/principals.ts';
 import { ROUTE_SUBMIT } from '../../gateway/status-view.ts';
 import { embeddedUrl, startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
-import { committedHistory, replayHistory } from '../support/journal.ts';
+import {
+  assertBooksEqualReplay,
+  assertJournalAndTrades,
+  assertReplaysRepeat,
+  assertTerminalWithOriginalAnswer,
+  assertUnansweredNeverStuck,
+  INSTRUMENTS,
+  isAcknowledged,
+  mixedCommand,
+  MODES,
+  sendUntilKilled,
+  SHARDS,
+  sweepAgainstReplay,
+  TERMINAL,
+  type Sent,
+} from '../support/crash-checks.ts';
 import {
   cancelBody,
   cancelByClientOrderBody,
-  modifyBody,
   submitBody,
   TOKENS,
   TRADER_A,
@@ -36,14 +54,6 @@ import {
   type HttpAnswer,
 } from '../support/venue-process.ts';
 
-const SHARDS = 2;
-const INSTRUMENTS = [
-  '5a000000-0000-4000-8000-000000000001',
-  '5a000000-0000-4000-8000-000000000002',
-  '5a000000-0000-4000-8000-000000000003',
-  '5a000000-0000-4000-8000-000000000004',
-];
-const TERMINAL = new Set(['COMPLETED', 'REJECTED']);
 const dataDirs: string[] = [];
 
 after(() => {
@@ -164,87 +174,21 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   }
 });
 
-interface Sent {
-  path: string;
-  body: Record<string, unknown>;
-  key: string;
-  answer: { status: number; text: string } | null;
-}
-
-/** The i-th command of the burst: resting and crossing orders on four instruments, some hidden, IOC, cancels. */
-function burstCommand(i: number, sent: Sent[], session: { runId: string; venueSessionId: string }): Sent {
-  const instrumentId = INSTRUMENTS[i % INSTRUMENTS.length]!;
-  const key = `burst-${i}-${crypto.randomUUID()}`;
-  if (i % 10 === 9) {
-    const target = sent[i - 4]!;
-    if (target.path === '/api/v1/orders/submit') {
-      return {
-        path: '/api/v1/orders/cancel',
-        key,
-        answer: null,
-        body: cancelBody({ orderId: target.body.orderId as string, instrumentId: target.body.instrumentId as string, ...session }),
-      };
-    }
-  }
-  if (i % 13 === 12) {
-    const target = sent[i - 6]!;
-    if (target.path === '/api/v1/orders/submit') {
-      const body = target.body;
-      const price = Number(body.limitPrice) + (body.side === 'BUY' ? 1 : -1); // towards the other side: may cross
-      return {
-        path: '/api/v1/orders/modify',
-        key,
-        answer: null,
-        body: modifyBody({ orderId: body.orderId as string, instrumentId: body.instrumentId as string, ...session, price: String(price), quantity: String(Number(body.quantityUnits) + 2) }),
-      };
-    }
-  }
-  const buy = i % 2 === 0;
-  return {
-    path: '/api/v1/orders/submit',
-    key,
-    answer: null,
-    body: submitBody({
-      instrumentId,
-      side: buy ? 'BUY' : 'SELL',
-      price: String(buy ? 99 + ((i * 7) % 5) : 101 + ((i * 3) % 5)),
-      quantity: String(1 + (i % 9)),
-      orderType: i % 7 === 3 ? 'LIMIT_HIDDEN' : 'LIMIT',
-      timeInForce: i % 11 === 5 ? 'IOC' : 'DAY',
-    }),
-  };
-}
-
 const BURST = 800;
 const KILL_AFTER = 250;
 const CONCURRENCY = 24;
 
-for (const mode of ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async']) {
+for (const [index, mode] of MODES.entries()) {
   test(`kill -9 in the middle of a burst (${mode}), then a restart on the same data`, async (t) => {
     const dir = dataDir();
     const env = { DATA_DIR: dir, PROCESSING_MODE: mode, ORDER_CAPACITY: '65536' };
     let venue = await VenueProcess.start(env);
     const session = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
+    const random = new SeededRandom(1000 + index); // a fixed burst per mode
     const sent: Sent[] = [];
-    for (let i = 0; i < BURST; i++) sent.push(burstCommand(i, sent, session));
-    let answered = 0;
-    let killing: Promise<void> | null = null;
-    let next = 0;
-    const worker = async () => {
-      while (next < sent.length && killing === null) {
-        const command = sent[next++]!;
-        try {
-          const answer = await venue.order(command.path, command.body, { key: command.key });
-          command.answer = { status: answer.status, text: answer.text };
-          if (++answered === KILL_AFTER) killing = venue.kill();
-        } catch {
-          // the connection died with the venue: not acknowledged
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    await killing;
-    assert.ok(killing !== null, 'the venue was killed during the burst');
+    for (let i = 0; i < BURST; i++) sent.push(mixedCommand(random, sent, session));
+    const burst = await sendUntilKilled(venue, sent, { concurrency: CONCURRENCY, killAfterAnswers: KILL_AFTER });
+    assert.ok(burst.killedMidLoad, 'the venue was killed during the burst');
 
     venue = await VenueProcess.start(env);
     try {
@@ -253,100 +197,18 @@ for (const mode of ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async
       t.diagnostic(
         `answered ${sent.filter((c) => c.answer !== null).length} of ${BURST}; restart replayed ${recovered(/"commands":(\d+)[^\n]*order books rebuilt/)} commands, re-drove ${recovered(/"commands":(\d+)[^\n]*re-driven/)}`,
       );
-      const acknowledged = sent.filter((command) => command.answer !== null && (command.answer.status === 200 || command.answer.status === 202));
+      const acknowledged = sent.filter(isAcknowledged);
       assert.ok(acknowledged.length >= KILL_AFTER - CONCURRENCY, `most answers were acknowledgements (${acknowledged.length})`);
-      for (const command of acknowledged) {
-        const view = (await venue.get(`/api/v1/commands/${command.body.commandId as string}`, TOKENS.traderA)).json;
-        assert.ok(TERMINAL.has(view.status), `acknowledged command ${command.key} is terminal after the restart (${view.status})`);
-        assert.equal(view.responsePayloadJson, command.answer!.text, 'with its original answer');
-        const replay = await venue.order(command.path, command.body, { key: command.key });
-        assert.equal(replay.status, command.answer!.status);
-        assert.equal(replay.text, command.answer!.text, 'a replay repeats the original answer byte for byte');
-      }
-      // Commands whose answer was lost are either unknown (never captured) or terminal: never stuck.
-      for (const command of sent.filter((c) => c.answer === null).slice(0, 60)) {
-        const status = await venue.get(`/api/v1/commands/${command.body.commandId as string}`, TOKENS.traderA);
-        if (status.status === 404) continue;
-        assert.ok(TERMINAL.has(status.json.status), `a captured command is terminal (${status.json.status})`);
-      }
+      await assertTerminalWithOriginalAnswer(venue, acknowledged);
+      await assertReplaysRepeat(venue, acknowledged);
+      await assertUnansweredNeverStuck(venue, sent.filter((c) => c.answer === null).slice(0, 60));
 
-      const url = await storageUrl(dir);
-      await withClient(url, async (client) => {
-        const history = await committedHistory(client, SHARDS);
-        const journaled = history.flat();
-        const ids = journaled.map((command) => command.commandId);
-        assert.equal(new Set(ids).size, ids.length, 'every command is on the journal once');
-        const logged = (await client.query<{ id: string }>('SELECT command_id AS id FROM runtime.command_log')).rows.map((row) => row.id);
-        assert.deepEqual([...logged].sort(), [...ids].sort(), 'every captured command reached the journal (re-driven if it had to be), and nothing else did');
-        for (const command of acknowledged) assert.ok(ids.includes(command.body.commandId as string), 'acknowledged commands are on the journal');
-
-        // Trades: the projection holds exactly the journal's trades, and every trade an answer reported.
-        const journalTrades = journaled.flatMap((command) => command.events.filter((event) => event.kind === EVENT_TRADE));
-        const stored = await client.query<{ n: string; distinct: string }>('SELECT count(*) AS n, count(DISTINCT trade_id) AS distinct FROM runtime.trades');
-        assert.equal(Number(stored.rows[0]!.n), journalTrades.length, 'no trade lost or duplicated in runtime.trades');
-        assert.equal(stored.rows[0]!.distinct, stored.rows[0]!.n);
-        const tradeRows = new Map(
-          (await client.query<{ id: string; buy: string; sell: string; q: string; p: string }>(
-            'SELECT trade_id AS id, buy_order_id AS buy, sell_order_id AS sell, quantity_units AS q, price_nanos AS p FROM runtime.trades',
-          )).rows.map((row) => [row.id, row]),
-        );
-        for (const command of acknowledged) {
-          if (command.answer!.status !== 200) continue;
-          for (const trade of JSON.parse(command.answer!.text).trades) {
-            const row = tradeRows.get(trade.tradeId);
-            assert.ok(row !== undefined, `answered trade ${trade.tradeId} is stored`);
-            assert.deepEqual([row.buy, row.sell, row.q, row.p], [trade.buyOrderId, trade.sellOrderId, trade.quantity.units, trade.price.nanos]);
-          }
-        }
-        const executions = await client.query<{ n: string }>('SELECT count(*) AS n FROM runtime.executions');
-        assert.equal(Number(executions.rows[0]!.n), journalTrades.length * 2, 'two executions per trade');
-
-        // The books: an independent replay of the committed history, against the lifecycle projection and the venue itself.
-        const engines = replayHistory(history);
-        const open = new Map(
-          (await client.query<{ id: string; remaining: string }>(
-            "SELECT order_id AS id, remaining_quantity_units AS remaining FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')",
-          )).rows.map((row) => [row.id, Number(row.remaining)]),
-        );
-        const expectedOpen = new Map<string, number>();
-        for (const instrument of INSTRUMENTS) {
-          const engine = engines[shardOf(uuidWords(instrument), 0, SHARDS)]!;
-          for (const side of ['BUY', 'SELL'] as const) for (const order of engine.book(side, instrument)) expectedOpen.set(order.orderId, order.leaves);
-        }
-        assert.ok(expectedOpen.size > 0, 'the burst left resting orders');
-        if (process.env.DEBUG_RECOVERY) {
-          const extra = [...open.keys()].filter((id) => !expectedOpen.has(id) || expectedOpen.get(id) !== open.get(id));
-          for (const id of extra.slice(0, 3)) {
-            console.log('EXTRA', id, open.get(id), expectedOpen.get(id), JSON.stringify((await client.query('SELECT * FROM runtime.order_lifecycle_state WHERE order_id = $1', [id])).rows));
-            for (const command of journaled) for (const event of command.events) if (event.orderA === id || (event as any).orderB === id) console.log('  EVENT', command.shard, JSON.stringify(event));
-          }
-        }
-        assert.deepEqual(open, expectedOpen, 'order_lifecycle_state holds the replayed books');
-
-        for (const instrument of INSTRUMENTS) {
-          const engine = engines[shardOf(uuidWords(instrument), 0, SHARDS)]!;
-          for (const side of ['SELL', 'BUY'] as const) {
-            const resting = engine.book(side, instrument);
-            if (resting.length === 0) continue;
-            const prices = resting.map((order) => order.priceNanos / 1e9);
-            const sweep = submitBody({
-              instrumentId: instrument,
-              side: side === 'SELL' ? 'BUY' : 'SELL',
-              price: String(side === 'SELL' ? Math.max(...prices) : Math.min(...prices)),
-              quantity: String(resting.reduce((sum, order) => sum + order.leaves, 0)),
-              timeInForce: 'IOC',
-              participantId: TRADER_B.participantId,
-              accountId: TRADER_B.accountId,
-            });
-            const swept = await venue.order('/api/v1/orders/submit', sweep, { token: TOKENS.traderB, mode: 'sync-result' });
-            assert.equal(swept.status, 200, 'trading goes on after the restart');
-            assert.deepEqual(
-              swept.json.trades.map((trade: any) => [side === 'SELL' ? trade.sellOrderId : trade.buyOrderId, Number(trade.quantity.units), Number(trade.price.nanos)]),
-              resting.map((order) => [order.orderId, order.leaves, order.priceNanos]),
-              `the ${side} book of ${instrument} matches in the replay's priority order`,
-            );
-          }
-        }
+      await venue.untilProjected();
+      await withClient(await storageUrl(dir), async (client) => {
+        const { history } = await assertJournalAndTrades(client, acknowledged);
+        const { engines, resting } = await assertBooksEqualReplay(client, venue, history);
+        assert.ok(resting > 0, 'the burst left resting orders');
+        await sweepAgainstReplay(venue, engines);
       });
     } finally {
       assert.equal(await venue.stop(), 0);
@@ -358,7 +220,6 @@ test('a command captured but never journaled (the process died in between) is re
   const dir = dataDir();
   const [instrument] = INSTRUMENTS as [string];
   let venue = await VenueProcess.start({ DATA_DIR: dir });
-  const session = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
   const resting = submitBody({ instrumentId: instrument, side: 'SELL', price: '50', quantity: '6', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
   assert.equal((await venue.order('/api/v1/orders/submit', resting, { token: TOKENS.traderB })).status, 200);
   assert.equal(await venue.stop(), 0);

@@ -50,7 +50,7 @@ test('the OpenAPI document lists every route with its method', () => {
 
 test('order routes document every status code of the contract', () => {
   for (const path of ['/api/v1/orders/submit', '/api/v1/orders/cancel', '/api/v1/orders/modify', '/api/v1/orders/cancel-by-client-order']) {
-    assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '409', '413', '503']);
+    assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '408', '409', '413', '503']);
     assert.deepEqual(doc.paths[path].post.parameters.map((p: { name: string }) => p.name), ['X-Client-Id', 'Idempotency-Key', 'X-Processing-Mode']);
   }
 });
@@ -82,7 +82,7 @@ test('settlement operator routes: the validated body schemas, and every status c
   }
   for (const [path, item] of Object.entries<any>(doc.paths).filter(([path]) => path.startsWith('/admin/v1/settlement/'))) {
     const codes = Object.keys(item.post.responses);
-    for (const code of ['200', '400', '401', '403', '405', '413', '503']) assert.ok(codes.includes(code), `${path} documents ${code}`);
+    for (const code of ['200', '400', '401', '403', '405', '408', '413', '503']) assert.ok(codes.includes(code), `${path} documents ${code}`);
   }
   const leaderboard = doc.paths['/api/v1/settlement/leaderboard/{scenarioRunId}'].get;
   assert.equal(leaderboard.responses['403'], undefined, 'the leaderboard is public');
