@@ -328,12 +328,29 @@ test('the test instruments spread over both shards', () => {
   assert.equal(new Set(INSTRUMENTS.map((id) => shardOf(uuidWords(id), 0, SHARDS))).size, SHARDS);
 });
 
-test('PostgreSQL stopped while orders flow, then started: 503 + Retry-After within the bound, resume without a restart, nothing lost or duplicated', async (t) => {
+/**
+ * A fresh database and venue (with `env`), the load running, then `fault` (which ends
+ * once the venue is serving again), then the load stopped, a probe per mode, and every
+ * check of verify(); the clients must have seen the fault as 503s.
+ */
+async function faultUnderLoad(t: TestContext, name: string, env: Record<string, string>, fault: (venue: VenueProcess, url: string, load: Load) => Promise<void>): Promise<void> {
   const url = await database.freshDatabase();
-  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS) });
+  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS), ...env });
   try {
     const load = new Load(venue);
     await sleep(700);
+    await fault(venue, url, load);
+    await load.stop();
+    await probe(venue, load.commands);
+    const figures = await verify(t, venue, url, load.commands, name);
+    assert.ok(figures.answered503 > 0, `${name}: the fault was seen by the clients as 503s`);
+  } finally {
+    assert.equal(await venue.stop(), 0);
+  }
+}
+
+test('PostgreSQL stopped while orders flow, then started: 503 + Retry-After within the bound, resume without a restart, nothing lost or duplicated', (t) =>
+  faultUnderLoad(t, 'stopped', {}, async (venue) => {
     await database.stopServer();
     // While it is away: not ready, and every order command is refused with a retry hint.
     await sleep(300);
@@ -344,22 +361,11 @@ test('PostgreSQL stopped while orders flow, then started: 503 + Retry-After with
     await database.startServer();
     await untilReady(venue);
     await sleep(700);
-    await load.stop();
-    await probe(venue, load.commands);
-    const figures = await verify(t, venue, url, load.commands, 'stopped');
-    assert.ok(figures.answered503 > 0, 'the outage was seen by the clients as 503s');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
-});
+  }));
 
-test('PostgreSQL slow (a tier-1 table locked for seconds) under load and a burst, with full journal rings: answered within the bound, resumed after', async (t) => {
-  const url = await database.freshDatabase();
-  // A journal ring of 64 records: the shards fill it while the commit is stuck and wait for it.
-  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS), JOURNAL_RING_SLOTS: '64' });
-  try {
-    const load = new Load(venue);
-    await sleep(700);
+// A journal ring of 64 records: the shards fill it while the commit is stuck and wait for it.
+test('PostgreSQL slow (a tier-1 table locked for seconds) under load and a burst, with full journal rings: answered within the bound, resumed after', (t) =>
+  faultUnderLoad(t, 'locked', { JOURNAL_RING_SLOTS: '64' }, async (venue, url, load) => {
     for (const table of ['runtime.journal_batches', 'runtime.intake_batches']) {
       await withClient(url, async (client) => {
         await client.query('BEGIN');
@@ -375,30 +381,12 @@ test('PostgreSQL slow (a tier-1 table locked for seconds) under load and a burst
     }
     assert.equal((await venue.get('/readyz')).status, 200);
     await sleep(500);
-    await load.stop();
-    await probe(venue, load.commands);
-    const figures = await verify(t, venue, url, load.commands, 'locked');
-    assert.ok(figures.answered503 > 0, 'the stuck commits were seen by the clients as 503s');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
-});
+  }));
 
-test('PostgreSQL restarted (stop, start at once) under load: resume without a restart, nothing lost or duplicated', async (t) => {
-  const url = await database.freshDatabase();
-  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS) });
-  try {
-    const load = new Load(venue);
-    await sleep(700);
+test('PostgreSQL restarted (stop, start at once) under load: resume without a restart, nothing lost or duplicated', (t) =>
+  faultUnderLoad(t, 'restarted', {}, async (venue) => {
     await database.stopServer();
     await database.startServer();
     await untilReady(venue);
     await sleep(700);
-    await load.stop();
-    await probe(venue, load.commands);
-    const figures = await verify(t, venue, url, load.commands, 'restarted');
-    assert.ok(figures.answered503 > 0, 'the restart was seen by the clients as 503s');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
-});
+  }));
