@@ -78,10 +78,22 @@ export class RestingOrders {
     if (slot < 0) return null;
     this.status[slot] = TAKEN;
     this.count--;
+    return this.orderAt(slot, this.ids.slice(slot * 16, slot * 16 + 16));
+  }
+
+  /** Calls fn with every order still here (the depth of the read thread, tests). */
+  forEach(fn: (order: RestingOrder) => void): void {
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.status[slot] === USED) fn(this.orderAt(slot, this.ids.subarray(slot * 16, slot * 16 + 16)));
+    }
+  }
+
+  /** The order in `slot`, with `ids` (a copy, or a view while the slot stays). */
+  private orderAt(slot: number, ids: Int32Array): RestingOrder {
     const s = slot * 5;
     const packed = this.small[s + 2]!;
     return {
-      ids: this.ids.slice(slot * 16, slot * 16 + 16),
+      ids,
       runNo: this.small[s]!,
       sessionNo: this.small[s + 1]!,
       side: packed & 0xff,
@@ -94,29 +106,6 @@ export class RestingOrders {
       quantity: this.numbers[slot * 3 + 1]!,
       filled: this.numbers[slot * 3 + 2]!,
     };
-  }
-
-  /** Calls fn with every order still here (the depth of the read thread, tests). */
-  forEach(fn: (order: RestingOrder) => void): void {
-    for (let slot = 0; slot < this.capacity; slot++) {
-      if (this.status[slot] !== USED) continue;
-      const s = slot * 5;
-      const packed = this.small[s + 2]!;
-      fn({
-        ids: this.ids.subarray(slot * 16, slot * 16 + 16),
-        runNo: this.small[s]!,
-        sessionNo: this.small[s + 1]!,
-        side: packed & 0xff,
-        orderType: (packed >>> 8) & 0xff,
-        timeInForce: (packed >>> 16) & 0xff,
-        state: packed >>> 24,
-        currency: this.small[s + 3]!,
-        shard: this.small[s + 4]!,
-        priceNanos: this.numbers[slot * 3]!,
-        quantity: this.numbers[slot * 3 + 1]!,
-        filled: this.numbers[slot * 3 + 2]!,
-      });
-    }
   }
 
   /**
