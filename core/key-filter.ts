@@ -35,6 +35,10 @@ export class KeyFilter {
   private readonly blockMask: number;
   /** Keys the filter holds at about 1% false positives. */
   readonly ratedKeys: number;
+  /** The last located key (locate()): scratch, so that a lookup allocates nothing. */
+  private block = 0;
+  private first = 0;
+  private step = 1;
 
   constructor(buffer: SharedArrayBuffer) {
     this.words = new Int32Array(buffer);
@@ -48,13 +52,10 @@ export class KeyFilter {
   }
 
   add(key: Int32Array, at: number): void {
-    const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
-    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!);
-    const block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
-    const step = (h2 >>> 16) | 1;
+    this.locate(key, at);
     for (let i = 0; i < PROBES; i++) {
-      const bit = (h2 + Math.imul(i, step)) & 511;
-      Atomics.or(this.words, block + (bit >>> 5), 1 << (bit & 31));
+      const bit = (this.first + Math.imul(i, this.step)) & 511;
+      Atomics.or(this.words, this.block + (bit >>> 5), 1 << (bit & 31));
     }
     Atomics.add(this.words, 0, 1);
   }
@@ -62,14 +63,20 @@ export class KeyFilter {
   /** False: the key was never added. True: it may have been (or the filter is past its rated load). */
   mightContain(key: Int32Array, at: number): boolean {
     if (Atomics.load(this.words, 0) > this.ratedKeys) return true;
-    const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
-    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!);
-    const block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
-    const step = (h2 >>> 16) | 1;
+    this.locate(key, at);
     for (let i = 0; i < PROBES; i++) {
-      const bit = (h2 + Math.imul(i, step)) & 511;
-      if ((Atomics.load(this.words, block + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
+      const bit = (this.first + Math.imul(i, this.step)) & 511;
+      if ((Atomics.load(this.words, this.block + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
     }
     return true;
+  }
+
+  /** A key's block (first word) and its probe sequence (first bit, step): two hashes of its four words. */
+  private locate(key: Int32Array, at: number): void {
+    const h1 = hashWords(key[at]!, key[at + 1]!, key[at + 2]!, key[at + 3]!);
+    const h2 = hashWords(key[at + 3]! ^ 0x5bd1e995, key[at + 2]!, key[at + 1]!, key[at]!);
+    this.block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
+    this.first = h2;
+    this.step = (h2 >>> 16) | 1;
   }
 }

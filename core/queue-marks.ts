@@ -19,9 +19,9 @@ export class QueueMarks {
     return new SharedArrayBuffer(Math.max(1, slots) * 8);
   }
 
-  /** The owner of `slot` records its depth now. */
+  /** The owner of `slot` records its depth now (a plain store: called per command on the order path). */
   note(slot: number, depth: number): void {
-    Atomics.store(this.words, 2 * slot, depth);
+    this.words[2 * slot] = depth;
     if (depth > this.highs[slot]!) {
       this.highs[slot] = depth;
       Atomics.store(this.words, 2 * slot + 1, depth);

@@ -23,40 +23,6 @@ const micros = (column: string) => `((extract(epoch FROM ${column}) * 1000000)::
 
 // ---- snapshots ----
 
-export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<ReadAnswerBody> {
-  const rows = await db.query<{
-    bid_p: string | null;
-    bid_q: string | null;
-    ask_p: string | null;
-    ask_q: string | null;
-    currency: string | null;
-    source_watermark: string;
-    refreshed_us: string;
-  }>(
-    `SELECT best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
-            best_ask_quantity_units::text AS ask_q, currency, source_watermark::text, ${micros('refreshed_at')} AS refreshed_us
-       FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`,
-    [instrumentId, projectionName],
-  );
-  const row = rows.rows[0];
-  if (row === undefined) return notFound('market data snapshot not found');
-  const side = (p: string | null, q: string | null) => (p === null || q === null ? null : { price: price(p, row.currency ?? ''), quantity: units(q) });
-  return ok({
-    instrumentId,
-    projectionName,
-    bestBid: side(row.bid_p, row.bid_q),
-    bestAsk: side(row.ask_p, row.ask_q),
-    sourceWatermark: Number(row.source_watermark),
-    refreshedAt: occurredAtOf(Number(row.refreshed_us)),
-  });
-}
-
-/**
- * Recomputes the snapshots of one instrument, or of every instrument that has open
- * orders or a snapshot under this name, from the order lifecycle projection: the best
- * displayed (LIMIT) price per side and the open quantity at it. `watermarks[shard]` is
- * how far that shard's projection had reached. Returns the instruments refreshed.
- */
 /** A snapshot row as stored (numbers as text, exact). */
 export interface SnapshotRow {
   instrument_id: string;
@@ -72,11 +38,35 @@ export interface SnapshotRow {
 const SNAPSHOT_COLUMNS = `instrument_id, best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
   best_ask_quantity_units::text AS ask_q, currency, source_watermark::text, ${micros('refreshed_at')} AS refreshed_us`;
 
+export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<ReadAnswerBody> {
+  const rows = await db.query<SnapshotRow>(`SELECT ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`, [
+    instrumentId,
+    projectionName,
+  ]);
+  const row = rows.rows[0];
+  if (row === undefined) return notFound('market data snapshot not found');
+  const side = (p: string | null, q: string | null) => (p === null || q === null ? null : { price: price(p, row.currency ?? ''), quantity: units(q) });
+  return ok({
+    instrumentId,
+    projectionName,
+    bestBid: side(row.bid_p, row.bid_q),
+    bestAsk: side(row.ask_p, row.ask_q),
+    sourceWatermark: Number(row.source_watermark),
+    refreshedAt: occurredAtOf(Number(row.refreshed_us)),
+  });
+}
+
 /** Every stored snapshot of a projection name (or of all names, with their names): the gateways' view is loaded with them. */
 export async function storedSnapshots(db: Db): Promise<(SnapshotRow & { projection_name: string })[]> {
   return (await db.query<SnapshotRow & { projection_name: string }>(`SELECT projection_name, ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots`)).rows;
 }
 
+/**
+ * Recomputes the snapshots of one instrument, or of every instrument that has open
+ * orders or a snapshot under this name, from the order lifecycle projection: the best
+ * displayed (LIMIT) price per side and the open quantity at it. `watermarks[shard]` is
+ * how far that shard's projection had reached. Returns the instruments refreshed.
+ */
 export async function refreshSnapshots(db: Db, projectionName: string, watermarks: number[], instrumentId: string | null): Promise<SnapshotRow[]> {
   const result = await db.query(
     `WITH targets AS (

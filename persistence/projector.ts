@@ -117,23 +117,9 @@ const INSTRUMENT_ID = 4;
 const PARTICIPANT_ID = 8;
 const ACCOUNT_ID = 12;
 
-/** An order as the lifecycle projection sees it. */
-interface OrderState {
-  /** orderId, instrumentId, participantId, accountId: four words each. */
-  ids: Int32Array;
-  runNo: number;
-  sessionNo: number;
-  side: number;
-  orderType: number;
-  timeInForce: number;
-  state: number;
-  priceNanos: number;
-  quantity: number;
-  filled: number;
-  /** Packed currency (core/command-slot.ts). */
-  currency: number;
+/** An order as the lifecycle projection sees it: what the compact store keeps, and more. */
+interface OrderState extends RestingOrder {
   engineOrderId: string;
-  shard: number;
   createdAtUs: number;
   updatedAtUs: number;
   lastSequence: number;

@@ -21,6 +21,7 @@ export interface RestingOrder {
   priceNanos: number;
   quantity: number;
   filled: number;
+  /** Packed currency (core/command-slot.ts). */
   currency: number;
   shard: number;
 }
