@@ -178,7 +178,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         readPort: readChannels[gatewayId]!.port1,
         adminPort: adminChannels[gatewayId]!.port1,
       };
-      venue.gateways.push(spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] }));
+      venue.gateways.push(spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
     }
     // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
     await Promise.all(
@@ -204,7 +204,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
       };
-      venue.shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }, { transferList: [data.recoveryPort!] }));
+      venue.shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
     }
     const recovery = recoveryChannels.map((channel) => channel.port1);
 
@@ -226,7 +226,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     };
     const persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,
-    });
+    }, 'persistence');
     venue.persistence = persistence;
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
 
@@ -241,7 +241,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       snapshotView: memory.snapshotView,
       competitionProfile: config.competitionProfile,
     };
-    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports });
+    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports }, 'read');
     const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
 
     // -- the gateways' tables learn what storage holds: four scans, four connections at once --

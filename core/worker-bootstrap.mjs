@@ -5,4 +5,14 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { workerData } = await import('node:worker_threads');
+// Names the OS thread (Linux, 15 bytes at most) so that `top -H` and `ps -L` show which
+// venue thread is which; best effort, elsewhere it does nothing.
+if (typeof workerData.threadName === 'string') {
+  try {
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync('/proc/thread-self/comm', workerData.threadName.slice(0, 15));
+  } catch {
+    // not Linux, or /proc is not mounted: the name is a convenience only
+  }
+}
 await import(workerData.entryUrl);
