@@ -266,7 +266,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   ], ceiling);
   const result = {
     machine: { cpus: os.availableParallelism(), node: process.version },
-    note: `load generator: ${loadThreads} worker thread(s) of undici keep-alive connections (${CONNECTIONS} each) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
+    note: `load generator: ${loadThreads} worker thread(s) of keep-alive connections (http-connection.ts) (${CONNECTIONS} each) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
     quick,
     answerBytes: bytes,
     httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map(summary) },

@@ -15,6 +15,8 @@ export const TRADERS = [
   { token: 'dev-token-trader-b', participantId: 'b1000000-0000-4000-8000-000000000001', accountId: 'b2000000-0000-4000-8000-000000000001' },
 ] as const;
 
+type Trader = (typeof TRADERS)[number];
+
 export const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `5e000000-0000-4000-8000-00000000000${k}`);
 const TICK = 1; // in cents
 const MAX_RESTING = 2_000; // per lane: bounded
@@ -73,24 +75,34 @@ export class OrderFlow {
       commandId,
       orderId,
       quantity: 1,
-      body: JSON.stringify({
-        ...this.envelope(commandId),
-        orderId,
-        instrumentId: INSTRUMENTS[this.filled % INSTRUMENTS.length],
-        participantId: t.participantId,
-        accountId: t.accountId,
-        side: 'BUY',
-        orderType: 'LIMIT',
-        quantityUnits: '1',
-        limitPrice: price(cents),
-        currency: 'USD',
-        timeInForce: 'DAY',
-      }),
+      body: this.submitBody(commandId, orderId, INSTRUMENTS[this.filled % INSTRUMENTS.length]!, t, 'BUY', '1', price(cents), 'DAY'),
     };
   }
 
-  private envelope(commandId: string) {
-    return { commandId, ...this.trace, actorId: 'load-generator', occurredAt: new Date().toISOString() };
+  /**
+   * Bodies are written out field by field: with object spreads (`{ ...envelope, orderId }`)
+   * JSON.stringify took 22 µs a body instead of 4 (V8 builds such objects slowly), a
+   * quarter of the generator's CPU per request, taken from the venue on these 2 cores.
+   */
+  private submitBody(commandId: string, orderId: string, instrumentId: string, t: Trader, side: string, quantityUnits: string, limitPrice: string, timeInForce: string): string {
+    const { traceId, causationId, correlationId } = this.trace;
+    return JSON.stringify({
+      commandId, traceId, causationId, correlationId, actorId: 'load-generator', occurredAt: new Date().toISOString(),
+      orderId, instrumentId, participantId: t.participantId, accountId: t.accountId,
+      side, orderType: 'LIMIT', quantityUnits, limitPrice, currency: 'USD', timeInForce,
+    });
+  }
+
+  /** Cancel and modify bodies: the envelope, the target order's context, then `extra` (already JSON: `,"reason":"load"`). */
+  private targetBody(order: Resting, commandId: string, extra: string): string {
+    const { traceId, causationId, correlationId } = this.trace;
+    const t = TRADERS[order.trader]!;
+    const context = JSON.stringify({
+      commandId, traceId, causationId, correlationId, actorId: 'load-generator', occurredAt: new Date().toISOString(),
+      orderId: order.orderId, runId: this.session.runId, venueSessionId: this.session.venueSessionId,
+      instrumentId: INSTRUMENTS[order.instrument], participantId: t.participantId, accountId: t.accountId,
+    });
+    return `${context.slice(0, -1)}${extra}}`;
   }
 
   next(): FlowRequest {
@@ -119,19 +131,7 @@ export class OrderFlow {
       commandId,
       orderId,
       quantity,
-      body: JSON.stringify({
-        ...this.envelope(commandId),
-        orderId,
-        instrumentId: INSTRUMENTS[instrument],
-        participantId: t.participantId,
-        accountId: t.accountId,
-        side,
-        orderType: 'LIMIT',
-        quantityUnits: String(quantity),
-        limitPrice: price(cents),
-        currency: 'USD',
-        timeInForce: ioc ? 'IOC' : 'DAY',
-      }),
+      body: this.submitBody(commandId, orderId, INSTRUMENTS[instrument]!, t, side, String(quantity), price(cents), ioc ? 'IOC' : 'DAY'),
     };
   }
 
@@ -160,19 +160,6 @@ export class OrderFlow {
     return order;
   }
 
-  private target(order: Resting, commandId: string) {
-    const t = TRADERS[order.trader]!;
-    return {
-      ...this.envelope(commandId),
-      orderId: order.orderId,
-      runId: this.session.runId,
-      venueSessionId: this.session.venueSessionId,
-      instrumentId: INSTRUMENTS[order.instrument],
-      participantId: t.participantId,
-      accountId: t.accountId,
-    };
-  }
-
   private cancel(): FlowRequest {
     const order = this.take();
     const commandId = crypto.randomUUID();
@@ -183,7 +170,7 @@ export class OrderFlow {
       commandId,
       orderId: order.orderId,
       quantity: 0,
-      body: JSON.stringify({ ...this.target(order, commandId), reason: 'load' }),
+      body: this.targetBody(order, commandId, ',"reason":"load"'),
     };
   }
 
@@ -191,7 +178,7 @@ export class OrderFlow {
     const order = this.take();
     const commandId = crypto.randomUUID();
     const reduce = order.quantity > 1 && this.random.chance(0.5);
-    const modified = { ...order, quantity: reduce ? order.quantity - 1 : order.quantity + 1 };
+    const modified: Resting = { orderId: order.orderId, instrument: order.instrument, trader: order.trader, side: order.side, cents: order.cents, quantity: reduce ? order.quantity - 1 : order.quantity + 1 };
     // A modify keeps the order resting (at a new priority when it grows): the lane keeps it.
     this.resting.push(modified);
     return {
@@ -201,7 +188,7 @@ export class OrderFlow {
       commandId,
       orderId: order.orderId,
       quantity: 0,
-      body: JSON.stringify({ ...this.target(order, commandId), limitPrice: price(order.cents), quantityUnits: String(modified.quantity) }),
+      body: this.targetBody(order, commandId, `,"limitPrice":"${price(order.cents)}","quantityUnits":"${modified.quantity}"`),
     };
   }
 }

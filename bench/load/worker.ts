@@ -1,5 +1,5 @@
-// One load-generator thread: keep-alive connections (undici Pool, one request per
-// connection at a time), the order flow of flow.ts, closed-loop (each connection sends
+// One load-generator thread: keep-alive connections (http-connection.ts, one request
+// per connection at a time), the order flow of flow.ts, closed-loop (each connection sends
 // its next request when the previous one is answered) or open-loop (requests are due at
 // a fixed rate; latency counts from when a request was due, so a slow venue cannot hide
 // its queueing: no coordinated omission). Every latency in an HDR histogram (µs); every
@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as hdr from 'hdr-histogram-js';
-import { Pool } from 'undici';
+import { HttpConnection, type HttpAnswer } from './http-connection.ts';
 import { INSTRUMENTS, OrderFlow, type FlowRequest } from './flow.ts';
 
 export interface WorkerOptions {
@@ -62,7 +62,11 @@ let completed = 0;
 let queuedBehind = 0;
 let dropped = 0;
 
-const pool = new Pool(options.baseUrl, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+const target = new URL(options.baseUrl);
+const connections = Array.from({ length: options.connections }, () => new HttpConnection(target.hostname, Number(target.port || 80)));
+/** Open loop: the connections with no request in flight. */
+const idle = [...connections];
+const modeHeader = options.mode === null ? '' : `X-Processing-Mode: ${options.mode}\r\n`;
 const started = performance.now();
 const measureFrom = started + options.warmupMs;
 const deadline = measureFrom + options.durationMs;
@@ -70,24 +74,14 @@ const flow = new OrderFlow(options.seed, options.session);
 
 const progress = setInterval(() => parentPort!.postMessage({ type: 'progress', completed }), 1000);
 
-async function send(request: FlowRequest, dueAt: number): Promise<void> {
+async function send(connection: HttpConnection, request: FlowRequest, dueAt: number): Promise<void> {
   let status = 0;
   let text = '';
   try {
-    const answer = await pool.request({
-      path: request.path,
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${request.token}`,
-        'content-type': 'application/json',
-        'x-client-id': 'load',
-        'idempotency-key': request.commandId,
-        ...(options.mode === null ? {} : { 'x-processing-mode': options.mode }),
-      },
-      body: request.body,
-    });
-    status = answer.statusCode;
-    text = await answer.body.text();
+    const headers = `Authorization: Bearer ${request.token}\r\nContent-Type: application/json\r\nX-Client-Id: load\r\nIdempotency-Key: ${request.commandId}\r\n${modeHeader}`;
+    const answer: HttpAnswer = await connection.request('POST', request.path, headers, request.body);
+    status = answer.status;
+    text = answer.body;
   } catch {
     transportErrors++;
   }
@@ -121,14 +115,14 @@ async function send(request: FlowRequest, dueAt: number): Promise<void> {
 
 async function closedLoop(): Promise<void> {
   let sent = 0;
-  const lane = async () => {
+  const lane = async (connection: HttpConnection) => {
     while (performance.now() < deadline && (options.maxRequests === 0 || sent < options.maxRequests)) {
       sent++;
       const at = performance.now();
-      await send(options.role === 'fill' ? flow.fill() : flow.next(), at);
+      await send(connection, options.role === 'fill' ? flow.fill() : flow.next(), at);
     }
   };
-  await Promise.all(Array.from({ length: options.connections }, lane));
+  await Promise.all(connections.map(lane));
 }
 
 async function openLoop(): Promise<void> {
@@ -138,11 +132,13 @@ async function openLoop(): Promise<void> {
   const queue: number[] = []; // due times waiting for a free connection
   await new Promise<void>((resolve) => {
     const pump = () => {
-      while (queue.length > 0 && inFlight < options.connections) {
+      while (queue.length > 0 && idle.length > 0) {
         const dueAt = queue.shift()!;
+        const connection = idle.pop()!;
         inFlight++;
-        void send(flow.next(), dueAt).finally(() => {
+        void send(connection, flow.next(), dueAt).finally(() => {
           inFlight--;
+          idle.push(connection);
           pump();
         });
       }
@@ -178,15 +174,13 @@ async function readLoop(): Promise<void> {
   };
   for (const kind of Object.keys(paths)) readHistograms[kind] = newHistogram();
   let k = 0;
-  const lane = async () => {
+  const lane = async (connection: HttpConnection) => {
     while (performance.now() < deadline) {
       for (const [kind, pathOf] of Object.entries(paths)) {
         const at = performance.now();
         let status = 0;
         try {
-          const answer = await pool.request({ path: pathOf(k++), method: 'GET', headers: { authorization: 'Bearer dev-token-viewer' } });
-          status = answer.statusCode;
-          await answer.body.text();
+          status = (await connection.request('GET', pathOf(k++), 'Authorization: Bearer dev-token-viewer\r\n', null)).status;
         } catch {
           transportErrors++;
         }
@@ -199,12 +193,12 @@ async function readLoop(): Promise<void> {
       }
     }
   };
-  await Promise.all(Array.from({ length: options.connections }, lane));
+  await Promise.all(connections.map(lane));
 }
 
 await (options.role === 'reads' ? readLoop() : options.ratePerSecond > 0 ? openLoop() : closedLoop());
 clearInterval(progress);
-await pool.close();
+for (const connection of connections) connection.close();
 const report: WorkerReport = {
   histogram: hdr.encodeIntoCompressedBase64(histogram),
   histograms: Object.fromEntries(Object.entries(readHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
