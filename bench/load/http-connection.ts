@@ -6,10 +6,11 @@
 // against the bare server fell from about 180 µs to about 60 µs, and the HTTP ceiling
 // rose from 15 k to 24 k requests/s (medians of 3, same hour; undici's Pool before).
 //
-// Bounded: one answer at a time, its header block at most 16 KiB and its body at most
-// 8 MiB; anything else (a chunked answer, no Content-Length, a malformed status line,
-// a closed connection) fails the request with a transport error and the connection is
-// opened afresh for the next one.
+// Bounded: one answer at a time, its header block at most 16 KiB, its body at most
+// 8 MiB, and it must arrive within `timeoutMs` of the request (checked once a second);
+// anything else (a chunked answer, no Content-Length, a malformed status line, a closed
+// connection, no answer in time) fails the request with a transport error and the
+// connection is opened afresh for the next one.
 
 import net from 'node:net';
 
@@ -21,16 +22,20 @@ export interface HttpAnswer {
 const HEADER_BLOCK_MAX = 16 * 1024;
 const BODY_MAX = 8 * 1024 * 1024;
 const HEADER_END = Buffer.from('\r\n\r\n');
+const TIMEOUT_SWEEP_MS = 1_000;
 
 export class HttpConnection {
   private socket: net.Socket | null = null;
   private received: Buffer | null = null;
-  private waiting: { resolve: (answer: HttpAnswer) => void; reject: (error: Error) => void } | null = null;
+  private waiting: { resolve: (answer: HttpAnswer) => void; reject: (error: Error) => void; sentAt: number } | null = null;
+  private sweep: NodeJS.Timeout | null = null;
   private readonly hostHeader: string;
 
   constructor(
     private readonly host: string,
     private readonly port: number,
+    /** An answer not complete this long after its request fails it (the venue's own bounds are far shorter). */
+    private readonly timeoutMs = 60_000,
   ) {
     this.hostHeader = `${host}:${port}`;
   }
@@ -41,7 +46,7 @@ export class HttpConnection {
     const socket = this.socket ?? this.connect();
     const length = body === null ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`;
     return new Promise<HttpAnswer>((resolve, reject) => {
-      this.waiting = { resolve, reject };
+      this.waiting = { resolve, reject, sentAt: performance.now() };
       socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n${headerLines}${length}\r\n${body ?? ''}`);
     });
   }
@@ -49,6 +54,8 @@ export class HttpConnection {
   close(): void {
     this.socket?.destroy();
     this.socket = null;
+    if (this.sweep !== null) clearInterval(this.sweep);
+    this.sweep = null;
   }
 
   private connect(): net.Socket {
@@ -58,6 +65,14 @@ export class HttpConnection {
     socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
     socket.on('error', () => this.drop(socket, new Error('connection error')));
     socket.on('close', () => this.drop(socket, new Error('connection closed by the server')));
+    if (this.sweep === null) {
+      this.sweep = setInterval(() => {
+        if (this.waiting !== null && this.socket !== null && performance.now() - this.waiting.sentAt > this.timeoutMs) {
+          this.drop(this.socket, new Error(`no answer within ${this.timeoutMs} ms`));
+        }
+      }, Math.min(TIMEOUT_SWEEP_MS, this.timeoutMs));
+      this.sweep.unref();
+    }
     return socket;
   }
 
@@ -95,7 +110,7 @@ export class HttpConnection {
     this.received = null;
     const waiting = this.waiting;
     this.waiting = null;
-    if (/\r\nconnection: close\r\n/i.test(`${head}\r\n`)) this.close();
+    if (/\r\nconnection:\s*close\s*(\r\n|$)/i.test(head)) this.close();
     waiting?.resolve({ status, body: data.toString('utf8', bodyStart, bodyStart + bodyLength) });
   }
 

@@ -64,7 +64,7 @@ let dropped = 0;
 
 const target = new URL(options.baseUrl);
 const connections = Array.from({ length: options.connections }, () => new HttpConnection(target.hostname, Number(target.port || 80)));
-/** Open loop: the connections with no request in flight. */
+/** Open loop: the connections with no request in flight (the others are in flight). */
 const idle = [...connections];
 const modeHeader = options.mode === null ? '' : `X-Processing-Mode: ${options.mode}\r\n`;
 const started = performance.now();
@@ -128,16 +128,13 @@ async function closedLoop(): Promise<void> {
 async function openLoop(): Promise<void> {
   const intervalMs = 1000 / options.ratePerSecond;
   let sent = 0;
-  let inFlight = 0;
   const queue: number[] = []; // due times waiting for a free connection
   await new Promise<void>((resolve) => {
     const pump = () => {
       while (queue.length > 0 && idle.length > 0) {
         const dueAt = queue.shift()!;
         const connection = idle.pop()!;
-        inFlight++;
         void send(connection, flow.next(), dueAt).finally(() => {
-          inFlight--;
           idle.push(connection);
           pump();
         });
@@ -149,14 +146,14 @@ async function openLoop(): Promise<void> {
       while (started + sent * intervalMs <= end) {
         const dueAt = started + sent * intervalMs;
         sent++;
-        if (inFlight >= options.connections) queuedBehind += dueAt >= measureFrom ? 1 : 0;
+        if (idle.length === 0) queuedBehind += dueAt >= measureFrom ? 1 : 0;
         queue.push(dueAt);
       }
       if (queue.length > 100_000) dropped += queue.splice(0, queue.length - 100_000).length; // bounded: the oldest are given up, and counted
       pump();
       if (now < deadline) setTimeout(tick, 1);
       else {
-        const wait = () => (inFlight === 0 && queue.length === 0 ? resolve() : setTimeout(wait, 5));
+        const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();
       }
     };

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { HttpConnection } from '../../bench/load/http-connection.ts';
 
-/** What the server writes for a request, chosen by its path; null: close without answering. */
+/** What the server writes for a request, chosen by its path; null: close without answering; []: never answer. */
 type Script = (path: string) => Array<string | Buffer> | null;
 
 let server: net.Server;
@@ -111,5 +111,19 @@ test('malformed or unbounded answers fail the request, and the connection recove
     const next = await connection.request('GET', '/fine', '', null);
     assert.deepEqual([next.status, next.body], [200, '{"fine":true}'], `after ${path}`);
   }
+  connection.close();
+});
+
+test('an answer that does not come within the timeout fails the request, and the next request gets a fresh connection', { timeout: 10_000 }, async () => {
+  script = (path) => (path === '/silent' ? [] : [ok('{"late":false}')]);
+  const connection = new HttpConnection('127.0.0.1', port, 300);
+  const before = connectionsOpened;
+  const started = Date.now();
+  await assert.rejects(connection.request('GET', '/silent', '', null), /no answer within 300 ms/);
+  const waited = Date.now() - started;
+  assert.ok(waited >= 300 && waited < 3_000, `failed after ${waited} ms`);
+  const next = await connection.request('GET', '/fine', '', null);
+  assert.deepEqual([next.status, next.body], [200, '{"late":false}']);
+  assert.equal(connectionsOpened - before, 2, 'the silent connection was dropped');
   connection.close();
 });
