@@ -11,6 +11,11 @@
 // anything else (a chunked answer, no Content-Length, a malformed status line, a closed
 // connection, no answer in time) fails the request with a transport error and the
 // connection is opened afresh for the next one.
+//
+// A connection idle for longer than `idleReuseMs` (4 s, undici's keep-alive default) is
+// not reused: it is closed and a fresh one carries the request. uWebSockets.js closes a
+// keep-alive connection 8 to 12 s after its last activity, and a request written just as
+// that close is under way would fail, with no way to tell whether the server read it.
 
 import net from 'node:net';
 
@@ -23,12 +28,15 @@ const HEADER_BLOCK_MAX = 16 * 1024;
 const BODY_MAX = 8 * 1024 * 1024;
 const HEADER_END = Buffer.from('\r\n\r\n');
 const TIMEOUT_SWEEP_MS = 1_000;
+const IDLE_REUSE_MS = 4_000;
 
 export class HttpConnection {
   private socket: net.Socket | null = null;
   private received: Buffer | null = null;
   private waiting: { resolve: (answer: HttpAnswer) => void; reject: (error: Error) => void; sentAt: number } | null = null;
   private sweep: NodeJS.Timeout | null = null;
+  /** When the socket last finished an answer (or was opened). */
+  private idleSince = 0;
   private readonly hostHeader: string;
 
   constructor(
@@ -36,6 +44,8 @@ export class HttpConnection {
     private readonly port: number,
     /** An answer not complete this long after its request fails it (the venue's own bounds are far shorter). */
     private readonly timeoutMs = 60_000,
+    /** A connection idle longer than this is closed and replaced before a request (the server may be closing it). */
+    private readonly idleReuseMs = IDLE_REUSE_MS,
   ) {
     this.hostHeader = `${host}:${port}`;
   }
@@ -43,10 +53,15 @@ export class HttpConnection {
   /** Sends one request (head lines without Host and Content-Length) and resolves with its answer. */
   request(method: string, path: string, headerLines: string, body: string | null): Promise<HttpAnswer> {
     if (this.waiting !== null) return Promise.reject(new Error('a request is already in flight on this connection'));
+    const now = performance.now();
+    if (this.socket !== null && now - this.idleSince > this.idleReuseMs) {
+      this.socket.destroy();
+      this.socket = null;
+    }
     const socket = this.socket ?? this.connect();
     const length = body === null ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`;
     return new Promise<HttpAnswer>((resolve, reject) => {
-      this.waiting = { resolve, reject, sentAt: performance.now() };
+      this.waiting = { resolve, reject, sentAt: now };
       socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n${headerLines}${length}\r\n${body ?? ''}`);
     });
   }
@@ -62,6 +77,7 @@ export class HttpConnection {
     const socket = net.connect({ host: this.host, port: this.port, noDelay: true });
     this.socket = socket;
     this.received = null;
+    this.idleSince = performance.now();
     socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
     socket.on('error', () => this.drop(socket, new Error('connection error')));
     socket.on('close', () => this.drop(socket, new Error('connection closed by the server')));
@@ -108,6 +124,7 @@ export class HttpConnection {
       return;
     }
     this.received = null;
+    this.idleSince = performance.now();
     const waiting = this.waiting;
     this.waiting = null;
     if (/\r\nconnection:\s*close\s*(\r\n|$)/i.test(head)) this.close();

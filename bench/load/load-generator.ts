@@ -56,6 +56,8 @@ export interface LoadResult {
   statuses: Record<string, number>;
   kinds: Record<string, number>;
   transportErrors: number;
+  /** The first transport error's message, or null. */
+  firstTransportError: string | null;
   queuedBehind: number;
   dropped: number;
   recorded: WorkerReport['recorded'];
@@ -128,6 +130,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const kinds: Record<string, number> = {};
   const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
   let transportErrors = 0;
+  let firstTransportError: string | null = null;
   let queuedBehind = 0;
   let dropped = 0;
   let recordedTruncated = false;
@@ -140,6 +143,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     for (const [code, n] of Object.entries(report.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
     for (const [kind, n] of Object.entries(report.kinds)) kinds[kind] = (kinds[kind] ?? 0) + n;
     transportErrors += report.transportErrors;
+    firstTransportError ??= report.firstTransportError;
     queuedBehind += report.queuedBehind;
     dropped += report.dropped;
     recordedTruncated ||= report.recordedTruncated;
@@ -162,6 +166,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     statuses,
     kinds,
     transportErrors,
+    firstTransportError,
     queuedBehind,
     dropped,
     recorded,
@@ -173,7 +178,7 @@ export function describe(result: LoadResult): string {
   const l = result.latencyUs;
   const ms = (us: number) => (us / 1000).toFixed(2);
   const codes = Object.entries(result.statuses).map(([code, n]) => `${code}:${n}`).join(' ');
-  return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${result.transportErrors ? ` transport errors ${result.transportErrors}` : ''}`;
+  return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${result.transportErrors ? ` transport errors ${result.transportErrors} (first: ${result.firstTransportError})` : ''}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

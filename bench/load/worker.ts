@@ -40,6 +40,8 @@ export interface WorkerReport {
   statuses: Record<string, number>;
   kinds: Record<string, number>;
   transportErrors: number;
+  /** The first transport error's message (null if none), so that a failed run says what failed. */
+  firstTransportError: string | null;
   completed: number;
   /** Open loop: requests that were due while every connection was busy (they waited; their latency includes it). */
   queuedBehind: number;
@@ -58,6 +60,11 @@ const kinds: Record<string, number> = {};
 const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
 let recordedTruncated = false;
 let transportErrors = 0;
+let firstTransportError: string | null = null;
+const transportError = (error: unknown) => {
+  transportErrors++;
+  firstTransportError ??= error instanceof Error ? error.message : String(error);
+};
 let completed = 0;
 let queuedBehind = 0;
 let dropped = 0;
@@ -82,8 +89,8 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
     const answer: HttpAnswer = await connection.request('POST', request.path, headers, request.body);
     status = answer.status;
     text = answer.body;
-  } catch {
-    transportErrors++;
+  } catch (error) {
+    transportError(error);
   }
   const done = performance.now();
   if (dueAt >= measureFrom && dueAt < deadline) {
@@ -178,8 +185,8 @@ async function readLoop(): Promise<void> {
         let status = 0;
         try {
           status = (await connection.request('GET', pathOf(k++), 'Authorization: Bearer dev-token-viewer\r\n', null)).status;
-        } catch {
-          transportErrors++;
+        } catch (error) {
+          transportError(error);
         }
         if (at >= measureFrom && at < deadline) {
           completed++;
@@ -202,6 +209,7 @@ const report: WorkerReport = {
   statuses,
   kinds,
   transportErrors,
+  firstTransportError,
   completed,
   queuedBehind,
   dropped,

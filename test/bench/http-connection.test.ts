@@ -16,13 +16,21 @@ let port: number;
 let script: Script = () => null;
 const accepted: net.Socket[] = [];
 let connectionsOpened = 0;
+/** When set: a request arriving on a connection idle this long is cut off unanswered (the server was closing it). */
+let staleAfterMs: number | null = null;
 
 before(async () => {
   server = net.createServer((socket) => {
     connectionsOpened++;
     accepted.push(socket);
     let buffered = '';
+    let lastActive = performance.now();
     socket.on('data', (chunk) => {
+      if (staleAfterMs !== null && performance.now() - lastActive > staleAfterMs) {
+        socket.destroy();
+        return;
+      }
+      lastActive = performance.now();
       buffered += chunk.toString('latin1');
       for (;;) {
         const end = buffered.indexOf('\r\n\r\n');
@@ -126,4 +134,32 @@ test('an answer that does not come within the timeout fails the request, and the
   assert.deepEqual([next.status, next.body], [200, '{"late":false}']);
   assert.equal(connectionsOpened - before, 2, 'the silent connection was dropped');
   connection.close();
+});
+
+test('a connection idle longer than its reuse bound is replaced before the request, so a server closing idle connections fails none', { timeout: 10_000 }, async () => {
+  script = () => [ok('{"idle":"ok"}')];
+  staleAfterMs = 250;
+  try {
+    const connection = new HttpConnection('127.0.0.1', port, 60_000, 150);
+    const before = connectionsOpened;
+    for (let k = 0; k < 3; k++) {
+      const answer = await connection.request('GET', '/after-idle', '', null);
+      assert.deepEqual([answer.status, answer.body], [200, '{"idle":"ok"}']);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    assert.equal(connectionsOpened - before, 3, 'each request after 300 ms idle went on a fresh connection');
+    // Within the bound the connection is kept: the first of these opens one (after the last idle spell), the rest reuse it.
+    for (let k = 0; k < 5; k++) assert.equal((await connection.request('GET', '/busy', '', null)).status, 200);
+    assert.equal(connectionsOpened - before, 4, 'busy requests reuse the connection');
+    connection.close();
+
+    // Without the bound the same pattern loses requests: the check above is what saves them.
+    const unbounded = new HttpConnection('127.0.0.1', port, 60_000, Number.POSITIVE_INFINITY);
+    assert.equal((await unbounded.request('GET', '/first', '', null)).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await assert.rejects(unbounded.request('GET', '/stale', '', null), /closed by the server/);
+    unbounded.close();
+  } finally {
+    staleAfterMs = null;
+  }
 });

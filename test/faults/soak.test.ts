@@ -49,7 +49,7 @@ test(`memory stays bounded and every queue reports its high-water mark under ${S
 
     // Everything answered, nothing lost.
     const answered = Object.entries(load.statuses).reduce((sum, [, n]) => sum + n, 0);
-    assert.equal(load.transportErrors, 0, 'no connection failed');
+    assert.equal(load.transportErrors, 0, `no connection failed (first failure: ${load.firstTransportError})`);
     assert.equal(load.statuses['200'], answered, `every command answered 200 (${JSON.stringify(load.statuses)})`);
     assert.ok(answered >= SECONDS * RATE * 0.9, `the load ran at its rate (${answered} commands)`);
     await venue.untilProjected(60_000);
