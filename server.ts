@@ -413,7 +413,15 @@ async function main(): Promise<void> {
   try {
     const venue = await startVenue(config, venueRef);
     logger.info(
-      { host: config.host, port: venue.port, gatewayThreads: config.gatewayThreads, matchingShards: config.matchingShards, processingMode: config.processingMode },
+      {
+        host: config.host,
+        port: venue.port,
+        gatewayThreads: config.gatewayThreads,
+        matchingShards: config.matchingShards,
+        processingMode: config.processingMode,
+        // npm start asks glibc to back large allocations (the order stores, rings, tables) with transparent huge pages.
+        hugePages: /(^|:)glibc\.malloc\.hugetlb=[12](:|$)/.test(process.env.GLIBC_TUNABLES ?? ''),
+      },
       `venue listening on http://${config.host}:${venue.port}`,
     );
   } catch (error) {

@@ -65,6 +65,7 @@ export class VenueProcess {
       cwd: ROOT,
       env: {
         ...process.env,
+        GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', // as npm start runs the venue
         HOST: '127.0.0.1',
         PORT: '0',
         GATEWAY_THREADS: '2',
