@@ -2,6 +2,7 @@
 // then the Markdown summary (bench/results/SUMMARY.md and the README's table). Each
 // benchmark's wall time is printed, so a slow one is seen (the quick run must stay
 // under 2 minutes on the 2-core machine).
+import { runBookModelBench } from './book-model-bench.ts';
 import { runCoreBench } from './core-bench.ts';
 import { runCoreCompareBench } from './core-compare-bench.ts';
 import { runLoadBench } from './load-bench.ts';
@@ -20,6 +21,7 @@ const timed = async (name: string, run: () => unknown) => {
 await timed('memory latency', () => runMemoryLatencyBench(quick));
 await timed('core', () => runCoreBench(quick));
 await timed('core against nodejs-order-book', () => runCoreCompareBench(quick));
+await timed('displayed books', () => runBookModelBench(quick));
 await timed('persistence', () => runPersistenceBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
 if (!quick) await timed('reads', () => runReadBench(quick));
