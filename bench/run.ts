@@ -9,6 +9,7 @@ import { runLoadBench } from './load-bench.ts';
 import { runMemoryLatencyBench } from './memory-latency-bench.ts';
 import { runPersistenceBench } from './persistence-bench.ts';
 import { runReadBench } from './read-bench.ts';
+import { runSnapshotRefreshBench } from './snapshot-refresh-bench.ts';
 import { writeSummary } from './summary.ts';
 
 const quick = process.argv.includes('--quick');
@@ -23,6 +24,7 @@ await timed('core', () => runCoreBench(quick));
 await timed('core against nodejs-order-book', () => runCoreCompareBench(quick));
 await timed('displayed books', () => runBookModelBench(quick));
 await timed('persistence', () => runPersistenceBench(quick));
+await timed('snapshot refresh', () => runSnapshotRefreshBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
 if (!quick) await timed('reads', () => runReadBench(quick));
 await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
