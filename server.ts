@@ -15,6 +15,7 @@
 
 import { randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
+import v8 from 'node:v8';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
@@ -42,6 +43,15 @@ import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
+
+// Every worker isolate created from here on starts with a 64 MB old-generation budget.
+// With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
+// whose live heap is about 18 MB of order state, ran a full mark-compact every 0.5 s
+// under a steady load, each freeing about 1 MB; with this it runs none in that time and
+// the venue used 7.5% less CPU at 1,500 commands/s (4 alternating pairs, README
+// "Configuration"). Heap flags are read when an isolate is created, so setting them
+// before the first worker is spawned is enough.
+v8.setFlagsFromString('--initial-old-space-size=64');
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
