@@ -19,6 +19,7 @@ import v8 from 'node:v8';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
+import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
 import type { RecoveryAnswer, RecoveryRequest, ShardThreadData } from './core/shard-thread.ts';
 import { verifyShardMap } from './core/shard-map.ts';
@@ -26,6 +27,7 @@ import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
 import { spawnWorker } from './core/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
+import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
 import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
 import {
@@ -33,6 +35,7 @@ import {
   createVenueMemory,
   StoredMemory,
   tableKeeps,
+  VENUE_CONNECTION_LIMIT_WORD,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
   type VenueMemory,
@@ -65,6 +68,8 @@ interface Venue {
   read: Worker | null;
   port: number;
   stopDatabase: () => Promise<void>;
+  /** The connection guard's count (gateway/connection-guard.ts), stopped when the venue drains. */
+  guardTimer: NodeJS.Timeout | null;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -162,9 +167,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 
   const memory = createVenueMemory(config);
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase, guardTimer: null };
   venueRef.venue = venue;
   try {
+    const guard = connectionGuard(config, memory, venue);
     // The gateways listen first (/healthz answers, /readyz and the order routes say
     // "starting"); then every other thread starts at once and the phases that depend on
     // nothing overlap (a start with a million resting orders is bounded by the slowest of
@@ -197,6 +203,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         if (message.type === 'error') throw new Error(message.message);
       }),
     );
+    venue.guardTimer = setInterval(() => guard.update(openFiles()), GUARD_INTERVAL_MS);
 
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
@@ -358,7 +365,28 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 }
 
+/**
+ * The bound on open connections (gateway/connection-guard.ts): counted from the files open
+ * now, before the gateways listen; the gateways stop and start accepting when it says.
+ */
+function connectionGuard(config: VenueConfig, memory: VenueMemory, venue: Venue): ConnectionGuard {
+  const marks = new QueueMarks(memory.queueMarks);
+  const slot = QUEUE_SLOTS.connections(config.gatewayThreads);
+  const guard = new ConnectionGuard(
+    { maxConnections: config.maxConnections, fileLimit: fileLimit(), baseline: openFiles() },
+    (accepting, connections) => {
+      if (accepting) logger.info({ connections, limit: guard.limit }, 'open connections fell below the limit: accepting new connections again');
+      else logger.warn({ connections, limit: guard.limit }, 'open connections reached the limit: new connections are refused until some close');
+      for (const worker of venue.gateways) worker.postMessage({ type: 'accepting', accepting });
+    },
+    (connections) => marks.note(slot, connections),
+  );
+  Atomics.store(new Int32Array(memory.venueControl), VENUE_CONNECTION_LIMIT_WORD, guard.limit);
+  return guard;
+}
+
 async function stopVenue(venue: Venue): Promise<void> {
+  if (venue.guardTimer !== null) clearInterval(venue.guardTimer);
   const control = new Int32Array(venue.memory.venueControl);
   Atomics.store(control, VENUE_DRAINING_WORD, 1);
   await Promise.all(
@@ -429,6 +457,7 @@ async function main(): Promise<void> {
         gatewayThreads: config.gatewayThreads,
         matchingShards: config.matchingShards,
         processingMode: config.processingMode,
+        connectionLimit: Atomics.load(new Int32Array(venue.memory.venueControl), VENUE_CONNECTION_LIMIT_WORD),
         // npm start asks glibc to back large allocations (the order stores, rings, tables) with transparent huge pages.
         hugePages: /(^|:)glibc\.malloc\.hugetlb=[12](:|$)/.test(process.env.GLIBC_TUNABLES ?? ''),
       },

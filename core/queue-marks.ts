@@ -1,8 +1,8 @@
 // High-water marks of the queues that are not rings (a gateway's commands in flight and
 // its requests waiting for the read and persistence threads, tier 2's sealed groups),
-// in one shared block so that any gateway can report every thread's queues. Each slot
-// has one writer, its queue's owner, which stores the depth when it changes; readers
-// take a snapshot. Rings keep their own mark in their header (core/ring.ts).
+// and the venue's open connections, in one shared block so that any gateway can report
+// every thread's queues. Each slot has one writer, its queue's owner, which stores the
+// depth when it changes; readers take a snapshot. Rings keep their own mark in their header (core/ring.ts).
 //
 //   slot k: int32 2k = depth now, int32 2k+1 = the deepest it has been
 
@@ -43,5 +43,7 @@ export const QUEUE_SLOTS = {
   gatewayInFlight: (gateway: number) => 1 + 3 * gateway,
   gatewayReads: (gateway: number) => 2 + 3 * gateway,
   gatewayOperator: (gateway: number) => 3 + 3 * gateway,
-  count: (gateways: number) => 1 + 3 * gateways,
+  /** Open connections, as the main thread's connection guard counts them (gateway/connection-guard.ts). */
+  connections: (gateways: number) => 1 + 3 * gateways,
+  count: (gateways: number) => 2 + 3 * gateways,
 } as const;

@@ -61,6 +61,8 @@ export interface VenueConfig {
   /** The background loop that keeps the default top-of-book snapshots fresh. */
   marketDataProjectorEnabled: boolean;
   marketDataProjectorIntervalMs: number;
+  /** Open connections before the gateways stop accepting new ones (the file-descriptor limit may bound it lower: gateway/connection-guard.ts). */
+  maxConnections: number;
 }
 
 export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
@@ -140,5 +142,6 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     competitionProfile: competition(env),
     marketDataProjectorEnabled: flag(env, 'MARKET_DATA_PROJECTOR_ENABLED'),
     marketDataProjectorIntervalMs: integer(env, 'MARKET_DATA_PROJECTOR_INTERVAL_MS', 100, 10, 60_000),
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1 << 20),
   };
 }

@@ -49,17 +49,41 @@ const app = buildApp({
 });
 let listenSocket: uWS.us_listen_socket | null = null;
 let running = true;
+/** Whether the main thread's connection guard lets this gateway accept connections (gateway/connection-guard.ts). */
+let accepting = true;
+let draining = false;
+let relistenTimer: NodeJS.Timeout | null = null;
 
-app.listen(config.host, data.port, (socket) => {
-  if (socket === false) {
-    parentPort!.postMessage({ type: 'error', message: `gateway ${gatewayId} cannot listen on ${config.host}:${data.port}` } satisfies GatewayMessage);
-    return;
-  }
-  listenSocket = socket;
-  const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
-  logger.debug({ port }, 'gateway listening');
-  parentPort!.postMessage({ type: 'ready', gatewayId, port } satisfies GatewayMessage);
-});
+/** Listens on the venue's port; the first time, tells the main thread the outcome. */
+function listen(first: boolean): void {
+  app.listen(config.host, data.port, (socket) => {
+    if (socket === false) {
+      if (first) {
+        parentPort!.postMessage({ type: 'error', message: `gateway ${gatewayId} cannot listen on ${config.host}:${data.port}` } satisfies GatewayMessage);
+        return;
+      }
+      logger.error({ port: data.port }, 'cannot listen again after the connection limit; retrying');
+      relistenTimer = setTimeout(() => {
+        relistenTimer = null;
+        if (accepting && !draining && listenSocket === null) listen(false);
+      }, 100);
+      return;
+    }
+    listenSocket = socket;
+    const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+    logger.debug({ port }, 'gateway listening');
+    if (first) parentPort!.postMessage({ type: 'ready', gatewayId, port } satisfies GatewayMessage);
+  });
+}
+
+function stopListening(): void {
+  if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
+  listenSocket = null;
+  if (relistenTimer !== null) clearTimeout(relistenTimer);
+  relistenTimer = null;
+}
+
+listen(true);
 
 async function resultLoop(): Promise<void> {
   while (running) {
@@ -85,10 +109,19 @@ resultLoop().catch((error: unknown) => {
   process.exit(1);
 });
 
-parentPort!.on('message', (message: { type: string }) => {
+parentPort!.on('message', (message: { type: string; accepting?: boolean }) => {
+  if (message.type === 'accepting') {
+    // The connection guard: at the limit new connections are refused by the kernel (no
+    // listen socket); those open are served as before.
+    accepting = message.accepting === true;
+    if (draining) return;
+    if (!accepting) stopListening();
+    else if (listenSocket === null && relistenTimer === null) listen(false);
+    return;
+  }
   if (message.type !== 'drain') return;
-  if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
-  listenSocket = null;
+  draining = true;
+  stopListening();
   const started = Date.now();
   const check = () => {
     if (flow.inFlight === 0 || Date.now() - started > DRAIN_TIMEOUT_MS) {

@@ -70,7 +70,7 @@ import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
-import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, type VenueMemory } from './venue-memory.ts';
+import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_CONNECTION_LIMIT_WORD, type VenueMemory } from './venue-memory.ts';
 import type { KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { depthAnswer, snapshotAnswer } from './market-reads.ts';
@@ -1007,6 +1007,11 @@ export class OrderFlow {
       slot(`operator requests waiting for the persistence thread, gateway ${g}`, QUEUE_SLOTS.gatewayOperator(g), OPERATOR_WAITING_MAX);
     }
     slot('tier 2 groups sealed and not yet flushed', QUEUE_SLOTS.sealedGroups, SEALED_GROUPS_MAX);
+    slot(
+      'open connections (the venue\'s files beyond those open before it listened; at the capacity new connections are refused)',
+      QUEUE_SLOTS.connections(memory.gatewayCount),
+      Atomics.load(new Int32Array(memory.venueControl), VENUE_CONNECTION_LIMIT_WORD),
+    );
     return rows;
   }
 

@@ -38,6 +38,8 @@ const FORGETTING: readonly TableName[] = ['idempotency', 'commandIds', 'orderDir
 /** Words of the venue control block. */
 export const VENUE_READY_WORD = 0;
 export const VENUE_DRAINING_WORD = 1;
+/** The connection limit the main thread's guard computed (gateway/connection-guard.ts), for the queue report. */
+export const VENUE_CONNECTION_LIMIT_WORD = 2;
 export const VENUE_CONTROL_BYTES = 64;
 
 export interface VenueMemory {

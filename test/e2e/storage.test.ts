@@ -183,13 +183,16 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     assert.ok(status.projections.rows > 0);
     // Every bounded queue reports its depth and high-water mark: 2 gateways × 2 shards here.
     const names = status.queues.map((queue: any) => queue.name);
-    for (const kind of ['command ring', 'result ring', 'intake ring', 'journal ring', 'commands in flight', 'requests waiting for the read thread', 'operator requests', 'tier 2 groups']) {
+    for (const kind of ['command ring', 'result ring', 'intake ring', 'journal ring', 'commands in flight', 'requests waiting for the read thread', 'operator requests', 'tier 2 groups', 'open connections']) {
       assert.ok(names.some((name: string) => name.startsWith(kind)), `the ${kind} queues are reported`);
     }
     assert.equal(names.filter((name: string) => name.startsWith('command ring')).length, 4);
     for (const queue of status.queues) assert.ok(queue.now <= queue.highWater && queue.highWater <= queue.capacity, JSON.stringify(queue));
     const mark = (prefix: string) => status.queues.filter((queue: any) => queue.name.startsWith(prefix)).reduce((sum: number, queue: any) => sum + queue.highWater, 0);
     assert.ok(mark('command ring') >= 1 && mark('intake ring') >= 1 && mark('journal ring') >= 1 && mark('commands in flight') >= 1, 'the commands taken left marks');
+    // The connection guard's count: this test's connection at least; the default limit (MAX_CONNECTIONS 10,000, or less under a low ulimit -n).
+    const connections = status.queues.find((queue: any) => queue.name.startsWith('open connections'));
+    assert.ok(connections.now >= 1 && connections.capacity > 0 && connections.capacity <= 10_000, JSON.stringify(connections));
     assert.ok(mark('tier 2 groups') >= 1, 'tier 2 sealed groups');
   } finally {
     assert.equal(await venue.stop(), 0);

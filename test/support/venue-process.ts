@@ -57,11 +57,20 @@ export class VenueProcess {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  /** Starts a venue; without DATA_DIR in env it gets a fresh one, removed by stop(). */
-  static async start(env: Record<string, string> = {}): Promise<VenueProcess> {
+  /**
+   * Starts a venue; without DATA_DIR in env it gets a fresh one, removed by stop().
+   * `fileLimit` lowers its limit on open files (the shell's `ulimit -n`, then exec: the
+   * venue keeps the shell's pid).
+   */
+  static async start(env: Record<string, string> = {}, options: { fileLimit?: number } = {}): Promise<VenueProcess> {
     const ownsDataDir = env.DATA_DIR === undefined && env.DATABASE_URL === undefined;
     const dataDir = env.DATA_DIR ?? (ownsDataDir ? VenueProcess.makeDataDir() : '');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    const venueArgs = ['--import', 'tsx', 'server.ts'];
+    const [command, args] =
+      options.fileLimit === undefined
+        ? [process.execPath, venueArgs]
+        : ['/bin/sh', ['-c', `ulimit -n ${options.fileLimit} && exec "$0" "$@"`, process.execPath, ...venueArgs]];
+    const child = spawn(command, args, {
       cwd: ROOT,
       env: {
         ...process.env,
