@@ -25,6 +25,7 @@ import type { RecoveryAnswer, RecoveryRequest, ShardThreadData } from './core/sh
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
+import { buildWorkers } from './core/worker-build.ts';
 import { spawnWorker } from './core/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
@@ -55,6 +56,14 @@ import { checkSettings, knownOrders, openSession, readJournal, recentCommands, s
 // "Configuration"). Heap flags are read when an isolate is created, so setting them
 // before the first worker is spawned is enough.
 v8.setFlagsFromString('--initial-old-space-size=64');
+
+/** The worker threads' entries, compiled to JavaScript at start (core/worker-build.ts). */
+const WORKER_ENTRIES = {
+  gateway: new URL('./gateway/gateway-thread.ts', import.meta.url),
+  shard: new URL('./core/shard-thread.ts', import.meta.url),
+  persistence: new URL('./persistence/persistence-thread.ts', import.meta.url),
+  read: new URL('./persistence/read-thread.ts', import.meta.url),
+};
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
@@ -139,6 +148,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   const port = await claimPort(config.host, config.port);
   const principals = Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
   const principalIds = principals.list.map((principal) => principal.principalId);
+  // Compiled beside the database's start; awaited before the first thread starts.
+  const built = buildWorkers(Object.values(WORKER_ENTRIES));
+  built.catch(() => undefined); // its failure is reported where it is awaited
 
   // -- storage --
   let databaseUrl = config.databaseUrl;
@@ -166,6 +178,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     throw error;
   }
 
+  const entry = await built.then((urls) => (name: keyof typeof WORKER_ENTRIES) => urls.get(WORKER_ENTRIES[name].href)!);
   const memory = createVenueMemory(config);
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase, guardTimer: null };
   venueRef.venue = venue;
@@ -194,7 +207,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         readPort: readChannels[gatewayId]!.port1,
         adminPort: adminChannels[gatewayId]!.port1,
       };
-      venue.gateways.push(spawnWorker(new URL('./gateway/gateway-thread.ts', import.meta.url), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
+      venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
     }
     // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
     await Promise.all(
@@ -221,7 +234,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
       };
-      venue.shards.push(spawnWorker(new URL('./core/shard-thread.ts', import.meta.url), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
+      venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
     }
     const recovery = recoveryChannels.map((channel) => channel.port1);
 
@@ -241,7 +254,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       depthView: memory.depthView,
       queueMarks: memory.queueMarks,
     };
-    const persistence = spawnWorker(new URL('./persistence/persistence-thread.ts', import.meta.url), { ...persistenceData }, {
+    const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,
     }, 'persistence');
     venue.persistence = persistence;
@@ -258,7 +271,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       snapshotView: memory.snapshotView,
       competitionProfile: config.competitionProfile,
     };
-    venue.read = spawnWorker(new URL('./persistence/read-thread.ts', import.meta.url), { ...readData }, { transferList: readData.ports }, 'read');
+    venue.read = spawnWorker(entry('read'), { ...readData }, { transferList: readData.ports }, 'read');
     const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
 
     // -- the gateways' tables learn what storage holds: four scans, four connections at once --

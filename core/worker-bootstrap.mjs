@@ -1,10 +1,15 @@
-// Entry of every worker thread: registers tsx's loader in the new thread (Node 20
-// does not carry `--import tsx` into workers), then loads the real entry module,
-// passed as workerData.entryUrl. Thread plumbing only, like ring.ts: no domain code.
-import { register } from 'tsx/esm/api';
-
-register();
+// Entry of every worker thread: loads the real entry module, passed as workerData.entryUrl.
+// A TypeScript entry needs tsx's loader registered in the new thread first (Node 20 does
+// not carry `--import tsx` into workers); the venue's own threads get JavaScript built
+// at start (core/worker-build.ts) and skip it. Thread plumbing only, like ring.ts: no
+// domain code.
 const { workerData } = await import('node:worker_threads');
+if (/\.ts$/.test(workerData.entryUrl)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+} else {
+  process.setSourceMapsEnabled(true); // stack traces name the TypeScript sources (the build inlines its maps)
+}
 // Names the OS thread (Linux, 15 bytes at most) so that `top -H` and `ps -L` show which
 // venue thread is which; best effort, elsewhere it does nothing.
 if (typeof workerData.threadName === 'string') {

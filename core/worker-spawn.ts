@@ -1,4 +1,5 @@
-// Starts a worker thread running a TypeScript module (through worker-bootstrap.mjs).
+// Starts a worker thread running a module (through worker-bootstrap.mjs): TypeScript
+// through tsx, or JavaScript built by core/worker-build.ts.
 
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 

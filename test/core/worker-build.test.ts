@@ -1,0 +1,59 @@
+// core/worker-build.ts: the venue's worker entries compiled to JavaScript at start.
+// A built module must behave as its TypeScript did under tsx: paths computed from
+// import.meta.url point at the sources' folders, stack traces name the TypeScript
+// files, and venues building at the same time from one tree share one folder.
+
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { BUILD_DIR, buildWorkers } from '../../core/worker-build.ts';
+import { spawnWorker } from '../../core/worker-spawn.ts';
+import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
+import { MIGRATIONS_DIR } from '../../persistence/migrations.ts';
+
+const ENTRY = new URL('./fixtures/module-urls.worker.ts', import.meta.url);
+
+interface Report {
+  self: string;
+  principals: string;
+  migrations: string;
+  echo: number;
+  stack: string;
+}
+
+async function run(entry: URL): Promise<Report> {
+  const worker = spawnWorker(entry, { echo: 42 });
+  const [report] = (await once(worker, 'message')) as [Report];
+  await worker.terminate();
+  return report;
+}
+
+test('a built worker computes the same paths from import.meta.url as under tsx, and its stack names the TypeScript source', async () => {
+  const built = (await buildWorkers([ENTRY])).get(ENTRY.href)!;
+  assert.match(fileURLToPath(built), new RegExp(`^${BUILD_DIR.replaceAll('/', '\\/')}\\/workers-[0-9a-f]{16}\\/module-urls\\.worker\\.mjs$`));
+  const compiled = await run(built);
+  const interpreted = await run(ENTRY); // the same module through tsx
+  assert.equal(compiled.echo, 42);
+  assert.equal(compiled.self, ENTRY.href);
+  assert.equal(compiled.principals, DEFAULT_PRINCIPALS_FILE);
+  assert.equal(compiled.migrations, MIGRATIONS_DIR);
+  assert.deepEqual({ ...compiled, stack: '' }, { ...interpreted, stack: '' });
+  assert.match(compiled.stack, /fixtures\/module-urls\.worker\.ts:\d+/, compiled.stack);
+});
+
+test('builds of the same sources share one folder, also when they run at once', async () => {
+  const urls = await Promise.all([buildWorkers([ENTRY]), buildWorkers([ENTRY]), buildWorkers([ENTRY])]);
+  const hrefs = new Set(urls.map((map) => map.get(ENTRY.href)!.href));
+  assert.equal(hrefs.size, 1);
+  const folder = path.dirname(fileURLToPath([...hrefs][0]!));
+  assert.deepEqual(readdirSync(folder), ['module-urls.worker.mjs']);
+  assert.deepEqual(readdirSync(BUILD_DIR).filter((name) => name.startsWith(`.tmp-${process.pid}-`)), [], 'a temporary folder was left behind');
+  assert.equal((await run(new URL([...hrefs][0]!))).echo, 42);
+});
+
+test('entries with the same file name are refused (their bundles would overwrite each other)', async () => {
+  await assert.rejects(buildWorkers([ENTRY, new URL('./other/module-urls.worker.ts', ENTRY)]), /distinct file names/);
+});
