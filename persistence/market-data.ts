@@ -164,16 +164,26 @@ export async function readBars(db: Db, instrumentId: string, interval: BarInterv
 // ---- own orders and fills ----
 
 
+/**
+ * The own-orders query: per participant of the principal, its most recently updated
+ * orders from the index in that order (LIMIT each), then the merge of those (LIMIT). Rows
+ * touched: at most `limit` per participant (plus the rows of other instruments skipped
+ * when `instrumentId` filters), whatever the participant's history (migration 006).
+ */
+export function ownOrdersQuery(view: OwnOrdersView): string {
+  return `SELECT o.* FROM (SELECT DISTINCT unnest($1::uuid[]) AS participant_id) p
+     CROSS JOIN LATERAL (
+       SELECT order_id, client_order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+              limit_price_nanos::text AS p, currency, original_quantity_units::text AS oq, remaining_quantity_units::text AS rq,
+              filled_quantity_units::text AS fq, ${micros('updated_at')} AS us, updated_at
+         FROM runtime.order_lifecycle_state
+        WHERE participant_id = p.participant_id AND ($2::uuid IS NULL OR instrument_id = $2) ${view === 'current' ? `AND ${OPEN}` : ''}
+        ORDER BY updated_at DESC, order_id LIMIT $3) o
+    ORDER BY o.updated_at DESC, o.order_id LIMIT $3`;
+}
+
 export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
-  const rows = await db.query(
-    `SELECT order_id, client_order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
-            limit_price_nanos::text AS p, currency, original_quantity_units::text AS oq, remaining_quantity_units::text AS rq,
-            filled_quantity_units::text AS fq, ${micros('updated_at')} AS us
-       FROM runtime.order_lifecycle_state
-      WHERE participant_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR instrument_id = $2) ${view === 'current' ? `AND ${OPEN}` : ''}
-      ORDER BY updated_at DESC, order_id LIMIT $3`,
-    [participants, instrumentId, limit],
-  );
+  const rows = await db.query(ownOrdersQuery(view), [participants, instrumentId, limit]);
   return ok({
     rows: rows.rows.map((row) => ({
       orderId: row.order_id,

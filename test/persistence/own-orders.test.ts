@@ -1,0 +1,113 @@
+// Own-order reads (persistence/market-data.ts readOwnOrders) on a real PostgreSQL:
+// the rows of the principal's participants, most recently updated first (order_id
+// breaks ties), equal to a plain sort of every row; and the work bounded by what the
+// read returns, not by the participant's history (migration 006): the plan of each read
+// touches at most `limit` rows per participant (EXPLAIN ANALYZE's actual row counts).
+// With only the old (participant_id, state, instrument_id) index, each read sorted every
+// order of the participant (1.3-1.5 s at half a million orders).
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type pg from 'pg';
+import { ownOrdersQuery, readOwnOrders } from '../../persistence/market-data.ts';
+import { migrate } from '../../persistence/migrations.ts';
+import { TestDatabase, withClient } from '../support/database.ts';
+
+const A = 'a1000000-0000-4000-8000-00000000000a';
+const B = 'b1000000-0000-4000-8000-00000000000b';
+const C = 'c1000000-0000-4000-8000-00000000000c';
+const INSTRUMENTS = ['10000000-0000-4000-8000-000000000001', '10000000-0000-4000-8000-000000000002', '10000000-0000-4000-8000-000000000003'];
+
+let database: TestDatabase;
+let url: string;
+
+before(async () => {
+  database = await TestDatabase.start();
+  url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    // A: 20,000 orders (one in ten open), B: 500, C: 5,000; update times repeat (ties).
+    for (const [participant, count, offset] of [[A, 20_000, 0], [B, 500, 20_000], [C, 5_000, 20_500]] as const) {
+      await client.query(
+        `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+           limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+         SELECT md5('order' || (g + $3))::uuid, 'r', 's', ($4::uuid[])[1 + g % 3], $1, $1, 'BUY', 'LIMIT', 'DAY',
+                CASE WHEN g % 10 = 0 THEN 'OPEN' WHEN g % 10 = 1 THEN 'PARTIALLY_FILLED' ELSE 'FILLED' END,
+                100, 'USD', 10, CASE WHEN g % 10 = 0 THEN 10 WHEN g % 10 = 1 THEN 4 ELSE 0 END, CASE WHEN g % 10 = 0 THEN 0 WHEN g % 10 = 1 THEN 6 ELSE 10 END,
+                '0-' || g, 0, g + $3, timestamptz '2026-11-23 10:00:00+00', timestamptz '2026-11-23 10:00:00+00' + ((g * 7919) % 5000) * interval '1 millisecond'
+           FROM generate_series(1, $2::int) g`,
+        [participant, count, offset, INSTRUMENTS],
+      );
+    }
+    await client.query('ANALYZE runtime.order_lifecycle_state');
+  });
+});
+
+after(async () => {
+  await database.remove();
+});
+
+/** The oracle: every row of the participants sorted, then cut. */
+async function sortedAll(client: pg.ClientBase, view: 'current' | 'history', participants: string[], instrumentId: string | null, limit: number): Promise<string[]> {
+  const rows = await client.query<{ order_id: string }>(
+    `SELECT order_id FROM runtime.order_lifecycle_state
+      WHERE participant_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR instrument_id = $2) ${view === 'current' ? "AND state IN ('OPEN', 'PARTIALLY_FILLED')" : ''}
+      ORDER BY updated_at DESC, order_id LIMIT $3`,
+    [participants, instrumentId, limit],
+  );
+  return rows.rows.map((row) => row.order_id);
+}
+
+/** Rows the plan read from order_lifecycle_state (actual rows × loops of its scans). */
+async function rowsTouched(client: pg.ClientBase, view: 'current' | 'history', participants: string[], instrumentId: string | null, limit: number): Promise<number> {
+  const explained = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${ownOrdersQuery(view)}`, [participants, instrumentId, limit]);
+  let touched = 0;
+  const walk = (node: Record<string, unknown>) => {
+    if (node['Relation Name'] === 'order_lifecycle_state') touched += (node['Actual Rows'] as number) * (node['Actual Loops'] as number) + ((node['Rows Removed by Filter'] as number | undefined) ?? 0);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  walk((explained.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
+  return touched;
+}
+
+const CASES: Array<{ view: 'current' | 'history'; participants: string[]; instrumentId: string | null; limit: number }> = [
+  { view: 'history', participants: [A], instrumentId: null, limit: 100 },
+  { view: 'current', participants: [A], instrumentId: null, limit: 100 },
+  { view: 'history', participants: [A, B], instrumentId: null, limit: 1000 },
+  { view: 'current', participants: [B, A], instrumentId: null, limit: 1000 },
+  { view: 'history', participants: [A, B], instrumentId: INSTRUMENTS[1]!, limit: 50 },
+  { view: 'current', participants: [A], instrumentId: INSTRUMENTS[2]!, limit: 7 },
+  { view: 'history', participants: [B], instrumentId: null, limit: 1000 }, // fewer than the limit
+];
+
+test('own orders: most recently updated first (ties by orderId), only the given participants, equal to a sort of every row', async () => {
+  await withClient(url, async (client) => {
+    for (const c of CASES) {
+      const answer = await readOwnOrders(client, c.view, c.participants, c.instrumentId, c.limit);
+      assert.equal(answer.status, 200);
+      const rows = JSON.parse(answer.body as string).rows as Array<{ orderId: string; participantId: string; state: string; instrumentId: string }>;
+      const expected = await sortedAll(client, c.view, c.participants, c.instrumentId, c.limit);
+      assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));
+      assert.deepEqual(rows.map((row) => row.orderId), expected, JSON.stringify(c));
+      for (const row of rows) {
+        assert.ok(c.participants.includes(row.participantId), 'another participant\'s order');
+        if (c.view === 'current') assert.match(row.state, /^(OPEN|PARTIALLY_FILLED)$/);
+        if (c.instrumentId !== null) assert.equal(row.instrumentId, c.instrumentId);
+      }
+    }
+    // A participant named twice is read once.
+    const twice = await readOwnOrders(client, 'history', [A, A], null, 300);
+    assert.deepEqual(JSON.parse(twice.body as string).rows.map((row: { orderId: string }) => row.orderId), await sortedAll(client, 'history', [A], null, 300));
+  });
+});
+
+test('own orders: a read touches about as many rows as it returns, not the participant\'s history', async () => {
+  await withClient(url, async (client) => {
+    for (const c of CASES) {
+      const touched = await rowsTouched(client, c.view, c.participants, c.instrumentId, c.limit);
+      // Per participant at most `limit` rows, three times that when an instrument (one in three) filters.
+      const bound = c.participants.length * c.limit * (c.instrumentId === null ? 1 : 3) + 10;
+      assert.ok(touched <= bound, `${JSON.stringify(c)}: ${touched} rows touched (bound ${bound}; participant A holds 20,000)`);
+    }
+  });
+});
