@@ -148,7 +148,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   const port = await claimPort(config.host, config.port);
   const principals = Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
   const principalIds = principals.list.map((principal) => principal.principalId);
-  // Compiled beside the database's start; awaited before the first thread starts.
+  // Compiled beside the database's start; awaited before the migrations.
   const built = buildWorkers(Object.values(WORKER_ENTRIES));
   built.catch(() => undefined); // its failure is reported where it is awaited
 
@@ -164,7 +164,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   let session: Awaited<ReturnType<typeof openSession>>;
+  let entry: (name: keyof typeof WORKER_ENTRIES) => URL;
   try {
+    const urls = await built; // a failed build stops the database started above, like a failed migration
+    entry = (name) => urls.get(WORKER_ENTRIES[name].href)!;
     const applied = await migrate(client);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
     await checkSettings(client, { matching_shards: String(config.matchingShards) });
@@ -178,7 +181,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     throw error;
   }
 
-  const entry = await built.then((urls) => (name: keyof typeof WORKER_ENTRIES) => urls.get(WORKER_ENTRIES[name].href)!);
   const memory = createVenueMemory(config);
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase, guardTimer: null };
   venueRef.venue = venue;
