@@ -219,15 +219,32 @@ export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: s
   });
 }
 
+/**
+ * The fills query: per participant of the principal, its most recent executions from the
+ * index in that order (LIMIT each; migration 008: one index for all instruments, one for
+ * a single instrument), then the merge (LIMIT), then their orders' side. Rows touched:
+ * about `limit` per participant, whatever its history. The orders are looked up after
+ * the LIMIT, one primary-key probe per row (the LIMIT 1 keeps the planner from turning
+ * it into a hash join over every order): joined before it, or as a plain join, the
+ * planner priced a hash join over all orders (and a sort) below the index walks when
+ * the tables were small.
+ */
+export function fillsQuery(instrumentFiltered: boolean): string {
+  return `SELECT f.execution_id, f.trade_id, f.order_id, f.instrument_id, o.side, f.q, f.p, f.currency, f.us
+     FROM (SELECT e.* FROM (SELECT DISTINCT unnest($1::uuid[]) AS participant_id) p
+             CROSS JOIN LATERAL (
+               SELECT execution_id, trade_id, order_id, instrument_id, participant_id, quantity_units::text AS q, price_nanos::text AS p, currency,
+                      ${micros('occurred_at')} AS us, occurred_at, shard_id, stream_sequence
+                 FROM runtime.executions
+                WHERE participant_id = p.participant_id${instrumentFiltered ? ' AND instrument_id = $3' : ''}
+                ORDER BY occurred_at DESC, shard_id, stream_sequence DESC LIMIT $2) e
+            ORDER BY e.occurred_at DESC, e.shard_id, e.stream_sequence DESC LIMIT $2) f
+     CROSS JOIN LATERAL (SELECT side FROM runtime.order_lifecycle_state WHERE order_id = f.order_id AND participant_id = f.participant_id LIMIT 1) o
+    ORDER BY f.occurred_at DESC, f.shard_id, f.stream_sequence DESC`;
+}
+
 export async function readFills(db: Db, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
-  const rows = await db.query(
-    `SELECT e.execution_id, e.trade_id, e.order_id, e.instrument_id, o.side, e.quantity_units::text AS q, e.price_nanos::text AS p, e.currency,
-            ${micros('e.occurred_at')} AS us
-       FROM runtime.executions e JOIN runtime.order_lifecycle_state o ON o.order_id = e.order_id
-      WHERE e.participant_id = ANY($1::uuid[]) AND o.participant_id = e.participant_id AND ($2::uuid IS NULL OR e.instrument_id = $2)
-      ORDER BY e.occurred_at DESC, e.shard_id, e.stream_sequence DESC LIMIT $3`,
-    [participants, instrumentId, limit],
-  );
+  const rows = await db.query(fillsQuery(instrumentId !== null), instrumentId === null ? [participants, limit] : [participants, limit, instrumentId]);
   return ok({
     rows: rows.rows.map((row) => ({
       executionId: row.execution_id,
