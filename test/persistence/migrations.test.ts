@@ -21,7 +21,7 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -33,6 +33,7 @@ test('migrations apply once, in order, and are recorded', async () => {
       { version: 6, name: '006_own_orders_recent.sql' },
       { version: 7, name: '007_trades_occurred_at.sql' },
       { version: 8, name: '008_fills_recent.sql' },
+      { version: 9, name: '009_settlement_statement_sequence.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -81,11 +82,11 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
   const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
   try {
     cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-    writeFileSync(path.join(dir, '009_broken.sql'), 'CREATE TABLE runtime.half_done (id int);\nSELECT no_such_function();\n');
+    writeFileSync(path.join(dir, '099_broken.sql'), 'CREATE TABLE runtime.half_done (id int);\nSELECT no_such_function();\n');
     await withClient(url, async (client) => {
-      await assert.rejects(migrate(client, dir), /009_broken\.sql failed/);
+      await assert.rejects(migrate(client, dir), /099_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -190,6 +191,47 @@ test('settlement facts are append-only and gap-free, enforced by the database', 
   });
 });
 
+test('settlement facts appended many per statement: gap-free per run, the counter moved once per statement (migration 009)', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    await client.query("INSERT INTO settlement.scenario_runs (scenario_run_id) VALUES ('run-1'), ('run-2')");
+    /** One INSERT of the given (run, sequence) facts. */
+    const facts = (rows: Array<[string, number]>) =>
+      client.query(
+        `INSERT INTO settlement.facts (scenario_run_id, sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload, content_sha256)
+         SELECT run, sequence, gen_random_uuid(), 'SettlementObligationCreated', 1, NULL, 'service', '{"tradeId":"t"}', decode(repeat('ab', 32), 'hex')
+           FROM unnest($1::text[], $2::bigint[]) AS f (run, sequence)`,
+        [rows.map(([run]) => run), rows.map(([, sequence]) => sequence)],
+      );
+    const counters = async () =>
+      Object.fromEntries((await client.query('SELECT scenario_run_id, last_sequence FROM settlement.scenario_runs ORDER BY 1')).rows.map((row) => [row.scenario_run_id, Number(row.last_sequence)]));
+
+    // 20,000 facts of one run and 3 of another in one statement, in one transaction:
+    // each run's counter is written once (the row trigger of 004 wrote it per fact).
+    await client.query('BEGIN');
+    await facts([...Array.from({ length: 20_000 }, (_, k): [string, number] => ['run-1', k + 1]), ['run-2', 1], ['run-2', 2], ['run-2', 3]]);
+    const updated = await client.query("SELECT pg_stat_get_xact_tuples_updated('settlement.scenario_runs'::regclass)::int AS n");
+    await client.query('COMMIT');
+    assert.equal(updated.rows[0].n, 2, 'one counter update per run and statement');
+    assert.deepEqual(await counters(), { 'run-1': 20_000, 'run-2': 3 });
+
+    await assert.rejects(facts([['run-2', 4], ['run-2', 6]]), /breaks the sequence/, 'a gap inside a statement is refused');
+    await assert.rejects(facts([['run-2', 5], ['run-2', 6]]), /breaks the sequence/, 'a statement that does not continue the counter is refused');
+    await assert.rejects(facts([['run-2', 3], ['run-2', 4]]), /breaks the sequence/, 'a sequence is not reused');
+    await assert.rejects(facts([['run-2', 4], ['run-1', 20_002]]), /breaks the sequence/, 'each run is checked: run-1 skips 20,001');
+    assert.deepEqual(await counters(), { 'run-1': 20_000, 'run-2': 3 }, 'nothing of a refused statement stays');
+    await facts([['run-2', 5], ['run-2', 4], ['run-1', 20_001]]); // any order within the statement
+    assert.deepEqual(await counters(), { 'run-1': 20_001, 'run-2': 5 });
+    const stored = await client.query("SELECT count(*)::int AS n, max(sequence)::int AS last FROM settlement.facts WHERE scenario_run_id = 'run-2'");
+    assert.deepEqual(stored.rows[0], { n: 5, last: 5 });
+
+    // The counter moves only over stored facts.
+    await assert.rejects(client.query("UPDATE settlement.scenario_runs SET last_sequence = 7 WHERE scenario_run_id = 'run-2'"), /only advances: UPDATE refused/);
+    await assert.rejects(client.query("UPDATE settlement.scenario_runs SET last_sequence = 5 WHERE scenario_run_id = 'run-2'"), /only advances: UPDATE refused/);
+  });
+});
+
 /** A database migrated up to (not including) `version`, through a copy of the migrations folder. */
 async function migratedUpTo(url: string, version: number, client: import('pg').Client): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
@@ -220,7 +262,7 @@ test('005 carries the outcomes of the earlier layout into the command log', asyn
       `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
     );
     await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
-    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql']);
+    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql']);
     const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
     assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
     const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;
