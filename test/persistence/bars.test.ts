@@ -60,17 +60,28 @@ interface Trade {
   micros: bigint;
 }
 
+const tradesOf = new Map<string, Trade[]>();
+
+/** Every trade of the instrument (read once). */
+async function allTrades(client: pg.ClientBase, instrumentId: string): Promise<Trade[]> {
+  let trades = tradesOf.get(instrumentId);
+  if (trades === undefined) {
+    const rows = await client.query<{ s: string; p: string; q: string; us: string }>(
+      `SELECT stream_sequence::text AS s, price_nanos::text AS p, quantity_units::text AS q, ((extract(epoch FROM occurred_at) * 1000000)::bigint)::text AS us
+         FROM runtime.trades WHERE instrument_id = $1`,
+      [instrumentId],
+    );
+    trades = rows.rows.map((row) => ({ sequence: Number(row.s), priceNanos: BigInt(row.p), quantity: BigInt(row.q), micros: BigInt(row.us) }));
+    tradesOf.set(instrumentId, trades);
+  }
+  return trades;
+}
+
 /** The oracle: the instrument's trades in the window, grouped here. */
 async function expectedBars(client: pg.ClientBase, instrumentId: string, interval: BarInterval, start: number, end: number) {
-  const rows = await client.query<{ s: string; p: string; q: string; us: string }>(
-    `SELECT stream_sequence::text AS s, price_nanos::text AS p, quantity_units::text AS q, ((extract(epoch FROM occurred_at) * 1000000)::bigint)::text AS us
-       FROM runtime.trades WHERE instrument_id = $1`,
-    [instrumentId],
-  );
   const seconds = BigInt(BAR_INTERVALS[interval]);
   const buckets = new Map<bigint, Trade[]>();
-  for (const row of rows.rows) {
-    const trade = { sequence: Number(row.s), priceNanos: BigInt(row.p), quantity: BigInt(row.q), micros: BigInt(row.us) };
+  for (const trade of await allTrades(client, instrumentId)) {
     if (trade.micros < BigInt(start) * 1_000_000n || trade.micros >= BigInt(end) * 1_000_000n) continue;
     const bucket = (trade.micros / 1_000_000n / seconds) * seconds;
     const list = buckets.get(bucket) ?? [];

@@ -106,9 +106,12 @@ test('fills: most recent first (ties by shard, then sequence descending), only t
       const expected = await sortedAll(client, c.participants, c.instrumentId, c.limit);
       assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));
       assert.deepEqual(rows.map((row) => row.executionId), expected, JSON.stringify(c));
+      const orders = new Map(
+        (await client.query('SELECT order_id, participant_id, side FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])', [rows.map((row) => row.orderId)])).rows.map((order) => [order.order_id, order]),
+      );
       for (const row of rows) {
-        const order = (await client.query('SELECT participant_id, side FROM runtime.order_lifecycle_state WHERE order_id = $1', [row.orderId])).rows[0];
-        assert.ok(c.participants.includes(order.participant_id), 'another participant\'s fill');
+        const order = orders.get(row.orderId);
+        assert.ok(order !== undefined && c.participants.includes(order.participant_id), 'another participant\'s fill');
         assert.equal(row.side, order.side);
         if (c.instrumentId !== null) assert.equal(row.instrumentId, c.instrumentId);
       }
