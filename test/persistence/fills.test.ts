@@ -11,8 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { fillsQuery, readFills } from '../../persistence/market-data.ts';
-import { migrate } from '../../persistence/migrations.ts';
-import { TestDatabase, withClient } from '../support/database.ts';
+import { migratedDatabase, rowsRead, type TestDatabase, withClient } from '../support/database.ts';
 
 const A = 'a1000000-0000-4000-8000-00000000000a';
 const B = 'b1000000-0000-4000-8000-00000000000b';
@@ -25,10 +24,8 @@ let database: TestDatabase;
 let url: string;
 
 before(async () => {
-  database = await TestDatabase.start();
-  url = await database.freshDatabase();
+  ({ database, url } = await migratedDatabase());
   await withClient(url, async (client) => {
-    await migrate(client);
     let offset = 0;
     for (const [participant, count] of Object.entries(ORDERS)) {
       await client.query(
@@ -74,20 +71,6 @@ async function sortedAll(client: pg.ClientBase, participants: string[], instrume
   return rows.rows.map((row) => row.execution_id);
 }
 
-/** Rows the plan read from the executions and from the orders (actual rows × loops of its scans of each table). */
-async function rowsTouched(client: pg.ClientBase, participants: string[], instrumentId: string | null, limit: number): Promise<{ executions: number; orders: number }> {
-  const explained = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${fillsQuery(instrumentId !== null)}`, instrumentId === null ? [participants, limit] : [participants, limit, instrumentId]);
-  const touched = { executions: 0, orders: 0 };
-  const walk = (node: Record<string, unknown>) => {
-    const rows = (node['Actual Rows'] as number) * (node['Actual Loops'] as number) + ((node['Rows Removed by Filter'] as number | undefined) ?? 0);
-    if (node['Relation Name'] === 'executions') touched.executions += rows;
-    if (node['Relation Name'] === 'order_lifecycle_state') touched.orders += rows;
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((explained.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
-  return touched;
-}
-
 const CASES: Array<{ participants: string[]; instrumentId: string | null; limit: number }> = [
   { participants: [A], instrumentId: null, limit: 100 },
   { participants: [A, B], instrumentId: null, limit: 1000 },
@@ -125,7 +108,8 @@ test('fills: most recent first (ties by shard, then sequence descending), only t
 test('fills: a read touches about as many executions and orders as it returns, not the participant\'s history', async () => {
   await withClient(url, async (client) => {
     for (const c of CASES) {
-      const touched = await rowsTouched(client, c.participants, c.instrumentId, c.limit);
+      const read = await rowsRead(client, fillsQuery(c.instrumentId !== null), c.instrumentId === null ? [c.participants, c.limit] : [c.participants, c.limit, c.instrumentId]);
+      const touched = { executions: read.get('executions') ?? 0, orders: read.get('order_lifecycle_state') ?? 0 };
       const bound = c.participants.length * c.limit + 10;
       assert.ok(touched.executions <= bound, `${JSON.stringify(c)}: ${touched.executions} executions touched (bound ${bound}; participant A holds 20,000)`);
       // One order looked up per row returned (12,750 orders in the table).

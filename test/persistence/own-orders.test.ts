@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { ownOrdersQuery, readOwnOrders } from '../../persistence/market-data.ts';
-import { migrate } from '../../persistence/migrations.ts';
-import { TestDatabase, withClient } from '../support/database.ts';
+import { migratedDatabase, rowsRead, type TestDatabase, withClient } from '../support/database.ts';
 
 const A = 'a1000000-0000-4000-8000-00000000000a';
 const B = 'b1000000-0000-4000-8000-00000000000b';
@@ -22,10 +21,8 @@ let database: TestDatabase;
 let url: string;
 
 before(async () => {
-  database = await TestDatabase.start();
-  url = await database.freshDatabase();
+  ({ database, url } = await migratedDatabase());
   await withClient(url, async (client) => {
-    await migrate(client);
     // A: 20,000 orders (one in ten open), B: 500, C: 5,000; update times repeat (ties).
     for (const [participant, count, offset] of [[A, 20_000, 0], [B, 500, 20_000], [C, 5_000, 20_500]] as const) {
       await client.query(
@@ -56,18 +53,6 @@ async function sortedAll(client: pg.ClientBase, view: 'current' | 'history', par
     [participants, instrumentId, limit],
   );
   return rows.rows.map((row) => row.order_id);
-}
-
-/** Rows the plan read from order_lifecycle_state (actual rows × loops of its scans). */
-async function rowsTouched(client: pg.ClientBase, view: 'current' | 'history', participants: string[], instrumentId: string | null, limit: number): Promise<number> {
-  const explained = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${ownOrdersQuery(view)}`, [participants, instrumentId, limit]);
-  let touched = 0;
-  const walk = (node: Record<string, unknown>) => {
-    if (node['Relation Name'] === 'order_lifecycle_state') touched += (node['Actual Rows'] as number) * (node['Actual Loops'] as number) + ((node['Rows Removed by Filter'] as number | undefined) ?? 0);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  walk((explained.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
-  return touched;
 }
 
 const CASES: Array<{ view: 'current' | 'history'; participants: string[]; instrumentId: string | null; limit: number }> = [
@@ -104,7 +89,7 @@ test('own orders: most recently updated first (ties by orderId), only the given 
 test('own orders: a read touches about as many rows as it returns, not the participant\'s history', async () => {
   await withClient(url, async (client) => {
     for (const c of CASES) {
-      const touched = await rowsTouched(client, c.view, c.participants, c.instrumentId, c.limit);
+      const touched = (await rowsRead(client, ownOrdersQuery(c.view), [c.participants, c.instrumentId, c.limit])).get('order_lifecycle_state') ?? 0;
       // Per participant at most `limit` rows, three times that when an instrument (one in three) filters.
       const bound = c.participants.length * c.limit * (c.instrumentId === null ? 1 : 3) + 10;
       assert.ok(touched <= bound, `${JSON.stringify(c)}: ${touched} rows touched (bound ${bound}; participant A holds 20,000)`);

@@ -10,9 +10,8 @@ import pg from 'pg';
 import type { SettlementRead } from '../../core/storage-protocol.ts';
 import { replay } from '../../core/settlement/state.ts';
 import { obligationsView, proofView } from '../../core/settlement/views.ts';
-import { migrate } from '../../persistence/migrations.ts';
 import { loadFacts, readCacheSize, settlementAdmin, settlementRead } from '../../persistence/settlement-store.ts';
-import { TestDatabase, withClient } from '../support/database.ts';
+import { migratedDatabase, type TestDatabase, withClient } from '../support/database.ts';
 
 let database: TestDatabase;
 let pool: pg.Pool;
@@ -31,10 +30,10 @@ async function trades(client: pg.ClientBase, runId: string, count: number): Prom
 }
 
 before(async () => {
-  database = await TestDatabase.start();
-  const url = await database.freshDatabase();
+  const fixture = await migratedDatabase();
+  database = fixture.database;
+  const url = fixture.url;
   await withClient(url, async (client) => {
-    await migrate(client);
     await trades(client, 'run-1', 300);
     for (let k = 0; k < 10; k++) await trades(client, `other-${k}`, 5);
   });

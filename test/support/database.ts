@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { migrate } from '../../persistence/migrations.ts';
 
 export class TestDatabase {
   private server: EmbeddedServer;
@@ -67,4 +68,31 @@ export async function withClient<T>(url: string, fn: (client: pg.Client) => Prom
   } finally {
     await client.end();
   }
+}
+
+/** A server with one fresh database, migrated: a test file's fixture (remove() the server after). */
+export async function migratedDatabase(): Promise<{ database: TestDatabase; url: string }> {
+  const database = await TestDatabase.start();
+  const url = await database.freshDatabase();
+  await withClient(url, (client) => migrate(client));
+  return { database, url };
+}
+
+/**
+ * Rows each table's scans read when `sql` runs (EXPLAIN ANALYZE): returned plus removed by
+ * a filter or an index recheck, times the scan's loops (EXPLAIN gives them per loop).
+ */
+export async function rowsRead(client: pg.ClientBase, sql: string, params: unknown[]): Promise<Map<string, number>> {
+  const explained = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+  const read = new Map<string, number>();
+  const walk = (node: Record<string, unknown>) => {
+    const table = node['Relation Name'] as string | undefined;
+    if (table !== undefined) {
+      const perLoop = ['Actual Rows', 'Rows Removed by Filter', 'Rows Removed by Index Recheck'].reduce((sum, key) => sum + ((node[key] as number | undefined) ?? 0), 0);
+      read.set(table, (read.get(table) ?? 0) + perLoop * ((node['Actual Loops'] as number | undefined) ?? 1));
+    }
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  walk((explained.rows[0]['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
+  return read;
 }
