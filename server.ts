@@ -34,6 +34,7 @@ import { Principals } from './gateway/principals.ts';
 import {
   attachForgotten,
   createVenueMemory,
+  rememberTableKeys,
   StoredMemory,
   tableKeeps,
   VENUE_CONNECTION_LIMIT_WORD,
@@ -47,6 +48,7 @@ import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
+import { loadKeyFilters, saveKeyFilters } from './persistence/key-filter-snapshot.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -76,6 +78,7 @@ interface Venue {
   persistence: Worker | null;
   read: Worker | null;
   port: number;
+  databaseUrl: string;
   stopDatabase: () => Promise<void>;
   /** The connection guard's count (gateway/connection-guard.ts), stopped when the venue drains. */
   guardTimer: NodeJS.Timeout | null;
@@ -182,7 +185,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 
   const memory = createVenueMemory(config);
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, stopDatabase, guardTimer: null };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -288,10 +291,13 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         await reader.end();
       }
     };
-    const learnStorage = async () => {
+    const learnStorage = async (first: boolean) => {
       const stored = new StoredMemory(memory);
       // Every stored command's keys (and order's id) go into the filters of forgotten keys: a later miss
       // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
+      // After a graceful stop the filters saved then already hold them all (persistence/key-filter-snapshot.ts);
+      // loaded before the tables, whose loading may evict into the filters.
+      const notKept = !first ? 'again, after the start-up catch-up' : config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, memory.forgotten));
       const scopes = attachForgotten(memory, 'idempotency');
       const commandIds = attachForgotten(memory, 'commandIds');
       const orderIds = attachForgotten(memory, 'orderDirectory');
@@ -302,21 +308,26 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
             stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId)),
           ),
         ),
-        withReader((reader) =>
-          storedCommandKeys(reader, (scope, commandId) => {
-            scopes.add(scope, 0);
-            commandIds.add(commandId, 0);
-          }),
-        ),
-        withReader((reader) => storedOrderIds(reader, (orderId) => orderIds.add(orderId, 0))),
+        notKept === null
+          ? -1
+          : withReader((reader) =>
+              storedCommandKeys(reader, (scope, commandId) => {
+                scopes.add(scope, 0);
+                commandIds.add(commandId, 0);
+              }),
+            ),
+        notKept === null ? -1 : withReader((reader) => storedOrderIds(reader, (orderId) => orderIds.add(orderId, 0))),
       ]);
-      logger.info({ remembered, storedKeys, storedOrders }, 'shared tables reloaded with the most recent commands; the key filters hold every stored one');
+      logger.info(
+        { remembered, storedKeys, storedOrders, keyFilters: notKept === null ? 'saved at the last stop' : `scanned (${notKept})` },
+        'shared tables reloaded with the most recent commands; the key filters hold every stored one',
+      );
       if (storedKeys > scopes.ratedKeys) logger.warn({ storedKeys, ratedKeys: scopes.ratedKeys }, 'more stored commands than KEY_FILTER_BITS is rated for: every new command is checked in storage (slower); raise KEY_FILTER_BITS');
     };
     // Started now, beside the replay: what it learns is all there is unless the persistence
     // thread has commands to materialize or re-drive (after a crash); then it runs again
     // once those are in storage.
-    const learnedEarly = learnStorage();
+    const learnedEarly = learnStorage(true);
 
     // -- shards: rebuild each book from its journal, every shard at once, each on its own connection --
     await Promise.all(venue.shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
@@ -359,7 +370,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
     }
     await learnedEarly;
-    if (redriven > 0 || projectedBatches > 0) await learnStorage();
+    if (redriven > 0 || projectedBatches > 0) await learnStorage(false);
 
     await client.end();
     await readReady;
@@ -427,7 +438,29 @@ async function stopVenue(venue: Venue): Promise<void> {
   }
   const all = [...venue.gateways, ...venue.shards, venue.persistence, venue.read].filter((worker): worker is Worker => worker !== null);
   await Promise.all(all.map((worker) => worker.terminate()));
+  await keepKeyFilters(venue);
   await venue.stopDatabase();
+}
+
+/**
+ * Every command is committed and projected now: the keys the tables still hold go into
+ * the filters, which then hold every stored key, and are saved for the next start
+ * (persistence/key-filter-snapshot.ts). A failure costs the next start its full scan only.
+ */
+async function keepKeyFilters(venue: Venue): Promise<void> {
+  // A stop during recovery: the filters may not hold every stored key yet.
+  if (venue.config.dataDir === '' || Atomics.load(new Int32Array(venue.memory.venueControl), VENUE_READY_WORD) !== 1) return;
+  const client = new pg.Client({ connectionString: venue.databaseUrl });
+  try {
+    await client.connect();
+    const tableKeys = rememberTableKeys(venue.memory);
+    const { file, mark } = await saveKeyFilters(venue.config.dataDir, client, venue.memory.forgotten);
+    logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
+  } catch (error) {
+    logger.warn({ err: (error as Error).message }, 'the key filters could not be saved: the next start scans storage');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 async function main(): Promise<void> {

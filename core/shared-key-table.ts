@@ -152,9 +152,33 @@ export class SharedKeyTable {
     }
   }
 
+  /**
+   * Adds every key the table holds to `filter`, skipping those it may hold already (so
+   * its count does not grow by the table's keys at every call). Returns how many it added.
+   */
+  addKeysTo(filter: KeyFilter): number {
+    let added = 0;
+    for (let index = 0; index < this.bucketCount; index++) {
+      const bucket = this.lockBucket(HEADER_WORDS + index * this.bucketStride);
+      try {
+        for (let k = 0, entry = bucket + LOCK_WORDS; k < ENTRIES_PER_BUCKET; k++, entry += this.stride) {
+          if (this.words[entry + USED] !== 1 || filter.mightContain(this.words, entry + KEY)) continue;
+          filter.add(this.words, entry + KEY);
+          added++;
+        }
+      } finally {
+        this.unlock(bucket);
+      }
+    }
+    return added;
+  }
+
   private lock(key: Int32Array, keyAt: number): number {
     const index = hashWords(key[keyAt]!, key[keyAt + 1]!, key[keyAt + 2]!, key[keyAt + 3]!) & this.mask;
-    const bucket = HEADER_WORDS + index * this.bucketStride;
+    return this.lockBucket(HEADER_WORDS + index * this.bucketStride);
+  }
+
+  private lockBucket(bucket: number): number {
     let spins = 0;
     while (Atomics.compareExchange(this.words, bucket, 0, 1) !== 0) {
       if (++spins === SPINS_BEFORE_YIELD) {

@@ -118,6 +118,13 @@ export function attachTable(memory: VenueMemory, name: TableName): SharedKeyTabl
   return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] }, forgotten);
 }
 
+/** Adds every key the idempotency, commandId and order tables hold to their filters (at a graceful stop); returns how many were new to them. */
+export function rememberTableKeys(memory: VenueMemory): number {
+  let added = 0;
+  for (const name of FORGETTING) added += attachTable(memory, name).addKeysTo(attachForgotten(memory, name as ForgettingTable));
+  return added;
+}
+
 /** The filter of keys a table forgot (or storage held at start): a miss not in it is a new key. */
 export function attachForgotten(memory: VenueMemory, name: ForgettingTable): KeyFilter {
   return new KeyFilter(memory.forgotten[name]);

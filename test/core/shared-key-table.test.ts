@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createSharedKeyTable, NOT_FOUND, SharedKeyTable } from '../../core/shared-key-table.ts';
 import { spawnWorker } from '../../core/worker-spawn.ts';
+import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
 
 const keyOf = (n: number) => Int32Array.of(n, 0x5eed, n * 31, ~n);
 
@@ -41,6 +42,27 @@ test('a full bucket evicts its oldest entry and counts the eviction', () => {
   assert.equal(t.evictions, 1);
   assert.equal(t.get(keyOf(0), 0), NOT_FOUND, 'the oldest went');
   for (let n = 1; n <= 8; n++) assert.equal(t.get(keyOf(n), 0), n);
+});
+
+test('addKeysTo puts every key the table holds (not the removed ones) into a filter, each once', () => {
+  const t = table(256);
+  for (let n = 0; n < 300; n++) t.insertIfAbsent(keyOf(n), 0, n);
+  assert.equal(t.evictions, 0);
+  for (let n = 0; n < 300; n += 3) assert.ok(t.remove(keyOf(n), 0, n));
+  const filter = new KeyFilter(createKeyFilter(1 << 16));
+  const held = 200;
+  assert.equal(t.addKeysTo(filter), held);
+  assert.equal(filter.added, held);
+  let found = 0;
+  for (let n = 0; n < 300; n++) {
+    if (t.get(keyOf(n), 0) !== NOT_FOUND) {
+      assert.ok(filter.mightContain(keyOf(n), 0), `key ${n}`);
+      found++;
+    }
+  }
+  assert.equal(found, held);
+  assert.equal(t.addKeysTo(filter), 0, 'a second call adds nothing: the count stays the keys learnt');
+  assert.equal(filter.added, held);
 });
 
 test('three threads racing to insert the same 20,000 keys: exactly one wins each key, all agree', async () => {

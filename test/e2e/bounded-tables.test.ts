@@ -5,8 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
+import { embeddedUrl, startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
+import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
+import { loadKeyFilters } from '../../persistence/key-filter-snapshot.ts';
+import { storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { cancelBody, submitBody, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
@@ -14,9 +17,36 @@ import { cancelBody, submitBody, VenueProcess, type HttpAnswer } from '../suppor
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
 const dir = VenueProcess.makeDataDir();
 after(() => VenueProcess.removeDataDir(dir));
+const FILTER_BITS = 1 << 20;
+
+/**
+ * The key filters saved at the graceful stop hold every key storage holds: the keys
+ * evicted into them, and the keys the tables held at the stop. Reads the file as the
+ * next start would (consuming the database's note), then notes it again for that start.
+ */
+async function everyStoredKeyIsSaved(dataDir: string): Promise<void> {
+  const server = await startEmbeddedPostgres(dataDir, () => undefined); // the venue stopped its own
+  await withClient(server.url, async (client) => {
+    const note = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
+    assert.equal(note.rows.length, 1, 'the graceful stop noted its filters');
+    const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS) };
+    assert.equal(await loadKeyFilters(dataDir, client, buffers), null);
+    const [scopes, commandIds, orders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory].map((buffer) => new KeyFilter(buffer));
+    let missing = 0;
+    const commands = await storedCommandKeys(client, (scope, commandId) => {
+      if (!scopes!.mightContain(scope, 0) || !commandIds!.mightContain(commandId, 0)) missing++;
+    });
+    const orderCount = await storedOrderIds(client, (orderId) => {
+      if (!orders!.mightContain(orderId, 0)) missing++;
+    });
+    assert.ok(commands > 0 && orderCount > 0);
+    assert.equal(missing, 0, `every stored key is in the saved filters (${commands} commands, ${orderCount} orders)`);
+    await client.query("INSERT INTO runtime.venue_settings (name, value) VALUES ('key_filter_snapshot', $1)", [note.rows[0]!.value]);
+  }).finally(() => server.stop());
+}
 
 test('a tiny table forgets, storage remembers: replays and conflicts hold across evictions and restarts', async () => {
-  const env = { DATA_DIR: dir, SHARED_TABLE_BUCKETS: '16' }; // 128 entries per table
+  const env = { DATA_DIR: dir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: String(FILTER_BITS) }; // 128 entries per table
   let venue = await VenueProcess.start(env);
   const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
   try {
@@ -45,15 +75,37 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
     };
     await checkOld('after evictions');
     assert.equal(await venue.stop(), 0);
+    assert.match(venue.log, /key filters saved for the next start/);
+    await everyStoredKeyIsSaved(dir);
 
+    // The filters saved at the stop, not a scan of storage; the commands the tables held
+    // at the stop (all but 32 of them forgotten by this start) replay from storage too.
     venue = await VenueProcess.start(env);
-    assert.match(venue.log, /"remembered":32,"storedKeys":301,/, 'the tables hold the most recent, the key filters every stored command');
+    assert.match(venue.log, /"remembered":32,"storedKeys":-1,"storedOrders":-1,"keyFilters":"saved at the last stop"/, 'the tables hold the most recent, the key filters every stored command');
     await checkOld('after a restart');
     await venue.untilProjected();
     await withClient((await embeddedUrl(dir))!, async (client) => {
       const rows = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM runtime.command_log');
       assert.equal(rows.rows[0]!.n, 302, 'the 300 commands and the two fresh ones, each once');
     });
+
+    // After a crash nothing was saved: the next start scans storage (the saved filters served one start).
+    const crashed: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
+    for (let k = 0; k < 150; k++) {
+      const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '3', quantity: '1' });
+      const key = `crashed-${k}`;
+      const answer = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.equal(answer.status, 200);
+      crashed.push({ body, key, answer });
+    }
+    await venue.kill();
+    venue = await VenueProcess.start(env);
+    assert.match(venue.log, /"keyFilters":"scanned \(no graceful stop noted in the database\)"/);
+    assert.match(venue.log, /"remembered":32,"storedKeys":452,/, 'the filters hold every stored command (scanned again if the start projected what the crash left)');
+    for (const { body, key, answer } of crashed) {
+      const replay = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.deepEqual([replay.status, replay.text], [200, answer.text], 'a command of the crashed run replays its original answer');
+    }
   } finally {
     assert.equal(await venue.stop(), 0);
   }
