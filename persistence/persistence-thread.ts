@@ -335,13 +335,21 @@ async function main(): Promise<void> {
   const lastCommit = await client.query<{ n: string | null }>(
     'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
   );
-  await projector.load(client);
-  const pending = await projector.loadPending(client);
-  const caughtUp = await catchUp(client);
-  await loadBooks(client); // storage now holds everything ingested
+  const phaseMs: Record<string, number> = {};
+  let phaseStart = performance.now();
+  const phase = async <T>(name: string, work: Promise<T>): Promise<T> => {
+    const result = await work;
+    phaseMs[name] = Math.round(performance.now() - phaseStart);
+    phaseStart = performance.now();
+    return result;
+  };
+  await phase('openOrders', projector.load(client));
+  const pending = await phase('pendingIntake', projector.loadPending(client));
+  const caughtUp = await phase('catchUp', catchUp(client));
+  await phase('books', loadBooks(client)); // storage now holds everything ingested
   await client.end();
   const redrive = projector.redrivePlan();
-  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount });
+  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, phaseMs });
   parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
   const journalDurable = await new Promise<number[]>((resolve) => {
     const onMessage = (message: { type: string; journalDurable?: number[] }) => {
