@@ -297,7 +297,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
       // After a graceful stop the filters saved then already hold them all (persistence/key-filter-snapshot.ts);
       // loaded before the tables, whose loading may evict into the filters.
-      const notKept = !first ? 'again, after the start-up catch-up' : config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, memory.forgotten));
+      const notKept = !first ? 'again, after the start-up catch-up' : config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, config.matchingShards, memory.forgotten));
       const scopes = attachForgotten(memory, 'idempotency');
       const commandIds = attachForgotten(memory, 'commandIds');
       const orderIds = attachForgotten(memory, 'orderDirectory');
@@ -454,7 +454,7 @@ async function keepKeyFilters(venue: Venue): Promise<void> {
   try {
     await client.connect();
     const tableKeys = rememberTableKeys(venue.memory);
-    const { file, mark } = await saveKeyFilters(venue.config.dataDir, client, venue.memory.forgotten);
+    const { file, mark } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten);
     logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
   } catch (error) {
     logger.warn({ err: (error as Error).message }, 'the key filters could not be saved: the next start scans storage');

@@ -34,15 +34,19 @@ interface SnapshotHeader {
   bytes: number;
 }
 
-/** Where storage stands: the last commit (intake) and each shard's last journaled sequence; index lookups only. */
-export async function storageMark(client: pg.ClientBase): Promise<string> {
+/**
+ * Where storage stands: the last commit (intake) and each shard's last journaled
+ * sequence (0 for none); one primary-key lookup each, whatever the journal's length.
+ */
+export async function storageMark(client: pg.ClientBase, shardCount: number): Promise<string> {
   const intake = await client.query<{ n: string | null }>('SELECT max(commit_no)::text AS n FROM runtime.intake_batches');
-  const journal = await client.query<{ shard_id: number; n: string }>(
-    `SELECT s.shard_id, (SELECT j.last_sequence::text FROM runtime.journal_batches j WHERE j.shard_id = s.shard_id ORDER BY j.first_sequence DESC LIMIT 1) AS n
-       FROM (SELECT DISTINCT shard_id FROM runtime.journal_batches) s ORDER BY s.shard_id`,
+  const journal = await client.query<{ n: string }>(
+    `SELECT coalesce((SELECT j.last_sequence FROM runtime.journal_batches j WHERE j.shard_id = s ORDER BY j.first_sequence DESC LIMIT 1), 0)::text AS n
+       FROM generate_series(0, $1::int - 1) s ORDER BY s`,
+    [shardCount],
   );
   // A commit may hold journal batches only; each then moves a shard's last sequence.
-  return `intake ${intake.rows[0]!.n ?? 0}; journal ${journal.rows.map((row) => `${row.shard_id}:${row.n}`).join(',') || 'none'}`;
+  return `intake ${intake.rows[0]!.n ?? 0}; journal ${journal.rows.map((row) => row.n).join(',')}`;
 }
 
 export function snapshotPath(dataDir: string): string {
@@ -50,12 +54,17 @@ export function snapshotPath(dataDir: string): string {
 }
 
 /** Writes the filters and notes them in the database. Call only when storage holds every command the filters' keys came from. */
-export async function saveKeyFilters(dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>): Promise<{ file: string; mark: string }> {
+export async function saveKeyFilters(
+  dataDir: string,
+  client: pg.ClientBase,
+  shardCount: number,
+  filters: Record<string, SharedArrayBuffer>,
+): Promise<{ file: string; mark: string }> {
   const names = Object.keys(filters);
   const bytes = filters[names[0]!]!.byteLength;
   if (names.some((name) => filters[name]!.byteLength !== bytes)) throw new Error('the key filters differ in size');
   const token = randomUUID();
-  const mark = await storageMark(client);
+  const mark = await storageMark(client, shardCount);
   const header = Buffer.from(JSON.stringify({ token, mark, names, bytes } satisfies SnapshotHeader));
   const prefix = Buffer.alloc(8);
   prefix.write(MAGIC, 0, 'latin1');
@@ -86,18 +95,37 @@ export async function saveKeyFilters(dataDir: string, client: pg.ClientBase, fil
 
 /**
  * Fills the filters from the file written at the last graceful stop, if it is still
- * true of storage. Returns null when loaded, else why not (the caller scans storage).
- * Either way the database's note is removed: a file serves one start.
+ * true of storage. Returns null when loaded, else why not (the caller scans storage,
+ * the filters are left empty). Either way the database's note is removed: a file
+ * serves one start.
  */
-export async function loadKeyFilters(dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>): Promise<string | null> {
+export async function loadKeyFilters(
+  dataDir: string,
+  client: pg.ClientBase,
+  shardCount: number,
+  filters: Record<string, SharedArrayBuffer>,
+): Promise<string | null> {
   const noted = await client.query<{ value: string }>('DELETE FROM runtime.venue_settings WHERE name = $1 RETURNING value', [SETTING]);
   if (noted.rows.length === 0) return 'no graceful stop noted in the database';
   const [token, ...markWords] = noted.rows[0]!.value.split(' ');
-  const mark = await storageMark(client);
+  const mark = await storageMark(client, shardCount);
   if (markWords.join(' ') !== mark) return `storage changed since the filters were saved (${markWords.join(' ')} then, ${mark} now)`;
+  const views = Object.values(filters).map((buffer) => new Uint8Array(buffer));
+  let why: string | null;
+  try {
+    why = readFilterFile(snapshotPath(dataDir), token!, mark, filters);
+  } catch (error) {
+    why = `the file could not be read: ${(error as Error).message}`;
+  }
+  if (why !== null) for (const view of views) view.fill(0);
+  return why;
+}
+
+/** Reads the file into the filters (empty until now) if it is the one named and checks out; else says why (the caller empties them). */
+function readFilterFile(file: string, token: string, mark: string, filters: Record<string, SharedArrayBuffer>): string | null {
   let fd: number;
   try {
-    fd = openSync(snapshotPath(dataDir), 'r');
+    fd = openSync(file, 'r');
   } catch (error) {
     return `no file: ${(error as Error).message}`;
   }
@@ -115,27 +143,25 @@ export async function loadKeyFilters(dataDir: string, client: pg.ClientBase, fil
     } catch {
       return 'a damaged header';
     }
+    if (typeof header !== 'object' || header === null || !Array.isArray(header.names) || !Number.isSafeInteger(header.bytes)) return 'a damaged header';
     if (header.token !== token || header.mark !== mark) return 'the file is not the one the database names';
     const names = Object.keys(filters);
     if (header.names.join() !== names.join() || names.some((name) => filters[name]!.byteLength !== header.bytes)) {
       return `the filters' shape changed (KEY_FILTER_BITS): ${header.names.length} of ${header.bytes} bytes saved`;
     }
     if (size !== 8 + headerBytes + names.length * header.bytes + 4) return 'a file of the wrong length';
-    // Read straight into the filters (empty until now); emptied again if the file does not check out.
-    const views = names.map((name) => new Uint8Array(filters[name]!));
     let crc = crc32(headerBuffer, crc32(prefix));
     let at = 8 + headerBytes;
-    for (const view of views) {
-      if (readSync(fd, view, 0, view.byteLength, at) !== view.byteLength) break;
+    for (const name of names) {
+      const view = new Uint8Array(filters[name]!);
+      if (readSync(fd, view, 0, view.byteLength, at) !== view.byteLength) return 'a short read';
       crc = crc32(view, crc);
       at += view.byteLength;
     }
     const tail = Buffer.alloc(4);
-    if (at === size - 4 && readSync(fd, tail, 0, 4, at) === 4 && tail.readUInt32LE(0) === crc >>> 0) return null;
-    for (const view of views) view.fill(0);
-    return 'a checksum mismatch';
+    if (readSync(fd, tail, 0, 4, at) !== 4 || tail.readUInt32LE(0) !== crc >>> 0) return 'a checksum mismatch';
+    return null;
   } finally {
     closeSync(fd);
   }
 }
-

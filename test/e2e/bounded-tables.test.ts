@@ -30,7 +30,7 @@ async function everyStoredKeyIsSaved(dataDir: string): Promise<void> {
     const note = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
     assert.equal(note.rows.length, 1, 'the graceful stop noted its filters');
     const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS) };
-    assert.equal(await loadKeyFilters(dataDir, client, buffers), null);
+    assert.equal(await loadKeyFilters(dataDir, client, 2, buffers), null);
     const [scopes, commandIds, orders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory].map((buffer) => new KeyFilter(buffer));
     let missing = 0;
     const commands = await storedCommandKeys(client, (scope, commandId) => {

@@ -13,6 +13,7 @@ import { loadKeyFilters, saveKeyFilters, snapshotPath } from '../../persistence/
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 const BITS = 1 << 12;
+const SHARDS = 2;
 let database: TestDatabase;
 let url: string;
 const dir = mkdtempSync(path.join(os.tmpdir(), 'venue-filters-'));
@@ -47,33 +48,33 @@ test('saved at a stop, loaded at the next start: the same bits and count; the no
   await withClient(url, async (client) => {
     await commit(client, 1);
     const saved = filledFilters();
-    const { mark } = await saveKeyFilters(dir, client, saved);
-    assert.equal(mark, 'intake 1; journal none');
+    const { mark } = await saveKeyFilters(dir, client, SHARDS, saved);
+    assert.equal(mark, 'intake 1; journal 0,0');
     const loaded = emptyFilters();
-    assert.equal(await loadKeyFilters(dir, client, loaded), null);
+    assert.equal(await loadKeyFilters(dir, client, SHARDS, loaded), null);
     assert.deepEqual(bytesOf(loaded), bytesOf(saved));
     assert.equal(new KeyFilter(loaded.orderDirectory).added, 100);
     for (let n = 200; n < 300; n++) assert.ok(new KeyFilter(loaded.orderDirectory).mightContain(key(n), 0));
     // The same file, a second start: the database's note was consumed.
     const again = emptyFilters();
-    assert.equal(await loadKeyFilters(dir, client, again), 'no graceful stop noted in the database');
+    assert.equal(await loadKeyFilters(dir, client, SHARDS, again), 'no graceful stop noted in the database');
     assert.ok(isEmpty(again));
   });
 });
 
-test('refused, filters left empty: storage changed since, a damaged or foreign file, another shape', async () => {
+test('refused, filters left empty: storage changed since, a damaged, foreign or other file, another shape', async () => {
   await withClient(url, async (client) => {
     const refused = async (damage: () => Promise<void> | void, reason: RegExp, filters = emptyFilters()) => {
-      await saveKeyFilters(dir, client, filledFilters());
+      await saveKeyFilters(dir, client, SHARDS, filledFilters());
       await damage();
-      const why = await loadKeyFilters(dir, client, filters);
+      const why = await loadKeyFilters(dir, client, SHARDS, filters);
       assert.match(why ?? 'loaded', reason);
       assert.ok(isEmpty(filters), `${reason}: nothing loaded`);
     };
-    await refused(() => commit(client, 2), /^storage changed since the filters were saved \(intake 1; journal none then, intake 2; journal none now\)$/);
+    await refused(() => commit(client, 2), /^storage changed since the filters were saved \(intake 1; journal 0,0 then, intake 2; journal 0,0 now\)$/);
     await refused(
       async () => void (await client.query("INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload, commit_no) VALUES (1, 1, 3, 1, 3, 0, '\\x00', 2)")),
-      /^storage changed since the filters were saved \(intake 2; journal none then, intake 2; journal 1:3 now\)$/,
+      /^storage changed since the filters were saved \(intake 2; journal 0,0 then, intake 2; journal 0,3 now\)$/,
     );
     const file = snapshotPath(dir);
     await refused(() => {
@@ -82,13 +83,19 @@ test('refused, filters left empty: storage changed since, a damaged or foreign f
       writeFileSync(file, bytes);
     }, /^a checksum mismatch$/);
     await refused(() => writeFileSync(file, readFileSync(file).subarray(0, 1000)), /^a file of the wrong length$/);
+    await refused(() => {
+      const bytes = readFileSync(file);
+      bytes.write('null'.padEnd(bytes.readUInt32LE(4)), 8); // valid JSON of another shape, same length
+      writeFileSync(file, bytes);
+    }, /^a damaged header$/);
+    await refused(() => writeFileSync(file, Buffer.alloc(4096)), /^not a key filter file$/);
     await refused(() => rmSync(file), /^no file: ENOENT/);
     // A file saved by another stop (of this or another database): its token is not the noted one.
     const other = mkdtempSync(path.join(os.tmpdir(), 'venue-filters-other-'));
     try {
       await refused(async () => {
         const noted = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
-        await saveKeyFilters(other, client, filledFilters());
+        await saveKeyFilters(other, client, SHARDS, filledFilters());
         writeFileSync(file, readFileSync(snapshotPath(other)));
         await client.query("UPDATE runtime.venue_settings SET value = $1 WHERE name = 'key_filter_snapshot'", [noted.rows[0]!.value]);
       }, /^the file is not the one the database names$/);
@@ -98,7 +105,7 @@ test('refused, filters left empty: storage changed since, a damaged or foreign f
     const larger = { idempotency: createKeyFilter(BITS * 2), commandIds: createKeyFilter(BITS * 2), orderDirectory: createKeyFilter(BITS * 2) };
     await refused(() => undefined, /^the filters' shape changed \(KEY_FILTER_BITS\)/, larger);
     // And after all of that, a good file still loads.
-    await saveKeyFilters(dir, client, filledFilters());
-    assert.equal(await loadKeyFilters(dir, client, emptyFilters()), null);
+    await saveKeyFilters(dir, client, SHARDS, filledFilters());
+    assert.equal(await loadKeyFilters(dir, client, SHARDS, emptyFilters()), null);
   });
 });
