@@ -13,7 +13,7 @@
 // durability), the shards drain and stop, the persistence thread commits what is left,
 // the database stops, exit 0.
 
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import v8 from 'node:v8';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
@@ -21,7 +21,8 @@ import pg from 'pg';
 import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryAnswer, RecoveryRequest, ShardThreadData } from './core/shard-thread.ts';
+import type { RecoveryAnswer, RecoveryRequest, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
+import { engineSnapshotPath } from './core/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
@@ -48,7 +49,7 @@ import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
-import { loadKeyFilters, saveKeyFilters } from './persistence/key-filter-snapshot.ts';
+import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -82,6 +83,8 @@ interface Venue {
   stopDatabase: () => Promise<void>;
   /** The connection guard's count (gateway/connection-guard.ts), stopped when the venue drains. */
   guardTimer: NodeJS.Timeout | null;
+  /** When each step of the start ended, in ms since the process started (logged with "venue listening"). */
+  startedMs: Record<string, number>;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -164,6 +167,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     stopDatabase = () => server.stop();
     logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');
   }
+  const startedMs: Record<string, number> = { database: Math.round(performance.now()) };
+  const started = (step: string) => (startedMs[step] = Math.round(performance.now()));
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   let session: Awaited<ReturnType<typeof openSession>>;
@@ -185,7 +190,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 
   const memory = createVenueMemory(config);
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null };
+  started('migrated');
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -222,7 +228,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       }),
     );
     venue.guardTimer = setInterval(() => guard.update(openFiles()), GUARD_INTERVAL_MS);
+    started('listening');
 
+    // The shards' engines saved at the last graceful stop serve this start if storage is still
+    // where it was then (the note is consumed: one start per save); else each replays its journal.
+    const books = config.dataDir === '' ? 'no DATA_DIR' : await takeSnapshotNote(client, BOOK_SNAPSHOT_SETTING, config.matchingShards);
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
       const data: ShardThreadData = {
@@ -238,6 +248,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         journalDoorbell: memory.persistenceDoorbell,
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
+        snapshot:
+          typeof books === 'string'
+            ? null
+            : { file: engineSnapshotPath(config.dataDir, shardId), token: books.token, sequence: journalSequences(books.mark)[shardId]! },
       };
       venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
     }
@@ -329,11 +343,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // once those are in storage.
     const learnedEarly = learnStorage(true);
 
-    // -- shards: rebuild each book from its journal, every shard at once, each on its own connection --
-    await Promise.all(venue.shards.map((worker, id) => once<{ type: string }>(worker, (m) => m.type === 'ready', `shard ${id}`)));
+    // -- shards: restored from the last stop, or each book rebuilt from its journal, every shard at once, each on its own connection --
+    const shardsReady = await Promise.all(venue.shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
     let replayed = 0;
     const journalDurable = await Promise.all(
       recovery.map(async (port, shard) => {
+        if (shardsReady[shard]!.restored) return shardsReady[shard]!.sequence;
         const reader = new pg.Client({ connectionString: databaseUrl });
         await reader.connect();
         try {
@@ -347,10 +362,15 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         }
       }),
     );
-    if (replayed > 0) logger.info({ commands: replayed, journalDurable }, 'order books rebuilt from the journal');
+    started('books');
+    logger.info(
+      { replayed, journalDurable, books: shardsReady.map((ready) => (ready.restored ? 'saved at the last stop' : `replayed (${ready.why ?? (books as string)})`)) },
+      'order books restored',
+    );
 
     // -- persistence: once loaded and caught up, it takes the journal positions and starts writing --
     const { redrive, projectedBatches } = await loaded;
+    started('persistenceLoaded');
     persistence.postMessage({ type: 'journal', journalDurable: [...journalDurable] });
     await once<{ type: string }>(persistence, (m) => m.type === 'ready', 'persistence');
 
@@ -370,6 +390,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
     }
     await learnedEarly;
+    started('tables');
     if (redriven > 0 || projectedBatches > 0) await learnStorage(false);
 
     await client.end();
@@ -384,6 +405,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       });
     }
     Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
+    started('ready');
     return venue;
   } catch (error) {
     await client.end().catch(() => undefined);
@@ -436,28 +458,55 @@ async function stopVenue(venue: Venue): Promise<void> {
     worker.postMessage({ type: 'stop' });
     await stopped;
   }
+  // A stop during recovery keeps nothing: the books and filters may not be whole yet.
+  const keep = venue.config.dataDir !== '' && Atomics.load(control, VENUE_READY_WORD) === 1;
+  const books = keep ? await saveBooks(venue) : null;
   const all = [...venue.gateways, ...venue.shards, venue.persistence, venue.read].filter((worker): worker is Worker => worker !== null);
   await Promise.all(all.map((worker) => worker.terminate()));
-  await keepKeyFilters(venue);
+  if (keep) await keepForNextStart(venue, books);
   await venue.stopDatabase();
 }
 
+/** Each stopped shard writes its engine (core/engine-snapshot.ts), all at once; null if any could not. */
+async function saveBooks(venue: Venue): Promise<{ token: string; sequences: number[]; bytes: number } | null> {
+  const token = randomUUID();
+  const saved = await Promise.all(
+    venue.shards.map((worker, id) => {
+      const answer = once<ShardSaved>(worker, (m) => m.type === 'saved' || m.type === 'save-failed', `shard ${id} save`);
+      worker.postMessage({ type: 'save', file: engineSnapshotPath(venue.config.dataDir, id), token } satisfies ShardSave);
+      return answer;
+    }),
+  );
+  const failed = saved.find((answer) => answer.type === 'save-failed');
+  if (failed !== undefined) {
+    logger.warn({ err: failed.message }, 'an order book could not be saved: the next start replays the journals');
+    return null;
+  }
+  return { token, sequences: saved.map((answer) => (answer.type === 'saved' ? answer.sequence : -1)), bytes: saved.reduce((sum, answer) => sum + (answer.type === 'saved' ? answer.bytes : 0), 0) };
+}
+
 /**
- * Every command is committed and projected now: the keys the tables still hold go into
- * the filters, which then hold every stored key, and are saved for the next start
- * (persistence/key-filter-snapshot.ts). A failure costs the next start its full scan only.
+ * Every command is committed and projected now. The shards' saved engines are noted if
+ * they hold exactly the journal storage holds; the keys the tables still hold go into
+ * the filters, which then hold every stored key, and are saved (persistence/key-filter-snapshot.ts).
+ * A failure costs the next start its replay or its full scan only.
  */
-async function keepKeyFilters(venue: Venue): Promise<void> {
-  // A stop during recovery: the filters may not hold every stored key yet.
-  if (venue.config.dataDir === '' || Atomics.load(new Int32Array(venue.memory.venueControl), VENUE_READY_WORD) !== 1) return;
+async function keepForNextStart(venue: Venue, books: { token: string; sequences: number[]; bytes: number } | null): Promise<void> {
   const client = new pg.Client({ connectionString: venue.databaseUrl });
   try {
     await client.connect();
+    if (books !== null) {
+      const mark = await storageMark(client, venue.config.matchingShards);
+      if (journalSequences(mark).join() === books.sequences.join()) {
+        await noteSnapshot(client, BOOK_SNAPSHOT_SETTING, books.token, mark);
+        logger.info({ mark, bytes: books.bytes }, 'order books saved for the next start');
+      } else logger.warn({ mark, sequences: books.sequences }, 'the saved order books are not at the journal\'s end: the next start replays the journals');
+    }
     const tableKeys = rememberTableKeys(venue.memory);
     const { file, mark } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten);
     logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
   } catch (error) {
-    logger.warn({ err: (error as Error).message }, 'the key filters could not be saved: the next start scans storage');
+    logger.warn({ err: (error as Error).message }, 'what the next start could reuse was not saved: it replays the journals and scans storage');
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -508,6 +557,7 @@ async function main(): Promise<void> {
         connectionLimit: Atomics.load(new Int32Array(venue.memory.venueControl), VENUE_CONNECTION_LIMIT_WORD),
         // npm start asks glibc to back large allocations (the order stores, rings, tables) with transparent huge pages.
         hugePages: /(^|:)glibc\.malloc\.hugetlb=[12](:|$)/.test(process.env.GLIBC_TUNABLES ?? ''),
+        startedMs: venue.startedMs,
       },
       `venue listening on http://${config.host}:${venue.port}`,
     );

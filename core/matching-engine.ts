@@ -18,6 +18,7 @@
 import * as commandSlot from './command-slot.ts';
 import { RejectCode } from './codes.ts';
 import * as codes from './codes.ts';
+import type { StateReader, StateWriter } from './engine-snapshot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import * as eventBuffer from './event-buffer.ts';
 import { isValidPriceNanos, isValidQuantityUnits } from './fixed-point.ts';
@@ -118,6 +119,14 @@ export interface EngineOptions {
   hashSeed?: number;
 }
 
+/** What a saved engine must match to be restored into (core/engine-snapshot.ts). */
+export interface EngineShape {
+  orderCapacity: number;
+  instrumentCapacity: number;
+  ownerCapacity: number;
+  hashSeed: number;
+}
+
 export const ORDER_CAPACITY_DEFAULT = 1 << 21;
 export const INSTRUMENT_CAPACITY_DEFAULT = 4096;
 export const OWNER_CAPACITY_DEFAULT = 65536;
@@ -159,6 +168,38 @@ export class MatchingEngine {
 
   get instrumentCount(): number {
     return this.bookCount;
+  }
+
+  get shape(): EngineShape {
+    return { orderCapacity: this.orders.capacity, instrumentCapacity: this.instrumentCapacity, ownerCapacity: this.owners.capacity, hashSeed: this.hashSeed };
+  }
+
+  /** Everything that decides the engine's future events (core/engine-snapshot.ts); the event buffer is scratch. */
+  saveState(out: StateWriter): void {
+    out.number('sequence', this.sequence);
+    out.number('books', this.bookCount);
+    out.array('books.instrument', this.instrument.subarray(0, this.bookCount * 4));
+    out.array('books.currency', this.currency.subarray(0, this.bookCount));
+    out.array('books.table', this.bookTable);
+    this.orders.saveState(out);
+    this.levels.saveState(out);
+    this.owners.saveState(out);
+  }
+
+  /** Takes the state saveState wrote into this engine, which must be fresh and of the same shape. */
+  loadState(input: StateReader): void {
+    if (this.bookCount !== 0 || this.sequence !== 0) throw new Error('loadState() needs a fresh engine');
+    const books = input.number('books');
+    if (books < 0 || books > this.instrumentCapacity) throw new RangeError(`engine state holds ${books} books of ${this.instrumentCapacity}`);
+    input.into('books.instrument', this.instrument.subarray(0, books * 4));
+    input.into('books.currency', this.currency.subarray(0, books));
+    input.into('books.table', this.bookTable);
+    this.orders.loadState(input);
+    this.levels.loadState(input);
+    this.owners.loadState(input);
+    this.bookCount = books;
+    this.lastBook = 0;
+    this.sequence = input.number('sequence');
   }
 
   /**

@@ -28,6 +28,7 @@
 // the batch will need, with independent loads the CPU overlaps.
 
 import { STATE_FREE } from './codes.ts';
+import type { StateReader, StateWriter } from './engine-snapshot.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
 export const ORDER_RECORD_BYTES = 64;
@@ -275,6 +276,44 @@ export class OrderStore {
       if (slot >= 0) sink += words[(slot << ORDER_WORD_SHIFT) + ORDER_LEVEL_WORD]!;
     }
     this.prefetchSink = sink;
+  }
+
+  /**
+   * The store's state (core/engine-snapshot.ts): the records and engine numbers of the
+   * slots ever handed out, the retired orders oldest first, and the index as laid out
+   * (with this store's seed). The free slots are not written: slots leave the free
+   * stack in ascending order and never return to it (a terminal order is retired and
+   * its slot reused from there), so the stack is always capacity - 1 down to `used`.
+   */
+  saveState(out: StateWriter): void {
+    const used = this.capacity - this.freeTop;
+    for (let i = 0; i < this.freeTop; i++) {
+      if (this.freeStack[i] !== this.capacity - 1 - i) throw new Error(`order store free stack out of order at ${i}`);
+    }
+    const retired = new Int32Array(this.retiredCount);
+    for (let k = 0, at = this.retiredHead; k < this.retiredCount; k++, at = at + 1 === this.capacity ? 0 : at + 1) retired[k] = this.retired[at]!;
+    out.number('orders.used', used);
+    out.array('orders.records', this.bytes.subarray(0, used * ORDER_RECORD_BYTES));
+    out.array('orders.engineNo', this.engineNo.subarray(0, used));
+    out.array('orders.retired', retired);
+    out.array('orders.table', this.table);
+  }
+
+  /** Takes the state saveState wrote into this store, which must be fresh and of the same capacity and seed. */
+  loadState(input: StateReader): void {
+    if (this.freeTop !== this.capacity) throw new Error('loadState() needs a fresh order store');
+    const used = input.number('orders.used');
+    if (used < 0 || used > this.capacity) throw new RangeError(`order store state holds ${used} slots of ${this.capacity}`);
+    input.into('orders.records', this.bytes.subarray(0, used * ORDER_RECORD_BYTES));
+    input.into('orders.engineNo', this.engineNo.subarray(0, used));
+    const retiredCount = input.length('orders.retired') / 4;
+    if (!Number.isInteger(retiredCount) || retiredCount > used) throw new RangeError(`order store state retires ${retiredCount} of ${used} slots`);
+    input.into('orders.retired', this.retired.subarray(0, retiredCount));
+    input.into('orders.table', this.table);
+    this.freeTop = this.capacity - used;
+    this.retiredHead = 0;
+    this.retiredCount = retiredCount;
+    this.missBucket = -1;
   }
 
   /** Removes a slot from the index (backward-shift deletion keeps probes short). */

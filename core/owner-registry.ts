@@ -4,6 +4,7 @@
 // appearance, so a replay numbers them identically; they are never removed
 // (bounded by the capacity: an order from a new pair past it is rejected).
 
+import type { StateReader, StateWriter } from './engine-snapshot.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
 export const OWNER_WORDS = 8;
@@ -69,6 +70,24 @@ export class OwnerRegistry {
     while (this.table[bucket] !== 0) bucket = (bucket + 1) & this.mask;
     this.table[bucket] = owner + 1;
     return owner;
+  }
+
+  /** The registry's state (core/engine-snapshot.ts): the pairs in owner order and the index as laid out. */
+  saveState(out: StateWriter): void {
+    out.number('owners.count', this.ownerCount);
+    out.array('owners.words', this.words.subarray(0, this.ownerCount * OWNER_WORDS));
+    out.array('owners.table', this.table);
+  }
+
+  /** Takes the state saveState wrote into this registry, which must be fresh and of the same capacity and seed. */
+  loadState(input: StateReader): void {
+    if (this.ownerCount !== 0) throw new Error('loadState() needs a fresh owner registry');
+    const count = input.number('owners.count');
+    if (count < 0 || count > this.capacity) throw new RangeError(`owner state holds ${count} owners of ${this.capacity}`);
+    input.into('owners.words', this.words.subarray(0, count * OWNER_WORDS));
+    input.into('owners.table', this.table);
+    this.ownerCount = count;
+    this.lastOwner = 0;
   }
 
   /** True when owner's pair equals the pair in source. */

@@ -15,6 +15,7 @@
 //    8 quantity[2] f64      F 1, 2    28 heapPos i32    W 7     48 count[2] i32  W 12, 13
 //                                     32 head[2] i32    W 8, 9  56 (free)
 
+import type { StateReader, StateWriter } from './engine-snapshot.ts';
 import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
 
 export const LEVEL_RECORD_BYTES = 64;
@@ -184,6 +185,77 @@ export class PriceLevels {
       if (left < size) pushMin(frontier, keys, left);
       if (left + 1 < size) pushMin(frontier, keys, left + 1);
     }
+  }
+
+  /**
+   * The levels' state (core/engine-snapshot.ts): the record pool, its free stack and
+   * the index as they are (laid out with this seed), and each book side's heap.
+   */
+  saveState(out: StateWriter): void {
+    let live = 0;
+    for (let side = 0; side < this.heapSize.length; side++) live += this.heapSize[side]!;
+    const heapLevels = new Int32Array(live);
+    const heapKeys = new Float64Array(live);
+    for (let side = 0, at = 0; side < this.heapSize.length; side++) {
+      const size = this.heapSize[side]!;
+      heapLevels.set(this.heapLevels[side]!.subarray(0, size), at);
+      heapKeys.set(this.heapKeys[side]!.subarray(0, size), at);
+      at += size;
+    }
+    out.number('levels.capacity', this.capacity);
+    out.array('levels.records', new Uint8Array(this.words.buffer));
+    out.array('levels.free', this.freeStack.subarray(0, this.freeTop));
+    out.array('levels.table', this.table);
+    out.array('levels.heapSize', this.heapSize);
+    out.array('levels.heapLevels', heapLevels);
+    out.array('levels.heapKeys', heapKeys);
+  }
+
+  /** Takes the state saveState wrote into these levels, which must be fresh and of the same shape and seed. */
+  loadState(input: StateReader): void {
+    if (this.liveCount !== 0) throw new Error('loadState() needs fresh price levels');
+    const capacity = input.number('levels.capacity');
+    if (capacity < 1 || capacity > this.capacityMax) throw new RangeError(`price level state holds ${capacity} records of at most ${this.capacityMax}`);
+    const buffer = new ArrayBuffer(capacity * LEVEL_RECORD_BYTES);
+    input.into('levels.records', new Uint8Array(buffer));
+    const freeTop = input.length('levels.free') / 4;
+    if (!Number.isInteger(freeTop) || freeTop > capacity) throw new RangeError(`price level state frees ${freeTop} of ${capacity} records`);
+    const freeStack = new Int32Array(capacity);
+    input.into('levels.free', freeStack.subarray(0, freeTop));
+    const tableLength = input.length('levels.table') / 4;
+    if (tableLength < 2 || (tableLength & (tableLength - 1)) !== 0 || tableLength > powerOfTwoAtLeast(this.capacityMax * 2)) {
+      throw new RangeError(`price level state has an index of ${tableLength} buckets`);
+    }
+    const table = new Int32Array(tableLength);
+    input.into('levels.table', table);
+    input.into('levels.heapSize', this.heapSize);
+    let live = 0;
+    for (let side = 0; side < this.heapSize.length; side++) {
+      if (this.heapSize[side]! < 0) throw new RangeError(`price level state has a heap of ${this.heapSize[side]} levels`);
+      live += this.heapSize[side]!;
+    }
+    if (live !== capacity - freeTop) throw new RangeError(`price level state has ${live} levels in heaps and ${capacity - freeTop} in use`);
+    const heapLevels = new Int32Array(live);
+    const heapKeys = new Float64Array(live);
+    input.into('levels.heapLevels', heapLevels);
+    input.into('levels.heapKeys', heapKeys);
+    for (let side = 0, at = 0; side < this.heapSize.length; side++) {
+      const size = this.heapSize[side]!;
+      if (size > this.heapLevels[side]!.length) {
+        this.heapLevels[side] = new Int32Array(powerOfTwoAtLeast(size));
+        this.heapKeys[side] = new Float64Array(powerOfTwoAtLeast(size));
+      }
+      this.heapLevels[side]!.set(heapLevels.subarray(at, at + size));
+      this.heapKeys[side]!.set(heapKeys.subarray(at, at + size));
+      at += size;
+    }
+    this.capacity = capacity;
+    this.words = new Int32Array(buffer);
+    this.floats = new Float64Array(buffer);
+    this.freeStack = freeStack;
+    this.freeTop = freeTop;
+    this.table = table;
+    this.mask = tableLength - 1;
   }
 
   /** Doubles the record pool (rare, bounded by capacityMax); level ids stay valid. */

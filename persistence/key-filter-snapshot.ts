@@ -25,6 +25,11 @@ import type pg from 'pg';
 const MAGIC = 'VKF1';
 const FILE_NAME = 'key-filters.bin';
 const SETTING = 'key_filter_snapshot';
+/**
+ * The note of the shards' engines saved at a graceful stop (core/engine-snapshot.ts):
+ * the same kind of note and storage position, one token for every shard's file.
+ */
+export const BOOK_SNAPSHOT_SETTING = 'book_snapshot';
 const HEADER_BYTES_MAX = 4096;
 
 interface SnapshotHeader {
@@ -89,8 +94,31 @@ export async function saveKeyFilters(
     closeSync(fd);
   }
   renameSync(partial, file);
-  await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [SETTING, `${token} ${mark}`]);
+  await noteSnapshot(client, SETTING, token, mark);
   return { file, mark };
+}
+
+/** Notes in the database that the files of `token`, saved at storage position `mark`, may serve the next start. */
+export async function noteSnapshot(client: pg.ClientBase, setting: string, token: string, mark: string): Promise<void> {
+  await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [setting, `${token} ${mark}`]);
+}
+
+/**
+ * Takes the note of `setting` out of the database (a file serves one start): its token
+ * and the storage position, if storage is still there; else why the files may not be used.
+ */
+export async function takeSnapshotNote(client: pg.ClientBase, setting: string, shardCount: number): Promise<{ token: string; mark: string } | string> {
+  const noted = await client.query<{ value: string }>('DELETE FROM runtime.venue_settings WHERE name = $1 RETURNING value', [setting]);
+  if (noted.rows.length === 0) return 'no graceful stop noted in the database';
+  const [token, ...markWords] = noted.rows[0]!.value.split(' ');
+  const mark = await storageMark(client, shardCount);
+  if (markWords.join(' ') !== mark) return `storage changed since the stop (${markWords.join(' ')} then, ${mark} now)`;
+  return { token: token!, mark };
+}
+
+/** Each shard's last journaled sequence in a storage mark. */
+export function journalSequences(mark: string): number[] {
+  return mark.slice(mark.indexOf('journal ') + 'journal '.length).split(',').map(Number);
 }
 
 /**
@@ -105,15 +133,12 @@ export async function loadKeyFilters(
   shardCount: number,
   filters: Record<string, SharedArrayBuffer>,
 ): Promise<string | null> {
-  const noted = await client.query<{ value: string }>('DELETE FROM runtime.venue_settings WHERE name = $1 RETURNING value', [SETTING]);
-  if (noted.rows.length === 0) return 'no graceful stop noted in the database';
-  const [token, ...markWords] = noted.rows[0]!.value.split(' ');
-  const mark = await storageMark(client, shardCount);
-  if (markWords.join(' ') !== mark) return `storage changed since the filters were saved (${markWords.join(' ')} then, ${mark} now)`;
+  const noted = await takeSnapshotNote(client, SETTING, shardCount);
+  if (typeof noted === 'string') return noted;
   const views = Object.values(filters).map((buffer) => new Uint8Array(buffer));
   let why: string | null;
   try {
-    why = readFilterFile(snapshotPath(dataDir), token!, mark, filters);
+    why = readFilterFile(snapshotPath(dataDir), noted.token, noted.mark, filters);
   } catch (error) {
     why = `the file could not be read: ${(error as Error).message}`;
   }

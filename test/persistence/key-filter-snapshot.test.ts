@@ -71,10 +71,10 @@ test('refused, filters left empty: storage changed since, a damaged, foreign or 
       assert.match(why ?? 'loaded', reason);
       assert.ok(isEmpty(filters), `${reason}: nothing loaded`);
     };
-    await refused(() => commit(client, 2), /^storage changed since the filters were saved \(intake 1; journal 0,0 then, intake 2; journal 0,0 now\)$/);
+    await refused(() => commit(client, 2), /^storage changed since the stop \(intake 1; journal 0,0 then, intake 2; journal 0,0 now\)$/);
     await refused(
       async () => void (await client.query("INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload, commit_no) VALUES (1, 1, 3, 1, 3, 0, '\\x00', 2)")),
-      /^storage changed since the filters were saved \(intake 2; journal 0,0 then, intake 2; journal 0,3 now\)$/,
+      /^storage changed since the stop \(intake 2; journal 0,0 then, intake 2; journal 0,3 now\)$/,
     );
     const file = snapshotPath(dir);
     await refused(() => {

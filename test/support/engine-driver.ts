@@ -75,8 +75,9 @@ export class EngineDriver {
   private readonly views = slotViews(new ArrayBuffer(COMMAND_SLOT_BYTES));
   private time = 1_700_000_000_000_000;
 
-  constructor(options: EngineOptions = {}) {
-    this.engine = new MatchingEngine(options);
+  /** A new engine with these options, or an engine built elsewhere (e.g. restored from a snapshot). */
+  constructor(options: EngineOptions | MatchingEngine = {}) {
+    this.engine = options instanceof MatchingEngine ? options : new MatchingEngine(options);
   }
 
   run(command: Omit<CommandInput, 'commandId' | 'timestampUs'>): DecodedEvent[] {

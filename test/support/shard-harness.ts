@@ -55,6 +55,7 @@ export class ShardHarness {
       journalDoorbell: null,
       control,
       recoveryPort: null,
+      snapshot: null,
     };
     this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data });
     this.control = new Int32Array(control);
