@@ -118,12 +118,28 @@ async function restartBench(orders: number): Promise<Record<string, unknown>> {
     });
     const fillSeconds = (performance.now() - fillStarted) / 1000;
     await venue.stop({ keepData: true });
+    // After a graceful stop: the shards' engines and the key filters saved then are loaded.
     const again = await startBenchVenue(env, dataDir);
     const resting = await fetch(`${again.baseUrl}/api/v1/orders/current?limit=1`, { headers: { authorization: 'Bearer dev-token-trader-a' } }).then((r) => r.status);
-    await again.stop({ keepData: true });
+    const restored = /"books":\["saved at the last stop"(,"saved at the last stop")*\]/.test(again.log());
+    // After a crash (kill -9 of that start): nothing saved is used, the journals are replayed and storage scanned.
+    await again.kill();
+    const crashed = await startBenchVenue(env, dataDir);
+    await crashed.stop({ keepData: true });
     const accepted = fill.statuses['202'] ?? 0;
-    console.log(`restart with ${accepted} resting orders: /readyz after ${Math.round(again.readyMs)} ms`);
-    return { restingOrders: accepted, fillPerSecond: Math.round(accepted / fillSeconds), readyMs: Math.round(again.readyMs), firstStartReadyMs: Math.round(venue.readyMs), ownOrdersReadStatus: resting };
+    const steps = (log: string) => JSON.parse(/"startedMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null;
+    console.log(`restart with ${accepted} resting orders: /readyz after ${Math.round(again.readyMs)} ms (books restored: ${restored}); after a crash ${Math.round(crashed.readyMs)} ms`);
+    return {
+      restingOrders: accepted,
+      fillPerSecond: Math.round(accepted / fillSeconds),
+      readyMs: Math.round(again.readyMs),
+      booksRestored: restored,
+      startedMs: steps(again.log()),
+      readyAfterCrashMs: Math.round(crashed.readyMs),
+      startedAfterCrashMs: steps(crashed.log()),
+      firstStartReadyMs: Math.round(venue.readyMs),
+      ownOrdersReadStatus: resting,
+    };
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -18,6 +18,10 @@ export interface BenchVenue {
   readyMs: number;
   /** SIGTERM, wait for the exit; removes the data folder unless keepData. */
   stop(options?: { keepData?: boolean }): Promise<void>;
+  /** kill -9, wait for the exit; the data folder is kept (its embedded database too: the next start on it stops it). */
+  kill(): Promise<void>;
+  /** What the venue printed (its last 64 KiB at least). */
+  log(): string;
 }
 
 /** `nodeArgs`: extra node flags (e.g. --cpu-prof, which NODE_OPTIONS may not carry). */
@@ -58,18 +62,23 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const readyMs = performance.now() - started;
   const databaseUrl = env.DATABASE_URL ?? (await embeddedUrl(dir));
   if (databaseUrl === null) throw new Error('the venue runs no embedded PostgreSQL on its data folder');
+  const end = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill(signal);
+      await exited;
+    }
+  };
   return {
     baseUrl,
     databaseUrl,
     child,
     readyMs,
     stop: async (options = {}) => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await end('SIGTERM');
       if (!options.keepData && dataDir === undefined) rmSync(dir, { recursive: true, force: true });
     },
+    kill: () => end('SIGKILL'),
+    log: () => seen,
   };
 }
