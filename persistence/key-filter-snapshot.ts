@@ -13,14 +13,16 @@
 // one start only. Anything else (a crash, a file from another database, a partial
 // write) means the full scan, as before.
 //
-// File: "VKF1", u32 header length, the header (JSON: token, mark, names, bytes per
-// filter), each filter's buffer in the header's order, u32 crc32 of all before it.
+// File (core/snapshot-file.ts): "VKF1", the header (JSON: token, mark, names, bytes per
+// filter), each filter's buffer in the header's order, crc32.
+//
+// The note and the storage position serve the other things a graceful stop saves too
+// (the shards' engines and the projector's open orders: BOOK_SNAPSHOT_SETTING).
 
 import { randomUUID } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import type pg from 'pg';
+import { SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
 
 const MAGIC = 'VKF1';
 const FILE_NAME = 'key-filters.bin';
@@ -70,30 +72,8 @@ export async function saveKeyFilters(
   if (names.some((name) => filters[name]!.byteLength !== bytes)) throw new Error('the key filters differ in size');
   const token = randomUUID();
   const mark = await storageMark(client, shardCount);
-  const header = Buffer.from(JSON.stringify({ token, mark, names, bytes } satisfies SnapshotHeader));
-  const prefix = Buffer.alloc(8);
-  prefix.write(MAGIC, 0, 'latin1');
-  prefix.writeUInt32LE(header.byteLength, 4);
-  mkdirSync(dataDir, { recursive: true });
   const file = snapshotPath(dataDir);
-  const partial = `${file}.partial`;
-  const fd = openSync(partial, 'w');
-  try {
-    let crc = 0;
-    const write = (view: Uint8Array) => {
-      writeSync(fd, view);
-      crc = crc32(view, crc);
-    };
-    write(prefix);
-    write(header);
-    for (const name of names) write(new Uint8Array(filters[name]!));
-    const tail = Buffer.alloc(4);
-    tail.writeUInt32LE(crc >>> 0, 0);
-    writeSync(fd, tail);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(partial, file);
+  writeSnapshotFile(file, MAGIC, { token, mark, names, bytes } satisfies SnapshotHeader, names.map((name) => new Uint8Array(filters[name]!)));
   await noteSnapshot(client, SETTING, token, mark);
   return { file, mark };
 }
@@ -148,45 +128,20 @@ export async function loadKeyFilters(
 
 /** Reads the file into the filters (empty until now) if it is the one named and checks out; else says why (the caller empties them). */
 function readFilterFile(file: string, token: string, mark: string, filters: Record<string, SharedArrayBuffer>): string | null {
-  let fd: number;
+  const reader = SnapshotFileReader.open(file, MAGIC, 'a key filter file', HEADER_BYTES_MAX);
+  if (typeof reader === 'string') return reader;
   try {
-    fd = openSync(file, 'r');
-  } catch (error) {
-    return `no file: ${(error as Error).message}`;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const prefix = Buffer.alloc(8);
-    if (size < 12 || readSync(fd, prefix, 0, 8, 0) !== 8 || prefix.toString('latin1', 0, 4) !== MAGIC) return 'not a key filter file';
-    const headerBytes = prefix.readUInt32LE(4);
-    if (headerBytes > HEADER_BYTES_MAX || 8 + headerBytes > size) return 'a damaged header';
-    const headerBuffer = Buffer.alloc(headerBytes);
-    readSync(fd, headerBuffer, 0, headerBytes, 8);
-    let header: SnapshotHeader;
-    try {
-      header = JSON.parse(headerBuffer.toString('utf8')) as SnapshotHeader;
-    } catch {
-      return 'a damaged header';
-    }
+    const header = reader.header as SnapshotHeader;
     if (typeof header !== 'object' || header === null || !Array.isArray(header.names) || !Number.isSafeInteger(header.bytes)) return 'a damaged header';
     if (header.token !== token || header.mark !== mark) return 'the file is not the one the database names';
     const names = Object.keys(filters);
     if (header.names.join() !== names.join() || names.some((name) => filters[name]!.byteLength !== header.bytes)) {
       return `the filters' shape changed (KEY_FILTER_BITS): ${header.names.length} of ${header.bytes} bytes saved`;
     }
-    if (size !== 8 + headerBytes + names.length * header.bytes + 4) return 'a file of the wrong length';
-    let crc = crc32(headerBuffer, crc32(prefix));
-    let at = 8 + headerBytes;
-    for (const name of names) {
-      const view = new Uint8Array(filters[name]!);
-      if (readSync(fd, view, 0, view.byteLength, at) !== view.byteLength) return 'a short read';
-      crc = crc32(view, crc);
-      at += view.byteLength;
-    }
-    const tail = Buffer.alloc(4);
-    if (readSync(fd, tail, 0, 4, at) !== 4 || tail.readUInt32LE(0) !== crc >>> 0) return 'a checksum mismatch';
-    return null;
+    if (!reader.holds(names.length * header.bytes)) return 'a file of the wrong length';
+    for (const name of names) if (!reader.read(new Uint8Array(filters[name]!))) return 'a short read';
+    return reader.verify() ? null : 'a checksum mismatch';
   } finally {
-    closeSync(fd);
+    reader.close();
   }
 }

@@ -1,0 +1,128 @@
+// The file of what a graceful stop saves for the next start (the shards' engines, the
+// projector's open orders, the key filters): a 4-byte magic, a u32 header length, the
+// header (JSON), sections of raw bytes in the order the header's owner knows, and a u32
+// crc32 of everything before it. Written to a partial file and renamed, so a file is
+// whole or absent; read section by section straight into its target memory, the crc
+// checked at the end (the caller throws away what it read if the check fails).
+
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
+
+/** Bytes read or written per system call. */
+const CHUNK_BYTES = 8 << 20;
+
+/** Writes the file atomically; returns its length in bytes. */
+export function writeSnapshotFile(file: string, magic: string, header: object, sections: readonly Uint8Array[]): number {
+  const headerBytes = Buffer.from(JSON.stringify(header));
+  const prefix = Buffer.alloc(8);
+  prefix.write(magic, 0, 4, 'latin1');
+  prefix.writeUInt32LE(headerBytes.byteLength, 4);
+  mkdirSync(path.dirname(file), { recursive: true });
+  const partial = `${file}.partial`;
+  const fd = openSync(partial, 'w');
+  let bytes = 0;
+  try {
+    let crc = 0;
+    const write = (view: Uint8Array) => {
+      for (let at = 0; at < view.byteLength; at += CHUNK_BYTES) {
+        const chunk = view.subarray(at, Math.min(at + CHUNK_BYTES, view.byteLength));
+        writeSync(fd, chunk);
+        crc = crc32(chunk, crc);
+      }
+      bytes += view.byteLength;
+    };
+    write(prefix);
+    write(headerBytes);
+    for (const section of sections) write(section);
+    const tail = Buffer.alloc(4);
+    tail.writeUInt32LE(crc >>> 0, 0);
+    writeSync(fd, tail);
+    bytes += 4;
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(partial, file);
+  return bytes;
+}
+
+/** A snapshot file opened for reading; `close()` it. */
+export class SnapshotFileReader {
+  private crc: number;
+  private at: number;
+
+  private constructor(
+    private readonly fd: number,
+    readonly header: unknown,
+    private readonly size: number,
+    prefix: Buffer,
+    headerBytes: Buffer,
+  ) {
+    this.crc = crc32(headerBytes, crc32(prefix));
+    this.at = 8 + headerBytes.byteLength;
+  }
+
+  /** Opens `file` and parses its header; or why not (`kind` names the file in the answer, e.g. "a key filter file"). */
+  static open(file: string, magic: string, kind: string, headerBytesMax: number): SnapshotFileReader | string {
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch (error) {
+      return `no file: ${(error as Error).message}`;
+    }
+    try {
+      const size = fstatSync(fd).size;
+      const prefix = Buffer.alloc(8);
+      if (size < 12 || readSync(fd, prefix, 0, 8, 0) !== 8 || prefix.toString('latin1', 0, 4) !== magic) throw new Refusal(`not ${kind}`);
+      const headerLength = prefix.readUInt32LE(4);
+      if (headerLength > headerBytesMax || 8 + headerLength + 4 > size) throw new Refusal('a damaged header');
+      const headerBytes = Buffer.alloc(headerLength);
+      if (readSync(fd, headerBytes, 0, headerLength, 8) !== headerLength) throw new Refusal('a short read');
+      let header: unknown;
+      try {
+        header = JSON.parse(headerBytes.toString('utf8'));
+      } catch {
+        throw new Refusal('a damaged header');
+      }
+      return new SnapshotFileReader(fd, header, size, prefix, headerBytes);
+    } catch (error) {
+      closeSync(fd);
+      if (error instanceof Refusal) return error.message;
+      return `the file could not be read: ${(error as Error).message}`;
+    }
+  }
+
+  /** True when the sections, of `bytes` in all, fill the file exactly. */
+  holds(bytes: number): boolean {
+    return this.size === this.at + bytes + 4;
+  }
+
+  /** Fills `target` from the next section's bytes; false on a short read. */
+  read(target: Uint8Array): boolean {
+    for (let done = 0; done < target.byteLength; ) {
+      const chunk = target.subarray(done, Math.min(done + CHUNK_BYTES, target.byteLength));
+      if (readSync(this.fd, chunk, 0, chunk.byteLength, this.at) !== chunk.byteLength) return false;
+      this.crc = crc32(chunk, this.crc);
+      this.at += chunk.byteLength;
+      done += chunk.byteLength;
+    }
+    return true;
+  }
+
+  /** True when the crc32 at the end is of everything read: call after the last section. */
+  verify(): boolean {
+    const tail = Buffer.alloc(4);
+    return readSync(this.fd, tail, 0, 4, this.at) === 4 && tail.readUInt32LE(0) === this.crc >>> 0;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+class Refusal extends Error {}
+
+/** A typed array's bytes. */
+export function bytesOf(view: ArrayBufferView): Uint8Array {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+}
