@@ -46,7 +46,8 @@ import {
 import { SessionRegistry } from './gateway/sessions.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceLoaded, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
@@ -230,8 +231,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     venue.guardTimer = setInterval(() => guard.update(openFiles()), GUARD_INTERVAL_MS);
     started('listening');
 
-    // The shards' engines saved at the last graceful stop serve this start if storage is still
-    // where it was then (the note is consumed: one start per save); else each replays its journal.
+    // The shards' engines and the projector's open orders saved at the last graceful stop serve
+    // this start if storage is still where it was then (the note is consumed: one start per
+    // save); else each shard replays its journal and the projector reads the open orders' table.
     const books = config.dataDir === '' ? 'no DATA_DIR' : await takeSnapshotNote(client, BOOK_SNAPSHOT_SETTING, config.matchingShards);
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
@@ -272,6 +274,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       adminPorts: adminChannels.map((channel) => channel.port2),
       depthView: memory.depthView,
       queueMarks: memory.queueMarks,
+      openOrders: typeof books === 'string' ? null : { file: openOrdersPath(config.dataDir), token: books.token },
     };
     const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,
@@ -467,22 +470,30 @@ async function stopVenue(venue: Venue): Promise<void> {
   await venue.stopDatabase();
 }
 
-/** Each stopped shard writes its engine (core/engine-snapshot.ts), all at once; null if any could not. */
-async function saveBooks(venue: Venue): Promise<{ token: string; sequences: number[]; bytes: number } | null> {
+/**
+ * Each stopped shard writes its engine (core/engine-snapshot.ts) and the stopped
+ * persistence thread the projector's open orders (persistence/open-orders-snapshot.ts),
+ * all at once, under one token; null if any could not.
+ */
+async function saveBooks(venue: Venue): Promise<{ token: string; sequences: number[]; bytes: number; openOrders: number } | null> {
   const token = randomUUID();
-  const saved = await Promise.all(
-    venue.shards.map((worker, id) => {
-      const answer = once<ShardSaved>(worker, (m) => m.type === 'saved' || m.type === 'save-failed', `shard ${id} save`);
-      worker.postMessage({ type: 'save', file: engineSnapshotPath(venue.config.dataDir, id), token } satisfies ShardSave);
-      return answer;
-    }),
-  );
-  const failed = saved.find((answer) => answer.type === 'save-failed');
-  if (failed !== undefined) {
-    logger.warn({ err: failed.message }, 'an order book could not be saved: the next start replays the journals');
+  const ask = <T extends { type: string }>(worker: Worker, request: ShardSave | PersistenceSave, what: string) => {
+    const answer = once<T>(worker, (m) => m.type === 'saved' || m.type === 'save-failed', what);
+    worker.postMessage(request);
+    return answer;
+  };
+  const [projector, ...shards] = await Promise.all([
+    ask<PersistenceSaved>(venue.persistence!, { type: 'save', file: openOrdersPath(venue.config.dataDir), token }, 'open orders save'),
+    ...venue.shards.map((worker, id) => ask<ShardSaved>(worker, { type: 'save', file: engineSnapshotPath(venue.config.dataDir, id), token }, `shard ${id} save`)),
+  ]);
+  if (projector!.type === 'save-failed' || shards.some((answer) => answer.type === 'save-failed')) {
+    const failed = [projector!, ...shards].find((answer) => answer.type === 'save-failed') as { message: string };
+    logger.warn({ err: failed.message }, 'the order books could not be saved: the next start replays the journals and reads the open orders from storage');
     return null;
   }
-  return { token, sequences: saved.map((answer) => (answer.type === 'saved' ? answer.sequence : -1)), bytes: saved.reduce((sum, answer) => sum + (answer.type === 'saved' ? answer.bytes : 0), 0) };
+  const saved = shards as Extract<ShardSaved, { type: 'saved' }>[];
+  const openOrders = projector as Extract<PersistenceSaved, { type: 'saved' }>;
+  return { token, sequences: saved.map((answer) => answer.sequence), bytes: openOrders.bytes + saved.reduce((sum, answer) => sum + answer.bytes, 0), openOrders: openOrders.count };
 }
 
 /**
@@ -491,7 +502,7 @@ async function saveBooks(venue: Venue): Promise<{ token: string; sequences: numb
  * the filters, which then hold every stored key, and are saved (persistence/key-filter-snapshot.ts).
  * A failure costs the next start its replay or its full scan only.
  */
-async function keepForNextStart(venue: Venue, books: { token: string; sequences: number[]; bytes: number } | null): Promise<void> {
+async function keepForNextStart(venue: Venue, books: { token: string; sequences: number[]; bytes: number; openOrders: number } | null): Promise<void> {
   const client = new pg.Client({ connectionString: venue.databaseUrl });
   try {
     await client.connect();
@@ -499,7 +510,7 @@ async function keepForNextStart(venue: Venue, books: { token: string; sequences:
       const mark = await storageMark(client, venue.config.matchingShards);
       if (journalSequences(mark).join() === books.sequences.join()) {
         await noteSnapshot(client, BOOK_SNAPSHOT_SETTING, books.token, mark);
-        logger.info({ mark, bytes: books.bytes }, 'order books saved for the next start');
+        logger.info({ mark, bytes: books.bytes, openOrders: books.openOrders }, 'order books and open orders saved for the next start');
       } else logger.warn({ mark, sequences: books.sequences }, 'the saved order books are not at the journal\'s end: the next start replays the journals');
     }
     const tableKeys = rememberTableKeys(venue.memory);

@@ -59,7 +59,18 @@ export interface PersistenceThreadData {
   depthView: SharedArrayBuffer;
   /** The queues' marks (core/queue-marks.ts): this thread notes its sealed groups. */
   queueMarks: SharedArrayBuffer;
+  /** The open orders saved at the last graceful stop, if the database still names them (persistence/open-orders-snapshot.ts). */
+  openOrders: { file: string; token: string } | null;
 }
+
+/** Asked of a stopped persistence thread: the projector's open orders written to `file` for the next start. */
+export interface PersistenceSave {
+  type: 'save';
+  file: string;
+  token: string;
+}
+
+export type PersistenceSaved = { type: 'saved'; count: number; bytes: number } | { type: 'save-failed'; message: string };
 
 
 const data = workerData as PersistenceThreadData;
@@ -322,11 +333,20 @@ for (const port of data.adminPorts) {
   });
 }
 
-parentPort!.on('message', (message: { type: string }) => {
+let stopped = false;
+parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
   if (message.type === 'stop') {
     stopping = true;
     doorbell.ringAlways();
     flusherWake?.();
+  } else if (message.type === 'save' && 'file' in message) {
+    try {
+      if (!stopped) throw new Error('the persistence thread has not stopped');
+      const { count, bytes } = projector.saveOpenOrders(message.file, message.token);
+      parentPort!.postMessage({ type: 'saved', count, bytes } satisfies PersistenceSaved);
+    } catch (error) {
+      parentPort!.postMessage({ type: 'save-failed', message: (error as Error).message } satisfies PersistenceSaved);
+    }
   }
 });
 
@@ -343,13 +363,13 @@ async function main(): Promise<void> {
     phaseStart = performance.now();
     return result;
   };
-  await phase('openOrders', projector.load(client));
+  const openOrders = await phase('openOrders', projector.load(client, data.openOrders));
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const caughtUp = await phase('catchUp', catchUp(client));
   await phase('books', loadBooks(client)); // storage now holds everything ingested
   await client.end();
   const redrive = projector.redrivePlan();
-  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, phaseMs });
+  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, openOrders, phaseMs });
   parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
   const journalDurable = await new Promise<number[]>((resolve) => {
     const onMessage = (message: { type: string; journalDurable?: number[] }) => {
@@ -382,6 +402,7 @@ async function main(): Promise<void> {
   await writerClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
+  stopped = true;
   parentPort!.postMessage({ type: 'stopped' });
 }
 

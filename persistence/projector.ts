@@ -106,6 +106,7 @@ import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
+import { readOpenOrders, writeOpenOrders } from './open-orders-snapshot.ts';
 import { RestingOrders, type RestingOrder } from './resting-orders.ts';
 
 export const PROJECTION_NAME = 'runtime';
@@ -313,8 +314,12 @@ export class Projector {
     return this.sealed.length;
   }
 
-  /** Loads the watermarks and the open orders (at start, before the first commit). */
-  async load(client: pg.ClientBase): Promise<void> {
+  /**
+   * Loads the watermarks and the open orders (at start, before the first commit): from
+   * the file saved at the last graceful stop when the main thread names one and it is
+   * true of storage (persistence/open-orders-snapshot.ts), else from the table. Says which.
+   */
+  async load(client: pg.ClientBase, saved: { file: string; token: string } | null = null): Promise<string> {
     const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
       'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
       [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
@@ -334,6 +339,19 @@ export class Projector {
       this.instruments.add(keyOf(uuidWordsOf(row.id), 0));
     }
     this.live.clear();
+    if (saved !== null) {
+      const why = readOpenOrders(saved.file, saved.token, this.projected, (count) => (this.resting = new RestingOrders(count)), (order) => this.resting.add(order));
+      if (why === null) return 'saved at the last stop';
+      this.resting = new RestingOrders();
+      await this.loadOpenOrders(client);
+      return `read from storage (${why})`;
+    }
+    await this.loadOpenOrders(client);
+    return 'read from storage';
+  }
+
+  /** Every open order of order_lifecycle_state into the compact store. */
+  private async loadOpenOrders(client: pg.ClientBase): Promise<void> {
     const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
     const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
     // Open orders, streamed binary: one object per order and nothing else (a million of them at start-up).
@@ -370,6 +388,25 @@ export class Projector {
         this.resting.add(order);
       },
     );
+  }
+
+  /**
+   * Writes the open orders for the next start (persistence/open-orders-snapshot.ts), at
+   * a graceful stop: only when everything ingested is in storage, so that they are
+   * exactly the table's open rows at the watermarks written with them.
+   */
+  saveOpenOrders(file: string, token: string): { count: number; bytes: number } {
+    if (this.open.commandCount > 0 || this.sealed.length > 0 || this.projected.some((sequence, shard) => sequence !== this.ingested[shard])) {
+      throw new Error(`projections are not all in storage (projected ${this.projected.join()}, ingested ${this.ingested.join()}, ${this.sealed.length} groups sealed)`);
+    }
+    const isOpen = (order: RestingOrder) => order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
+    let count = this.resting.size;
+    for (const order of this.live.values()) if (isOpen(order)) count++;
+    const bytes = writeOpenOrders(file, token, this.projected, count, (visit) => {
+      this.resting.forEach(visit);
+      for (const order of this.live.values()) if (isOpen(order)) visit(order);
+    });
+    return { count, bytes };
   }
 
   /** The open order with this id (words[at..]), taken into `live` from the compact store on first touch. */

@@ -141,6 +141,8 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
     // Both shards' engines came from the files saved at the stop (core/engine-snapshot.ts), not a replay:
     // everything below about priority, claims and matching is true of the restored engines.
     assert.match(venue.log, /"replayed":0,[^\n]*"books":\["saved at the last stop","saved at the last stop"\][^\n]*order books restored/);
+    // And the projector's open orders from the file saved with them (persistence/open-orders-snapshot.ts).
+    assert.match(venue.log, /"openOrders":"saved at the last stop"/);
     assert.deepEqual((await venue.get('/api/v1/venue/session', TOKENS.traderA)).json, session, 'a restart does not end the session');
     assert.deepEqual((await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json, depthBefore, 'the read thread loaded the same books');
     for (const { body, key, mode, answer } of sent) {
@@ -170,6 +172,18 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
         [hidden.orderId, '3', '100000000000'],
       ],
     );
+    // The projector knew every restored order: their lifecycle rows took the fills.
+    await venue.untilProjected();
+    await withClient(await storageUrl(dir), async (client) => {
+      const rows = await client.query<{ order_id: string; state: string; filled: string }>(
+        'SELECT order_id, state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1) ORDER BY filled_quantity_units',
+        [[first.orderId, second.orderId, named.orderId, hidden.orderId]],
+      );
+      assert.deepEqual(
+        rows.rows.map((row) => [row.order_id, row.state, row.filled]),
+        [[hidden.orderId, 'FILLED', '3'], [named.orderId, 'FILLED', '4'], [first.orderId, 'FILLED', '5'], [second.orderId, 'FILLED', '7']],
+      );
+    });
     // cancel-by-client-order still resolves a name taken before the restart (the order is filled now).
     const byName = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('restart-coid-1'));
     assert.equal(byName.status, 200);
@@ -179,7 +193,7 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   }
 });
 
-test('a damaged saved book is rebuilt from its journal instead, that shard only; the other is restored', async () => {
+test('a damaged saved book is rebuilt from its journal instead, that shard only; damaged open orders are read from storage', async () => {
   const dir = dataDir();
   let venue = await VenueProcess.start({ DATA_DIR: dir });
   // One resting bid on an instrument of each shard.
@@ -192,20 +206,31 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
   } finally {
     assert.equal(await venue.stop(), 0);
   }
-  const file = path.join(dir, 'shard-1.bin');
-  const bytes = readFileSync(file);
-  bytes[bytes.length - 64]! ^= 0x01;
-  writeFileSync(file, bytes);
+  for (const name of ['shard-1.bin', 'open-orders.bin']) {
+    const file = path.join(dir, name);
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 64]! ^= 0x01;
+    writeFileSync(file, bytes);
+  }
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
   try {
     assert.match(venue.log, /"books":\["saved at the last stop","replayed \(a checksum mismatch\)"\][^\n]*order books restored/);
+    assert.match(venue.log, /"openOrders":"read from storage \(a checksum mismatch\)"/);
     // Both books hold their bid: a crossing sell on each trades against it.
     for (const bid of bids) {
       const sell = submitBody({ instrumentId: bid.instrumentId as string, side: 'SELL', price: '50', quantity: '4', timeInForce: 'IOC', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
       const sold = await venue.order('/api/v1/orders/submit', sell, { token: TOKENS.traderB, mode: 'sync-result' });
       assert.deepEqual(sold.json.trades.map((trade: any) => [trade.buyOrderId, trade.quantity.units]), [[bid.orderId, '4']]);
     }
+    await venue.untilProjected();
+    await withClient(await storageUrl(dir), async (client) => {
+      const rows = await client.query<{ state: string; filled: string }>(
+        'SELECT state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1)',
+        [bids.map((bid) => bid.orderId)],
+      );
+      assert.deepEqual(rows.rows.map((row) => [row.state, row.filled]), [['PARTIALLY_FILLED', '4'], ['PARTIALLY_FILLED', '4']]);
+    });
   } finally {
     assert.equal(await venue.stop(), 0);
   }
