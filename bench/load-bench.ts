@@ -127,16 +127,22 @@ async function restartBench(orders: number): Promise<Record<string, unknown>> {
     const crashed = await startBenchVenue(env, dataDir);
     await crashed.stop({ keepData: true });
     const accepted = fill.statuses['202'] ?? 0;
-    const steps = (log: string) => JSON.parse(/"startedMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null;
+    const steps = (log: string) => ({
+      startedMs: JSON.parse(/"startedMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null,
+      persistenceMs: JSON.parse(/"phaseMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null,
+      books: /"books":(\[[^\]]*\])/.exec(log)?.[1] ?? null,
+      openOrders: /"openOrders":"([^"]*)"/.exec(log)?.[1] ?? null,
+      keyFilters: /"keyFilters":"([^"]*)"/.exec(log)?.[1] ?? null,
+    });
     console.log(`restart with ${accepted} resting orders: /readyz after ${Math.round(again.readyMs)} ms (books restored: ${restored}); after a crash ${Math.round(crashed.readyMs)} ms`);
     return {
       restingOrders: accepted,
       fillPerSecond: Math.round(accepted / fillSeconds),
       readyMs: Math.round(again.readyMs),
       booksRestored: restored,
-      startedMs: steps(again.log()),
+      steps: steps(again.log()),
       readyAfterCrashMs: Math.round(crashed.readyMs),
-      startedAfterCrashMs: steps(crashed.log()),
+      stepsAfterCrash: steps(crashed.log()),
       firstStartReadyMs: Math.round(venue.readyMs),
       ownOrdersReadStatus: resting,
     };
