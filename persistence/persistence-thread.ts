@@ -18,6 +18,7 @@ import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type Persistenc
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
+import { analyzeStale } from './recovery.ts';
 import { DepthView } from '../core/market-view.ts';
 
 /**
@@ -101,6 +102,9 @@ const connectProjector = async (): Promise<pg.Client> => {
   await loadSessions(client);
   return client;
 };
+
+/** The tables the first reads plan queries on, analyzed at start if stale (persistence/recovery.ts analyzeStale). */
+const STARTUP_TABLES = ['runtime.command_log', 'runtime.executions', 'runtime.trades', 'runtime.journal_batches', 'runtime.intake_batches'];
 
 let writer: JournalWriter | undefined;
 const queueMarks = new QueueMarks(data.queueMarks);
@@ -363,9 +367,20 @@ async function main(): Promise<void> {
     phaseStart = performance.now();
     return result;
   };
+  // Stale planner statistics made the books' GROUP BY below sort a million rows on disk: the
+  // lifecycle table is analyzed at once, on its own connection, beside the loads that do not
+  // need it; the other tables the first reads plan on right after, not waited for.
+  const analyzer = connect();
+  const analyzed = analyzer.then((reader) => analyzeStale(reader, ['runtime.order_lifecycle_state']));
+  analyzed.catch(() => undefined); // awaited below
+  void analyzed
+    .then(async (first) => [...first, ...(await analyzeStale(await analyzer, STARTUP_TABLES))])
+    .then((tables) => log('info', 'planner statistics refreshed', { tables }), (error: unknown) => log('warn', 'planner statistics not refreshed', { err: (error as Error).message }))
+    .finally(() => analyzer.then((reader) => reader.end()).catch(() => undefined));
   const openOrders = await phase('openOrders', projector.load(client, data.openOrders));
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const caughtUp = await phase('catchUp', catchUp(client));
+  await phase('analyze', analyzed);
   await phase('books', loadBooks(client)); // storage now holds everything ingested
   await client.end();
   const redrive = projector.redrivePlan();
