@@ -340,10 +340,14 @@ export class Projector {
     }
     this.live.clear();
     if (saved !== null) {
-      const why = readOpenOrders(saved.file, saved.token, this.projected, (count) => (this.resting = new RestingOrders(count)), (order) => this.resting.add(order));
+      let why: string | null;
+      try {
+        why = readOpenOrders(saved.file, saved.token, this.projected, (count) => (this.resting = new RestingOrders(count)), (order) => this.resting.add(order));
+      } catch (error) {
+        why = `the file could not be loaded: ${(error as Error).message}`; // e.g. an order twice: the table decides
+      }
       if (why === null) return 'saved at the last stop';
-      this.resting = new RestingOrders();
-      await this.loadOpenOrders(client);
+      await this.loadOpenOrders(client); // a new store: nothing of the file stays
       return `read from storage (${why})`;
     }
     await this.loadOpenOrders(client);

@@ -28,6 +28,8 @@ import { payloadDigest, scopeDigest } from '../../gateway/keys.ts';
 import { Principals } from '../../gateway/principals.ts';
 import { ROUTE_SUBMIT } from '../../gateway/status-view.ts';
 import { embeddedUrl, startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
+import { writeOpenOrders } from '../../persistence/open-orders-snapshot.ts';
+import type { RestingOrder } from '../../persistence/resting-orders.ts';
 import { withClient } from '../support/database.ts';
 import {
   assertBooksEqualReplay,
@@ -193,7 +195,7 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   }
 });
 
-test('a damaged saved book is rebuilt from its journal instead, that shard only; damaged open orders are read from storage', async () => {
+test('a damaged saved book is rebuilt from its journal instead, that shard only; open orders that cannot be loaded are read from storage', async () => {
   const dir = dataDir();
   let venue = await VenueProcess.start({ DATA_DIR: dir });
   // One resting bid on an instrument of each shard.
@@ -206,17 +208,21 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
   } finally {
     assert.equal(await venue.stop(), 0);
   }
-  for (const name of ['shard-1.bin', 'open-orders.bin']) {
-    const file = path.join(dir, name);
-    const bytes = readFileSync(file);
-    bytes[bytes.length - 64]! ^= 0x01;
-    writeFileSync(file, bytes);
-  }
+  const shardFile = path.join(dir, 'shard-1.bin');
+  const bytes = readFileSync(shardFile);
+  bytes[bytes.length - 64]! ^= 0x01;
+  writeFileSync(shardFile, bytes);
+  // The open orders' file rewritten whole (its crc holds) under the same token, with one order twice.
+  const ordersFile = path.join(dir, 'open-orders.bin');
+  const saved = readFileSync(ordersFile);
+  const header = JSON.parse(saved.toString('utf8', 8, 8 + saved.readUInt32LE(4))) as { token: string; watermarks: number[] };
+  const twice: RestingOrder = { ids: new Int32Array(16).fill(7), runNo: 1, sessionNo: 1, side: 0, orderType: 0, timeInForce: 0, state: 1, priceNanos: 1e9, quantity: 1, filled: 0, currency: 0x555344, shard: 0 };
+  writeOpenOrders(ordersFile, header.token, header.watermarks, 2, (visit) => [twice, twice].forEach(visit));
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
   try {
     assert.match(venue.log, /"books":\["saved at the last stop","replayed \(a checksum mismatch\)"\][^\n]*order books restored/);
-    assert.match(venue.log, /"openOrders":"read from storage \(a checksum mismatch\)"/);
+    assert.match(venue.log, /"openOrders":"read from storage \(the file could not be loaded: a resting order loaded twice\)"/);
     // Both books hold their bid: a crossing sell on each trades against it.
     for (const bid of bids) {
       const sell = submitBody({ instrumentId: bid.instrumentId as string, side: 'SELL', price: '50', quantity: '4', timeInForce: 'IOC', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
