@@ -292,6 +292,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
       snapshotView: memory.snapshotView,
       competitionProfile: config.competitionProfile,
+      plannerStatisticsIntervalMs: config.plannerStatisticsIntervalMs,
     };
     venue.read = spawnWorker(entry('read'), { ...readData }, { transferList: readData.ports }, 'read');
     const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');

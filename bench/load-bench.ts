@@ -18,12 +18,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, runLoad, type LoadOptions, type LoadResult } from './load/load-generator.ts';
+import { describe, runLoad, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
 import { copyCapacity } from './persistence-bench.ts';
+import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
 import { writeResult, RESULTS_DIR } from './lib/results.ts';
 import { writeLatencyPlot } from './lib/plot.ts';
 
@@ -71,6 +72,33 @@ type OpenLoopPoint = ReturnType<typeof summary> & { repeats: { okPerSecond: numb
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** Several open-loop runs at one rate as one point: the median answers/s and the median of each percentile. */
+interface ReadPair {
+  ordersAlone: [number, number];
+  ordersBesideReads: number;
+  dropPercent: number;
+  readsPerSecond: number;
+  readLatencyUs: Record<string, Percentiles>;
+}
+
+/** The medians over the pairs, field by field (each read kind's percentiles too); every pair in `pairs`. */
+function medianReadPair(pairs: ReadPair[]) {
+  const readLatencyUs: Record<string, Percentiles> = {};
+  for (const kind of Object.keys(pairs[0]!.readLatencyUs)) {
+    const of = pairs.map((pair) => pair.readLatencyUs[kind]).filter((v): v is Percentiles => v !== undefined);
+    readLatencyUs[kind] = {
+      count: median(of.map((v) => v.count)), p50: median(of.map((v) => v.p50)), p90: median(of.map((v) => v.p90)),
+      p99: median(of.map((v) => v.p99)), p999: median(of.map((v) => v.p999)), max: median(of.map((v) => v.max)),
+    };
+  }
+  return {
+    dropPercent: median(pairs.map((pair) => pair.dropPercent)),
+    readsPerSecond: median(pairs.map((pair) => pair.readsPerSecond)),
+    ordersBesideReads: median(pairs.map((pair) => pair.ordersBesideReads)),
+    readLatencyUs,
+    pairs,
+  };
+}
+
 function medianOpenLoop(tries: LoadResult[]): OpenLoopPoint {
   const first = summary(tries[0]!);
   const latencyUs = { ...first.latencyUs };
@@ -83,6 +111,26 @@ function medianOpenLoop(tries: LoadResult[]): OpenLoopPoint {
   };
 }
 
+interface PersistenceFigures {
+  captureLatencyUs: unknown;
+  journalLatencyUs: unknown;
+  projectionLagUs: { count: number; p50: number; p99: number };
+  projectionLagBuckets: [number, number][];
+}
+
+interface RunLag {
+  count: number;
+  p50: number;
+  p99: number;
+}
+
+/** The projection lag recorded between two status readings. */
+function lagBetween(before: PersistenceFigures | null, after: PersistenceFigures | null): RunLag | null {
+  if (before === null || after === null) return null;
+  const window = bucketsBetween(before.projectionLagBuckets, after.projectionLagBuckets);
+  return { count: window.reduce((sum, [, count]) => sum + count, 0), p50: percentileOfBuckets(window, 50), p99: percentileOfBuckets(window, 99) };
+}
+
 interface VenueRun {
   gatewayThreads: number;
   shards: number;
@@ -90,23 +138,39 @@ interface VenueRun {
   /** The median of the closed-loop runs (by answers per second); all of them in closedLoopOkPerSecond. */
   closedLoop: ReturnType<typeof summary>;
   closedLoopOkPerSecond: number[];
-  /** The venue's own figures after the closed-loop runs (GET /admin/v1/persistence/status). */
-  persistence: { captureLatencyUs: unknown; journalLatencyUs: unknown; projectionLagUs: unknown } | null;
+  /** The venue's own figures since its start, read after the closed-loop runs (GET /admin/v1/persistence/status). */
+  persistence: Omit<PersistenceFigures, 'projectionLagBuckets'> | null;
+  /** Projection lag during each closed-loop run alone (the status's lag buckets read before and after it). */
+  closedLoopProjectionLagUs: RunLag[];
   /** One entry per rate; where a rate ran several times, its percentiles are the medians of the runs (in `repeats`). */
   openLoop: OpenLoopPoint[];
   verification: Verification;
   readyMs: number;
 }
 
-async function persistenceStatus(baseUrl: string): Promise<VenueRun['persistence']> {
+async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | null> {
   const answer = await fetch(`${baseUrl}/admin/v1/persistence/status`, { headers: { authorization: 'Bearer dev-token-operator' } });
   if (answer.status !== 200) return null;
-  const status = (await answer.json()) as { journal: { captureLatencyUs: unknown; journalLatencyUs: unknown }; projections: { lagUs: unknown } };
-  return { captureLatencyUs: status.journal.captureLatencyUs, journalLatencyUs: status.journal.journalLatencyUs, projectionLagUs: status.projections.lagUs };
+  const status = (await answer.json()) as {
+    journal: { captureLatencyUs: unknown; journalLatencyUs: unknown };
+    projections: { lagUs: PersistenceFigures['projectionLagUs']; lagBuckets: [number, number][] };
+  };
+  return {
+    captureLatencyUs: status.journal.captureLatencyUs,
+    journalLatencyUs: status.journal.journalLatencyUs,
+    projectionLagUs: status.projections.lagUs,
+    projectionLagBuckets: status.projections.lagBuckets,
+  };
 }
 
-/** Fills a venue with resting orders, stops it, starts it again on the same data: the time to /readyz. */
-async function restartBench(orders: number): Promise<Record<string, unknown>> {
+/**
+ * Fills a venue with resting orders, stops it, and starts it again on the same data
+ * `times` times (each after a graceful stop of the one before: the saved engines, open
+ * orders and key filters are used), then `times` times after a kill -9 of the one before
+ * (nothing saved is used: the journals are replayed, storage scanned). The figures are
+ * the medians of the times to /readyz; every start is in `starts`.
+ */
+async function restartBench(orders: number, times: number): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-restart-'));
   try {
     const env = { PROCESSING_MODE: 'accepted-async', ORDER_CAPACITY: String(Math.max(1 << 21, orders * 2)) };
@@ -118,15 +182,6 @@ async function restartBench(orders: number): Promise<Record<string, unknown>> {
     });
     const fillSeconds = (performance.now() - fillStarted) / 1000;
     await venue.stop({ keepData: true });
-    // After a graceful stop: the shards' engines and the key filters saved then are loaded.
-    const again = await startBenchVenue(env, dataDir);
-    const resting = await fetch(`${again.baseUrl}/api/v1/orders/current?limit=1`, { headers: { authorization: 'Bearer dev-token-trader-a' } }).then((r) => r.status);
-    const restored = /"books":\["saved at the last stop"(,"saved at the last stop")*\]/.test(again.log());
-    // After a crash (kill -9 of that start): nothing saved is used, the journals are replayed and storage scanned.
-    await again.kill();
-    const crashed = await startBenchVenue(env, dataDir);
-    await crashed.stop({ keepData: true });
-    const accepted = fill.statuses['202'] ?? 0;
     const steps = (log: string) => ({
       startedMs: JSON.parse(/"startedMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null,
       persistenceMs: JSON.parse(/"phaseMs":(\{[^}]*\})/.exec(log)?.[1] ?? 'null') as Record<string, number> | null,
@@ -134,17 +189,39 @@ async function restartBench(orders: number): Promise<Record<string, unknown>> {
       openOrders: /"openOrders":"([^"]*)"/.exec(log)?.[1] ?? null,
       keyFilters: /"keyFilters":"([^"]*)"/.exec(log)?.[1] ?? null,
     });
-    console.log(`restart with ${accepted} resting orders: /readyz after ${Math.round(again.readyMs)} ms (books restored: ${restored}); after a crash ${Math.round(crashed.readyMs)} ms`);
+    const graceful: { readyMs: number; booksRestored: boolean; steps: ReturnType<typeof steps> }[] = [];
+    const crashed: { readyMs: number; steps: ReturnType<typeof steps> }[] = [];
+    let ownOrdersReadStatus = 0;
+    let last: Awaited<ReturnType<typeof startBenchVenue>> | null = null;
+    for (let k = 0; k < times; k++) {
+      if (last !== null) await last.stop({ keepData: true });
+      last = await startBenchVenue(env, dataDir);
+      const log = last.log();
+      graceful.push({ readyMs: Math.round(last.readyMs), booksRestored: /"books":\["saved at the last stop"(,"saved at the last stop")*\]/.test(log), steps: steps(log) });
+      if (k === 0) ownOrdersReadStatus = await fetch(`${last.baseUrl}/api/v1/orders/current?limit=1`, { headers: { authorization: 'Bearer dev-token-trader-a' } }).then((r) => r.status);
+    }
+    for (let k = 0; k < times; k++) {
+      await last!.kill();
+      last = await startBenchVenue(env, dataDir);
+      crashed.push({ readyMs: Math.round(last.readyMs), steps: steps(last.log()) });
+    }
+    await last!.stop({ keepData: true });
+    const accepted = fill.statuses['202'] ?? 0;
+    const readyMs = median(graceful.map((start) => start.readyMs));
+    const readyAfterCrashMs = median(crashed.map((start) => start.readyMs));
+    console.log(
+      `restart with ${accepted} resting orders: /readyz after ${graceful.map((start) => start.readyMs).join(', ')} ms (median ${readyMs}; books restored: ${graceful.map((start) => start.booksRestored).join(', ')}); ` +
+        `after a crash ${crashed.map((start) => start.readyMs).join(', ')} ms (median ${readyAfterCrashMs})`,
+    );
     return {
       restingOrders: accepted,
       fillPerSecond: Math.round(accepted / fillSeconds),
-      readyMs: Math.round(again.readyMs),
-      booksRestored: restored,
-      steps: steps(again.log()),
-      readyAfterCrashMs: Math.round(crashed.readyMs),
-      stepsAfterCrash: steps(crashed.log()),
+      readyMs,
+      booksRestored: graceful.every((start) => start.booksRestored),
+      readyAfterCrashMs,
+      starts: { afterGracefulStop: graceful, afterCrash: crashed },
       firstStartReadyMs: Math.round(venue.readyMs),
-      ownOrdersReadStatus: resting,
+      ownOrdersReadStatus,
     };
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
@@ -192,7 +269,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
       ];
   const fractions = quick ? [0.5, 0.8] : [0.25, 0.5, 0.8, 1.0];
   const runs: VenueRun[] = [];
-  let readsBeside: Record<string, unknown> | null = null;
+  let readsBeside: ReturnType<typeof medianReadPair> | null = null;
   for (const { gatewayThreads, shards } of configs) {
     for (const mode of ['sync-result', 'accepted-async']) {
       const venue = await startBenchVenue({ GATEWAY_THREADS: String(gatewayThreads), MATCHING_SHARDS: String(shards), PROCESSING_MODE: mode });
@@ -202,14 +279,19 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
         // A warm-up run first (JIT, connections, the books filling up); verified with the rest, not reported.
         all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true, ...(quick ? { warmupMs: 500, durationMs: 1500 } : {}) })));
         const closedRuns: LoadResult[] = [];
+        const closedLags: RunLag[] = [];
         for (let k = 0; k < repeats; k++) {
+          const before = await persistenceStatus(venue.baseUrl);
           const run = await runLoad(base(`${label}, closed loop${repeats > 1 ? ` ${k + 1}/${repeats}` : ''}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 7 + 100 * k }));
-          console.log(describe(run));
+          const lag = lagBetween(before, await persistenceStatus(venue.baseUrl));
+          console.log(`${describe(run)}${lag === null ? '' : `; projection lag p50 ${(lag.p50 / 1000).toFixed(1)} ms, p99 ${(lag.p99 / 1000).toFixed(1)} ms`}`);
           closedRuns.push(run);
+          if (lag !== null) closedLags.push(lag);
           all.push(run);
         }
         const closed = closedRuns.find((r) => r.okPerSecond === median(closedRuns.map((c) => c.okPerSecond)))!;
-        const persistence = await persistenceStatus(venue.baseUrl);
+        const status = await persistenceStatus(venue.baseUrl);
+        const persistence = status === null ? null : { captureLatencyUs: status.captureLatencyUs, journalLatencyUs: status.journalLatencyUs, projectionLagUs: status.projectionLagUs };
         const open: OpenLoopPoint[] = [];
         const curve = gatewayThreads === 2 && shards === 2;
         if (curve) {
@@ -234,21 +316,30 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           if (mode === 'sync-result') {
             // Reads beside the order load: the same closed loop with a reads thread (4 connections),
             // after a snapshot refresh so that every instrument has a stored snapshot to read.
+            // Alternating pairs (beside reads, then alone again); each pair's drop is against the
+            // mean of the alone runs on either side of it (a warm JIT and a grown book favour later
+            // runs), and the figures are the medians over the pairs.
             await fetch(`${venue.baseUrl}/api/v1/market-data/snapshots`, { method: 'POST', headers: { authorization: 'Bearer dev-token-viewer' } });
-            const [orders, reads] = await Promise.all([
-              runLoad(base(`${label}, closed loop beside reads`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 })),
-              runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: 4, record: false, quiet: true })),
-            ]);
-            console.log(describe(orders));
-            all.push(orders);
-            // The baseline is the order load alone before and after (a warm JIT and a grown book favour later runs).
-            const again = await runLoad(base(`${label}, closed loop alone again`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 21 }));
-            console.log(describe(again));
-            all.push(again);
-            const alone = (closed.okPerSecond + again.okPerSecond) / 2;
-            const drop = Number((((alone - orders.okPerSecond) / alone) * 100).toFixed(1));
-            readsBeside = { ordersAlone: [closed.okPerSecond, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readLatencyUs: reads.readLatencyUs };
-            console.log(`  reads beside: ${reads.okPerSecond} reads/s, orders ${drop}% lower; ${Object.entries(reads.readLatencyUs).map(([k, v]) => `${k} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
+            const pairs: ReadPair[] = [];
+            let previousAlone = closed.okPerSecond;
+            for (let k = 0; k < repeats; k++) {
+              const of = repeats > 1 ? ` ${k + 1}/${repeats}` : '';
+              const [orders, reads] = await Promise.all([
+                runLoad(base(`${label}, closed loop beside reads${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 + 100 * k })),
+                runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: 4, record: false, quiet: true })),
+              ]);
+              console.log(describe(orders));
+              all.push(orders);
+              const again = await runLoad(base(`${label}, closed loop alone again${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 21 + 100 * k }));
+              console.log(describe(again));
+              all.push(again);
+              const alone = (previousAlone + again.okPerSecond) / 2;
+              const drop = Number((((alone - orders.okPerSecond) / alone) * 100).toFixed(1));
+              pairs.push({ ordersAlone: [previousAlone, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readLatencyUs: reads.readLatencyUs });
+              console.log(`  reads beside: ${reads.okPerSecond} reads/s, orders ${drop}% lower; ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
+              previousAlone = again.okPerSecond;
+            }
+            readsBeside = medianReadPair(pairs);
           }
         }
         const verification = await verifyLoad(venue.databaseUrl, all);
@@ -260,6 +351,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           closedLoop: summary(closed),
           closedLoopOkPerSecond: closedRuns.map((r) => r.okPerSecond),
           persistence,
+          closedLoopProjectionLagUs: closedLags,
           openLoop: open,
           verification,
           readyMs: Math.round(venue.readyMs),
@@ -270,7 +362,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     }
   }
 
-  const restart = await restartBench(quick ? 2_000 : 1_000_000);
+  const restart = await restartBench(quick ? 2_000 : 1_000_000, repeats);
 
   const at = (mode: string) => runs.find((r) => r.mode === mode && r.gatewayThreads === 2 && r.shards === 2)!;
   const sync = at('sync-result');
@@ -298,7 +390,13 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },
     readsBeside,
     restart,
-    projectionLagUs: sync.persistence?.projectionLagUs ?? null,
+    // The median over the closed-loop runs of each one's own lag (full load); since the start in projectionLagSinceStartUs.
+    projectionLagUs: sync.closedLoopProjectionLagUs.length === 0 ? null : {
+      p50: median(sync.closedLoopProjectionLagUs.map((r) => r.p50)),
+      p99: median(sync.closedLoopProjectionLagUs.map((r) => r.p99)),
+      runs: sync.closedLoopProjectionLagUs,
+    },
+    projectionLagSinceStartUs: sync.persistence?.projectionLagUs ?? null,
     runs,
     plot,
   };

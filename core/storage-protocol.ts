@@ -140,7 +140,7 @@ export interface PersistenceStatus {
     captureLatencyUs: LatencySummary;
     journalLatencyUs: LatencySummary;
   };
-  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number; lagUs: LatencySummary };
+  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number; lagUs: LatencySummary; lagBuckets: [number, number][] };
 }
 export type AdminAnswer =
   | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }

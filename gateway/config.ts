@@ -61,6 +61,8 @@ export interface VenueConfig {
   /** The background loop that keeps the default top-of-book snapshots fresh. */
   marketDataProjectorEnabled: boolean;
   marketDataProjectorIntervalMs: number;
+  /** How often the read thread looks for tables whose planner statistics went stale (persistence/planner-statistics.ts); 0: never. */
+  plannerStatisticsIntervalMs: number;
   /** Open connections before the gateways stop accepting new ones (the file-descriptor limit may bound it lower: gateway/connection-guard.ts). */
   maxConnections: number;
 }
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     competitionProfile: competition(env),
     marketDataProjectorEnabled: flag(env, 'MARKET_DATA_PROJECTOR_ENABLED'),
     marketDataProjectorIntervalMs: integer(env, 'MARKET_DATA_PROJECTOR_INTERVAL_MS', 100, 10, 60_000),
+    plannerStatisticsIntervalMs: integer(env, 'PLANNER_STATISTICS_INTERVAL_MS', 10_000, 0, 3_600_000),
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1 << 20),
   };
 }

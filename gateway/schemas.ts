@@ -318,8 +318,14 @@ export const persistenceStatusSchema = {
       properties: {
         groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count,
         lagUs: { ...latency, description: 'projection lag per journal batch: its journal commit to its projection commit (microseconds)' },
+        lagBuckets: {
+          type: 'array',
+          maxItems: 576,
+          description: 'the histogram behind lagUs since the start: its non-empty buckets, smallest first, as [upper bound in microseconds, count]; two readings subtracted give the percentiles of the time in between',
+          items: { type: 'array', minItems: 2, maxItems: 2, items: count },
+        },
       },
-      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'lagUs'],
+      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'lagUs', 'lagBuckets'],
     },
     queues: {
       type: 'array',

@@ -18,7 +18,7 @@ import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type Persistenc
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
-import { analyzeStale } from './recovery.ts';
+import { analyzeStale } from './planner-statistics.ts';
 import { DepthView } from '../core/market-view.ts';
 
 /**
@@ -297,7 +297,7 @@ function status(writer: JournalWriter): PersistenceStatus {
       captureLatencyUs: w.captureLatency.summary(),
       journalLatencyUs: w.journalLatency.summary(),
     },
-    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2), lagUs: p.lag.summary() },
+    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2), lagUs: p.lag.summary(), lagBuckets: p.lag.buckets() },
   };
 }
 

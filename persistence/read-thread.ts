@@ -29,6 +29,7 @@ import {
 } from '../core/storage-protocol.ts';
 import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots, storedSnapshots, type SnapshotRow } from './market-data.ts';
 import { availability } from './availability.ts';
+import { keepAnalyzed } from './planner-statistics.ts';
 import { settlementAdmin, settlementRead } from './settlement-store.ts';
 import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
 
@@ -44,7 +45,12 @@ export interface ReadThreadData {
   snapshotView: SharedArrayBuffer;
   /** COMPETITION_PROFILE, or '' (the leaderboard is listed in the inventory only when set). */
   competitionProfile: string;
+  /** PLANNER_STATISTICS_INTERVAL_MS: how often READ_TABLES are checked for stale statistics; 0: never. */
+  plannerStatisticsIntervalMs: number;
 }
+
+/** The tables the read plane's queries plan on (the tape, bars, fills, own orders), kept analyzed as they grow. */
+const READ_TABLES = ['runtime.trades', 'runtime.executions', 'runtime.order_lifecycle_state'];
 
 const PROJECTION_WAIT_MS = 2_000;
 
@@ -231,11 +237,24 @@ for (const port of data.ports) {
 
 if (projectorState.enabled) void projectorLoop();
 
+const statistics =
+  data.plannerStatisticsIntervalMs > 0
+    ? keepAnalyzed(
+        pool,
+        READ_TABLES,
+        data.plannerStatisticsIntervalMs,
+        (tables, ms) => logger.debug({ tables, ms }, 'planner statistics refreshed'),
+        (error) => logger.warn({ err: error.message }, 'planner statistics not refreshed'),
+      )
+    : null;
+
 parentPort!.on('message', (message: { type: string }) => {
   if (message.type !== 'stop') return;
   projectorState.running = false;
   for (const port of data.ports) port.close();
-  pool.end().then(
+  Promise.resolve(statistics?.stop())
+    .then(() => pool.end())
+    .then(
     () => parentPort!.postMessage({ type: 'stopped' }),
     () => parentPort!.postMessage({ type: 'stopped' }),
   );

@@ -194,32 +194,3 @@ export async function storedOrderIds(client: pg.ClientBase, onOrder: (orderId: I
     onOrder(orderId);
   });
 }
-
-/**
- * ANALYZEs each of `tables` whose planner statistics are missing or stale (more rows
- * changed since the last analyze than a tenth of the table and 1,000): the start-up
- * reads must not plan on statistics that predate a burst of orders. Autovacuum does
- * this too, but on its own schedule: after a million orders and a restart within a
- * minute, none of the venue's tables had been analyzed, and the displayed books'
- * GROUP BY, planned for 26 rows, sorted a million on disk (2.1 s instead of 0.35).
- * Returns the tables analyzed.
- */
-export async function analyzeStale(client: pg.ClientBase, tables: readonly string[]): Promise<string[]> {
-  const stats = await client.query<{ name: string; live: string; changed: string; analyzed: boolean }>(
-    `SELECT schemaname || '.' || relname AS name, n_live_tup::text AS live, n_mod_since_analyze::text AS changed,
-            (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analyzed
-       FROM pg_stat_user_tables WHERE (schemaname || '.' || relname) = ANY($1)`,
-    [tables],
-  );
-  const analyzed: string[] = [];
-  for (const table of tables) {
-    const row = stats.rows.find((candidate) => candidate.name === table);
-    if (row === undefined) continue;
-    const changed = Number(row.changed);
-    if (changed > 1000 && (!row.analyzed || changed * 10 > Number(row.live))) {
-      await client.query(`ANALYZE ${table}`);
-      analyzed.push(table);
-    }
-  }
-  return analyzed;
-}

@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { percentileOfBuckets } from '../../persistence/latency-histogram.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 import { assertShape } from '../support/response-schemas.ts';
 import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
@@ -181,6 +182,12 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     assert.equal(status.journal.captureLatencyUs.count, 9);
     assert.ok(status.journal.captureLatencyUs.p50 > 0 && status.journal.captureLatencyUs.p50 <= status.journal.captureLatencyUs.max);
     assert.ok(status.projections.rows > 0);
+    // The lag histogram's buckets hold every recorded lag, and its percentiles read off them.
+    assert.ok(status.projections.lagUs.count > 0);
+    assert.equal(status.projections.lagBuckets.reduce((sum: number, [, count]: [number, number]) => sum + count, 0), status.projections.lagUs.count);
+    // (The summary caps a percentile at the maximum recorded; a bucket's bound is at most 6.25% above it.)
+    const p50 = percentileOfBuckets(status.projections.lagBuckets, 50);
+    assert.ok(p50 >= status.projections.lagUs.p50 && p50 <= status.projections.lagUs.p50 * 1.0625 + 1, `${p50} against ${status.projections.lagUs.p50}`);
     // Every bounded queue reports its depth and high-water mark: 2 gateways × 2 shards here.
     const names = status.queues.map((queue: any) => queue.name);
     for (const kind of ['command ring', 'result ring', 'intake ring', 'journal ring', 'commands in flight', 'requests waiting for the read thread', 'operator requests', 'tier 2 groups', 'open connections']) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type pg from 'pg';
-import { analyzeStale } from '../../persistence/recovery.ts';
+import pg from 'pg';
+import { analyzeStale, keepAnalyzed } from '../../persistence/planner-statistics.ts';
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -31,4 +31,41 @@ test('a table is analyzed at start when it never was or changed by more than a t
     await changed(client, "UPDATE runtime.venue_settings SET value = 'x' WHERE name LIKE 'bulk-%'");
     assert.deepEqual(await analyzeStale(client, [TABLE]), [TABLE], 'every row changed since');
   });
+});
+
+test('the keeper analyzes a table that went stale while running, reports failures, and stops at once', async () => {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    await withClient(url, async (client) => {
+      await client.query('ANALYZE runtime.venue_settings');
+      await changed(client, "INSERT INTO runtime.venue_settings (name, value) SELECT 'keeper-' || n, 'v' FROM generate_series(1, 2000) n");
+    });
+    const rounds: string[][] = [];
+    const errors: Error[] = [];
+    const keeper = keepAnalyzed(pool, [TABLE], 50, (tables) => rounds.push(tables), (error) => errors.push(error));
+    for (let waited = 0; rounds.length === 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    await keeper.stop();
+    assert.deepEqual(rounds, [[TABLE]], 'analyzed once: fresh statistics after that');
+    assert.deepEqual(errors, []);
+    const stale = await withClient(url, async (client) =>
+      (await client.query<{ n: string }>("SELECT n_mod_since_analyze::text AS n FROM pg_stat_user_tables WHERE relid = 'runtime.venue_settings'::regclass")).rows[0]!.n,
+    );
+    assert.equal(stale, '0');
+
+    // An hour's interval: stop() does not wait for the timer.
+    const idle = keepAnalyzed(pool, [TABLE], 3_600_000, () => undefined, () => undefined);
+    const stopping = performance.now();
+    await idle.stop();
+    assert.ok(performance.now() - stopping < 1_000);
+  } finally {
+    await pool.end();
+  }
+  // A round that fails is reported, and the loop goes on to the next.
+  const closed = new pg.Pool({ connectionString: url, max: 1 });
+  await closed.end();
+  const errors: Error[] = [];
+  const failing = keepAnalyzed(closed, [TABLE], 20, () => undefined, (error) => errors.push(error));
+  for (let waited = 0; errors.length < 2 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+  await failing.stop();
+  assert.ok(errors.length >= 2, `${errors.length} failures reported`);
 });
