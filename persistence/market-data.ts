@@ -108,13 +108,14 @@ export async function refreshSnapshots(db: Db, projectionName: string, watermark
 // ---- trade tape ----
 
 export async function readTape(db: Db, instrumentId: string, limit: number, before: number | null): Promise<ReadAnswerBody> {
-  const rows = await db.query<{ trade_id: string; p: string; q: string; currency: string; us: string; sequence: string }>(
-    `SELECT trade_id, price_nanos::text AS p, quantity_units::text AS q, currency, ${micros('occurred_at')} AS us, tape_sequence::text AS sequence
+  const rows = await db.query<{ trade_id: string; p: string; q: string; currency: string; us: string; sequence: string }>({
+    name: 'tape',
+    text: `SELECT trade_id, price_nanos::text AS p, quantity_units::text AS q, currency, ${micros('occurred_at')} AS us, tape_sequence::text AS sequence
        FROM runtime.trades
       WHERE instrument_id = $1 AND ($2::bigint IS NULL OR tape_sequence < $2)
       ORDER BY tape_sequence DESC LIMIT $3`,
-    [instrumentId, before, limit],
-  );
+    values: [instrumentId, before, limit],
+  });
   const tape = rows.rows.map((row) => ({
     tradeId: row.trade_id,
     price: price(row.p, row.currency),
