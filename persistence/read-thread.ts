@@ -255,9 +255,9 @@ parentPort!.on('message', (message: { type: string }) => {
   Promise.resolve(statistics?.stop())
     .then(() => pool.end())
     .then(
-    () => parentPort!.postMessage({ type: 'stopped' }),
-    () => parentPort!.postMessage({ type: 'stopped' }),
-  );
+      () => parentPort!.postMessage({ type: 'stopped' }),
+      () => parentPort!.postMessage({ type: 'stopped' }),
+    );
 });
 // ---- the gateways' view of the stored snapshots ----
 
