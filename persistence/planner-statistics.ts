@@ -13,6 +13,13 @@
 import type pg from 'pg';
 
 /**
+ * How long an ANALYZE waits for its table's lock before it gives up (an operator's
+ * LOCK TABLE, a migration): it must never hold up a start or a stop. Its own work is
+ * bounded by its sample (at most 30,000 rows at the default statistics target).
+ */
+export const ANALYZE_LOCK_TIMEOUT_MS = 2_000;
+
+/**
  * ANALYZEs each of `tables` whose planner statistics are missing or stale (more rows
  * changed since the last analyze than a tenth of the table and 1,000; autovacuum's
  * own rule is a tenth and 50). At start: after a million orders and a restart within
@@ -32,11 +39,24 @@ export async function analyzeStale(client: pg.ClientBase, tables: readonly strin
     if (row === undefined) continue;
     const changed = Number(row.changed);
     if (changed > 1000 && (!row.analyzed || changed * 10 > Number(row.live))) {
-      await client.query(`ANALYZE ${table}`);
+      await analyzeBounded(client, table);
       analyzed.push(table);
     }
   }
   return analyzed;
+}
+
+/** ANALYZE in a transaction of its own, waiting at most ANALYZE_LOCK_TIMEOUT_MS for the table's lock. */
+async function analyzeBounded(client: pg.ClientBase, table: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query(`SET LOCAL lock_timeout = ${ANALYZE_LOCK_TIMEOUT_MS}`);
+    await client.query(`ANALYZE ${table}`);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
 }
 
 export interface StatisticsKeeper {
@@ -70,11 +90,15 @@ export function keepAnalyzed(
       const started = performance.now();
       try {
         const client = await pool.connect();
+        let failed: Error | undefined;
         try {
           const analyzed = await analyzeStale(client, tables);
           if (analyzed.length > 0) onAnalyzed(analyzed, Math.round(performance.now() - started));
+        } catch (error) {
+          failed = error as Error;
+          throw error;
         } finally {
-          client.release();
+          client.release(failed); // a connection that failed is closed, not handed to a read
         }
       } catch (error) {
         onError(error as Error);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { analyzeStale, keepAnalyzed } from '../../persistence/planner-statistics.ts';
+import { ANALYZE_LOCK_TIMEOUT_MS, analyzeStale, keepAnalyzed } from '../../persistence/planner-statistics.ts';
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -68,4 +68,22 @@ test('the keeper analyzes a table that went stale while running, reports failure
   for (let waited = 0; errors.length < 2 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
   await failing.stop();
   assert.ok(errors.length >= 2, `${errors.length} failures reported`);
+});
+
+test('an ANALYZE behind a table lock gives up after ANALYZE_LOCK_TIMEOUT_MS instead of holding up a start or a stop', { timeout: 20_000 }, async () => {
+  await withClient(url, async (locker) => {
+    await withClient(url, async (client) => {
+      await changed(client, "INSERT INTO runtime.venue_settings (name, value) SELECT 'locked-' || n, 'v' FROM generate_series(1, 20000) n");
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE runtime.venue_settings IN ACCESS EXCLUSIVE MODE');
+      const started = performance.now();
+      await assert.rejects(analyzeStale(client, [TABLE]), /lock timeout/);
+      const waited = performance.now() - started;
+      assert.ok(waited >= ANALYZE_LOCK_TIMEOUT_MS * 0.9 && waited < ANALYZE_LOCK_TIMEOUT_MS + 3_000, `gave up after ${Math.round(waited)} ms`);
+      await locker.query('ROLLBACK');
+      // The connection is left outside any transaction, and the next try analyzes.
+      assert.equal((await client.query<{ s: string }>("SELECT current_setting('lock_timeout') AS s")).rows[0]!.s, '0');
+      assert.deepEqual(await analyzeStale(client, [TABLE]), [TABLE]);
+    });
+  });
 });
