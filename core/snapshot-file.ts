@@ -27,7 +27,7 @@ export function writeSnapshotFile(file: string, magic: string, header: object, s
     const write = (view: Uint8Array) => {
       for (let at = 0; at < view.byteLength; at += CHUNK_BYTES) {
         const chunk = view.subarray(at, Math.min(at + CHUNK_BYTES, view.byteLength));
-        writeSync(fd, chunk);
+        for (let done = 0; done < chunk.byteLength; ) done += writeSync(fd, chunk, done); // a short write goes on where it stopped
         crc = crc32(chunk, crc);
       }
       bytes += view.byteLength;
@@ -37,8 +37,7 @@ export function writeSnapshotFile(file: string, magic: string, header: object, s
     for (const section of sections) write(section);
     const tail = Buffer.alloc(4);
     tail.writeUInt32LE(crc >>> 0, 0);
-    writeSync(fd, tail);
-    bytes += 4;
+    write(tail);
   } finally {
     closeSync(fd);
   }
