@@ -273,6 +273,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       depthView: memory.depthView,
+      tapeView: memory.tapeView,
       queueMarks: memory.queueMarks,
       openOrders: typeof books === 'string' ? null : { file: openOrdersPath(config.dataDir), token: books.token },
     };

@@ -5,6 +5,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { PROCESSING_MODE_NAMES, type ProcessingMode } from '../core/outcome-format.ts';
+import { TAPE_ROWS_MAX } from '../core/tape-view.ts';
 
 export const PROCESSING_MODES = PROCESSING_MODE_NAMES;
 export type { ProcessingMode };
@@ -42,6 +43,8 @@ export interface VenueConfig {
   marketDataInstruments: number;
   /** Stored snapshots (instrument, projection name) the gateways serve from shared memory; more are read from storage. */
   marketDataSnapshots: number;
+  /** Trades per instrument the gateways answer tape reads from (shared memory); 0: every tape read from storage. */
+  marketDataTapeRows: number;
   shardBatchMax: number;
   /** PostgreSQL to use; empty: start the embedded server with data under dataDir. */
   databaseUrl: string;
@@ -133,6 +136,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     keyFilterBits: powerOfTwo(env, 'KEY_FILTER_BITS', 1 << 27, 1 << 10, 1 << 30),
     marketDataInstruments: integer(env, 'MARKET_DATA_INSTRUMENTS', 4096, 1, 1 << 20),
     marketDataSnapshots: integer(env, 'MARKET_DATA_SNAPSHOTS', 16384, 1, 1 << 22),
+    marketDataTapeRows: integer(env, 'MARKET_DATA_TAPE_ROWS', 128, 0, TAPE_ROWS_MAX),
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
     databaseUrl: env.DATABASE_URL ?? '',
     dataDir: env.DATA_DIR ?? '.data',

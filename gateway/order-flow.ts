@@ -73,7 +73,8 @@ import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.t
 import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_CONNECTION_LIMIT_WORD, type VenueMemory } from './venue-memory.ts';
 import type { KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
-import { depthAnswer, snapshotAnswer } from './market-reads.ts';
+import { TapeView } from '../core/tape-view.ts';
+import { depthAnswer, snapshotAnswer, tapeAnswer } from './market-reads.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -198,6 +199,7 @@ export class OrderFlow {
   /** OrderIds the order directory forgot, or that storage held at start. */
   private readonly forgottenOrders: KeyFilter;
   private readonly depthView: DepthView;
+  private readonly tapeView: TapeView;
   private readonly snapshotView: SnapshotView;
   private readonly stores: CommandStore[];
   private readonly store: CommandStore;
@@ -242,6 +244,7 @@ export class OrderFlow {
     this.forgottenCommandIds = attachForgotten(memory, 'commandIds');
     this.forgottenOrders = attachForgotten(memory, 'orderDirectory');
     this.depthView = new DepthView(memory.depthView);
+    this.tapeView = new TapeView(memory.tapeView);
     this.snapshotView = new SnapshotView(memory.snapshotView);
     this.stores = memory.commandStores.map((buffer) => new CommandStore(buffer, memory.storeRecords));
     this.store = this.stores[gatewayId]!;
@@ -969,6 +972,10 @@ export class OrderFlow {
     if (read.kind === 'depth') return depthAnswer(this.depthView, this.control, this.memory.shardCount, read.instrumentId, read.levels);
     if (read.kind === 'snapshot') {
       const local = snapshotAnswer(this.snapshotView, read.instrumentId, read.projectionName);
+      if (local !== null) return local;
+    }
+    if (read.kind === 'tape') {
+      const local = await tapeAnswer(this.tapeView, this.control, this.memory.shardCount, read.instrumentId, read.limit, read.before);
       if (local !== null) return local;
     }
     // An operator's settlement request (materialize a run, a repair's retry) does work in proportion to the run: a longer bound.

@@ -1,9 +1,9 @@
 // The read plane's HTTP routes: market data, own orders and fills, the availability
 // inventory and the snapshot loop's status. Each route authenticates, checks the role,
 // validates its query (ajv schemas in schemas.ts, then ranges), and hands a typed
-// request to the order flow's readPlane: depth and stored snapshots are answered from
-// shared memory in this thread (market-reads.ts), the rest by the read thread from
-// PostgreSQL. Nothing here touches a shard: reads never stall matching.
+// request to the order flow's readPlane: depth, stored snapshots and the tape's recent
+// pages are answered from shared memory in this thread (market-reads.ts), the rest by
+// the read thread from PostgreSQL. Nothing here touches a shard: reads never stall matching.
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';

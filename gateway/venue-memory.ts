@@ -13,6 +13,7 @@ import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
+import { TapeView } from '../core/tape-view.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
 import { commandStoreBytes } from './command-store.ts';
 import type { VenueConfig } from './config.ts';
@@ -70,6 +71,8 @@ export interface VenueMemory {
   depthView: SharedArrayBuffer;
   /** The stored top-of-book snapshots (read thread writes, gateways read). */
   snapshotView: SharedArrayBuffer;
+  /** The most recent trades of every instrument's tape (persistence thread writes after each projection commit, gateways read: core/tape-view.ts). */
+  tapeView: SharedArrayBuffer;
   /** Depth and high-water mark of every queue that is not a ring (core/queue-marks.ts). */
   queueMarks: SharedArrayBuffer;
 }
@@ -109,6 +112,7 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
     persistenceControl: PersistenceControl.create(),
     depthView: DepthView.create(config.marketDataInstruments),
     snapshotView: SnapshotView.create(config.marketDataSnapshots),
+    tapeView: TapeView.create(config.marketDataInstruments, config.marketDataTapeRows),
     queueMarks: QueueMarks.create(QUEUE_SLOTS.count(gateways)),
   };
 }

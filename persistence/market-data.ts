@@ -7,7 +7,10 @@
 // { nanos, currency }, quantities as { units }, as in the result envelope.
 
 import type pg from 'pg';
+import { packCurrency } from '../core/command-slot.ts';
 import { occurredAtOf } from '../core/outcome-format.ts';
+import type { TapeRow, TapeView } from '../core/tape-view.ts';
+import { parseUuidInto } from '../core/uuid.ts';
 import { BAR_INTERVALS, type BarInterval, type OwnOrdersView, type ReadAnswerBody } from '../core/storage-protocol.ts';
 
 type Db = pg.Pool | pg.ClientBase;
@@ -126,6 +129,41 @@ export async function readTape(db: Db, instrumentId: string, limit: number, befo
   }));
   const last = tape[tape.length - 1];
   return ok({ instrumentId, rows: tape, nextBefore: tape.length === limit && last !== undefined ? last.sequence : null });
+}
+
+/**
+ * At start: the most recent trades of every instrument (at most the view's rows each)
+ * into the gateways' tape view, marked complete where that is all the instrument has.
+ * False when the view had no room for some instrument (its tape is then read here).
+ */
+export async function loadTapeView(db: Db, view: TapeView): Promise<boolean> {
+  const rows = view.rowsPerInstrument;
+  if (rows === 0) return true;
+  const result = await db.query<{ id: string; trade: string; p: string; q: string; currency: string; us: string; sequence: string }>(
+    `SELECT i.instrument_id::text AS id, t.trade_id::text AS trade, t.price_nanos::text AS p, t.quantity_units::text AS q, t.currency,
+            ${micros('t.occurred_at')} AS us, t.tape_sequence::text AS sequence
+       FROM runtime.instruments i
+       CROSS JOIN LATERAL (SELECT trade_id, price_nanos, quantity_units, currency, occurred_at, tape_sequence FROM runtime.trades t
+                            WHERE t.instrument_id = i.instrument_id ORDER BY tape_sequence DESC LIMIT $1) t
+      ORDER BY i.instrument_id, t.tape_sequence`,
+    [rows + 1],
+  );
+  let fitted = true;
+  const instrument = new Int32Array(4);
+  for (let first = 0; first < result.rows.length; ) {
+    let end = first;
+    while (end < result.rows.length && result.rows[end]!.id === result.rows[first]!.id) end++;
+    const complete = end - first <= rows; // one more than the ring holds was asked for: fewer means none older
+    const tape: TapeRow[] = result.rows.slice(complete ? first : first + 1, end).map((row) => {
+      const tradeId = new Int32Array(4);
+      parseUuidInto(row.trade, tradeId, 0);
+      return { tradeId, priceNanos: Number(row.p), quantity: Number(row.q), occurredAtUs: Number(row.us), sequence: Number(row.sequence), currency: packCurrency(row.currency) };
+    });
+    parseUuidInto(result.rows[first]!.id, instrument, 0);
+    if (!view.load(instrument, tape, complete)) fitted = false;
+    first = end;
+  }
+  return fitted;
 }
 
 // ---- bars ----

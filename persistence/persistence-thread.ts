@@ -18,8 +18,10 @@ import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type Persistenc
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
+import { loadTapeView } from './market-data.ts';
 import { analyzeStale } from './planner-statistics.ts';
 import { DepthView } from '../core/market-view.ts';
+import { TapeView } from '../core/tape-view.ts';
 
 /**
  * The thread's first message: storage loaded and the projections caught up, with what
@@ -58,6 +60,8 @@ export interface PersistenceThreadData {
   adminPorts: MessagePort[];
   /** The gateways' view of the books (core/market-view.ts): this thread writes it. */
   depthView: SharedArrayBuffer;
+  /** The gateways' view of the trade tape (core/tape-view.ts): this thread writes it. */
+  tapeView: SharedArrayBuffer;
   /** The queues' marks (core/queue-marks.ts): this thread notes its sealed groups. */
   queueMarks: SharedArrayBuffer;
   /** The open orders saved at the last graceful stop, if the database still names them (persistence/open-orders-snapshot.ts). */
@@ -108,6 +112,11 @@ const STARTUP_TABLES = ['runtime.command_log', 'runtime.executions', 'runtime.tr
 
 let writer: JournalWriter | undefined;
 const queueMarks = new QueueMarks(data.queueMarks);
+/** The most recent trades per instrument, for the gateways' tape reads: loaded from storage after the catch-up, then kept by every projection commit. */
+const tapeView = new TapeView(data.tapeView);
+let tapeLoaded = false;
+let tapeFull = false;
+
 const projector = new Projector({
   control,
   shardCount: data.shardCount,
@@ -120,6 +129,12 @@ const projector = new Projector({
   },
   log,
   onSealed: (groups) => queueMarks.note(QUEUE_SLOTS.sealedGroups, groups),
+  onTapeStored: (trades) => {
+    if (tapeLoaded && !tapeView.publish(trades) && !tapeFull) {
+      tapeFull = true;
+      log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the tape of the others is read from storage');
+    }
+  },
 });
 
 /** The displayed books, kept from every ingested commit and published to the gateways' view. */
@@ -381,6 +396,9 @@ async function main(): Promise<void> {
   const caughtUp = await phase('catchUp', catchUp(client));
   await phase('analyze', analyzed.catch(() => [])); // only faster reads: its failure is logged above, the start goes on
   await phase('books', loadBooks(client)); // storage now holds everything ingested
+  tapeFull = !(await phase('tape', loadTapeView(client, tapeView)));
+  tapeLoaded = true;
+  tapeView.markLoaded();
   await client.end();
   const redrive = projector.redrivePlan();
   log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, openOrders, phaseMs });

@@ -102,6 +102,7 @@ import {
   RESULT_UUID_B_WORD,
 } from '../core/result-slot.ts';
 import { formatUuid, parseUuidInto } from '../core/uuid.ts';
+import { TapeBatch } from '../core/tape-view.ts';
 import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
@@ -162,6 +163,8 @@ class Rows {
   readonly commands = new BinaryCopy();
   readonly executions = new BinaryCopy();
   readonly trades = new BinaryCopy();
+  /** The group's trades for the gateways' tape view, published once storage holds them. */
+  readonly tape = new TapeBatch();
   /** Orders the group changed, by keyOf(orderId): their rows are written from their state at the seal. */
   readonly lifecycle = new Map<string, OrderState>();
   readonly watermarks = new Map<number, number>();
@@ -182,6 +185,7 @@ class Rows {
 interface Flush {
   sql: string;
   copies: Buffer[];
+  tape: TapeBatch;
   watermarks: Map<number, number>;
   intakeWatermark: number;
   journaledAtMs: number[];
@@ -255,10 +259,17 @@ export class Projector {
   /** The last commit whose intake records this projector has seen (added to pending, or found materialized). */
   private intakeSeen = 0;
   private intakeWatermark = 0;
+  /**
+   * The next trade's tape sequence. This thread assigns it (in ingestion order, which is
+   * commit order, as the identity column did when it was the only writer), so that the
+   * tape view shows the sequence storage holds before the commit's answer comes back.
+   */
+  private nextTapeSequence = 1;
   private groupsSinceVacuum = 0;
   private open = new Rows();
   private readonly sealed: Flush[] = [];
   private readonly onSealed: (groups: number) => void;
+  private readonly onTapeStored: (trades: TapeBatch) => void;
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
   private readonly sessionText = new Map<string, [Buffer, Buffer]>();
 
@@ -271,8 +282,11 @@ export class Projector {
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
     /** Hears the number of sealed, unflushed groups whenever it changes (the queue's high-water mark). */
     onSealed?: (groups: number) => void;
+    /** Hears each group's trades once storage holds them, before the projection watermarks move. */
+    onTapeStored?: (trades: TapeBatch) => void;
   }) {
     this.onSealed = options.onSealed ?? (() => undefined);
+    this.onTapeStored = options.onTapeStored ?? (() => undefined);
     this.control = options.control;
     this.sessionNames = options.sessionNames;
     this.principals = options.principalIds.map((id) => Buffer.from(id, 'utf8'));
@@ -334,6 +348,7 @@ export class Projector {
         this.control.setProjected(row.shard_id, Number(row.sequence));
       }
     }
+    this.nextTapeSequence = Number((await client.query<{ n: string }>('SELECT coalesce(max(tape_sequence), 0)::text AS n FROM runtime.trades')).rows[0]!.n) + 1;
     this.instruments.clear();
     for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) {
       this.instruments.add(keyOf(uuidWordsOf(row.id), 0));
@@ -527,7 +542,7 @@ export class Projector {
     if (group.watermarks.size === 0 && intakeWatermark === this.intakeWatermark) return;
     const { sql, copies, rows } = this.script(group, intakeWatermark);
     this.intakeWatermark = intakeWatermark;
-    this.sealed.push({ sql, copies, watermarks: group.watermarks, intakeWatermark, journaledAtMs: group.journaledAtMs, rows, commands: group.commandCount });
+    this.sealed.push({ sql, copies, tape: group.tape, watermarks: group.watermarks, intakeWatermark, journaledAtMs: group.journaledAtMs, rows, commands: group.commandCount });
     this.onSealed(this.sealed.length);
   }
 
@@ -571,6 +586,7 @@ export class Projector {
     for (const at of flush.journaledAtMs) this.stats.lag.record((committed - at) * 1000);
     this.stats.groups++;
     this.stats.rows += flush.rows;
+    if (flush.tape.length > 0) this.onTapeStored(flush.tape);
     for (const [shard, sequence] of flush.watermarks) {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
@@ -756,8 +772,12 @@ export class Projector {
     }
     const [buy, sell] = taker.side === 0 ? [taker, maker] : [maker, taker];
     const [runId, sessionId] = this.sessionOf(taker.runNo, taker.sessionNo);
+    const tapeSequence = this.nextTapeSequence++;
+    const tradeQuantity = floats[(tradeAt >> 3) + RESULT_QUANTITY_FLOAT]!;
+    const tradePrice = floats[(tradeAt >> 3) + RESULT_PRICE_FLOAT]!;
     eventIdWords(shard, tradeSequence, EVENT_ID, 0);
-    rows.trades.row(19).uuidWords(EVENT_ID, 0).smallint(shard).bigint(tradeSequence).uuidWords(words, commandIdWord);
+    rows.tape.add(taker.ids, INSTRUMENT_ID, EVENT_ID, 0, tradePrice, tradeQuantity, timestampUs, tapeSequence, taker.currency);
+    rows.trades.row(20).uuidWords(EVENT_ID, 0).smallint(shard).bigint(tradeSequence).uuidWords(words, commandIdWord);
     eventIdWords(shard, takerSequence, EVENT_ID, 0);
     rows.trades
       .uuidWords(EVENT_ID, 0)
@@ -771,10 +791,11 @@ export class Projector {
       .uuidWords(sell.ids, PARTICIPANT_ID)
       .uuidWords(sell.ids, ACCOUNT_ID)
       .text(SIDE_NAMES[bytes[tradeAt + RESULT_AGGRESSOR_BYTE]!]!)
-      .bigint(floats[(tradeAt >> 3) + RESULT_QUANTITY_FLOAT]!)
-      .bigint(floats[(tradeAt >> 3) + RESULT_PRICE_FLOAT]!)
+      .bigint(tradeQuantity)
+      .bigint(tradePrice)
       .text(unpackCurrency(taker.currency))
-      .timestampUs(timestampUs);
+      .timestampUs(timestampUs)
+      .bigint(tapeSequence);
   }
 
   /**
@@ -819,6 +840,9 @@ export class Projector {
     copy(COMMANDS_TARGET, rows.commands);
     copy(EXECUTIONS_TARGET, rows.executions);
     copy(TRADES_TARGET, rows.trades);
+    // COPY writes the identity column's values as given (like OVERRIDING SYSTEM VALUE); its
+    // sequence is kept at the last one so that a row inserted without one (by hand) does not collide.
+    if (rows.trades.rows > 0) statements.push(`SELECT setval(pg_get_serial_sequence('runtime.trades', 'tape_sequence'), ${this.nextTapeSequence - 1})`);
     const created = new BinaryCopy();
     const updated = new BinaryCopy();
     for (const order of rows.lifecycle.values()) {
@@ -1029,7 +1053,7 @@ const COMMANDS_TARGET =
 const EXECUTIONS_TARGET =
   'runtime.executions (execution_id, shard_id, stream_sequence, command_id, trade_id, order_id, counterparty_order_id, instrument_id, participant_id, account_id, side, liquidity, quantity_units, price_nanos, currency, occurred_at)';
 const TRADES_TARGET =
-  'runtime.trades (trade_id, shard_id, stream_sequence, command_id, execution_id, run_id, venue_session_id, instrument_id, buy_order_id, sell_order_id, buy_participant_id, buy_account_id, sell_participant_id, sell_account_id, aggressor_side, quantity_units, price_nanos, currency, occurred_at)';
+  'runtime.trades (trade_id, shard_id, stream_sequence, command_id, execution_id, run_id, venue_session_id, instrument_id, buy_order_id, sell_order_id, buy_participant_id, buy_account_id, sell_participant_id, sell_account_id, aggressor_side, quantity_units, price_nanos, currency, occurred_at, tape_sequence)';
 const LIFECYCLE_COLUMNS =
   'order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state, limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at';
 const UPDATE_COLUMNS = 'order_id, state, limit_price_nanos, original_quantity_units, remaining_quantity_units, filled_quantity_units, last_sequence, updated_at';
