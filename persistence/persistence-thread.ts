@@ -116,6 +116,11 @@ const queueMarks = new QueueMarks(data.queueMarks);
 const tapeView = new TapeView(data.tapeView);
 let tapeLoaded = false;
 let tapeFull = false;
+function tapeViewFull(): void {
+  if (tapeFull || tapeView.rowsPerInstrument === 0) return; // 0 rows: the view is off, not full
+  tapeFull = true;
+  log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the tape of the others is read from storage');
+}
 
 const projector = new Projector({
   control,
@@ -130,10 +135,7 @@ const projector = new Projector({
   log,
   onSealed: (groups) => queueMarks.note(QUEUE_SLOTS.sealedGroups, groups),
   onTapeStored: (trades) => {
-    if (tapeLoaded && !tapeView.publish(trades) && !tapeFull) {
-      tapeFull = true;
-      log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the tape of the others is read from storage');
-    }
+    if (tapeLoaded && !tapeView.publish(trades)) tapeViewFull();
   },
 });
 
@@ -396,7 +398,7 @@ async function main(): Promise<void> {
   const caughtUp = await phase('catchUp', catchUp(client));
   await phase('analyze', analyzed.catch(() => [])); // only faster reads: its failure is logged above, the start goes on
   await phase('books', loadBooks(client)); // storage now holds everything ingested
-  tapeFull = !(await phase('tape', loadTapeView(client, tapeView)));
+  if (!(await phase('tape', loadTapeView(client, tapeView)))) tapeViewFull();
   tapeLoaded = true;
   tapeView.markLoaded();
   await client.end();

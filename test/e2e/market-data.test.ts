@@ -375,7 +375,7 @@ test('with the snapshot loop on, snapshots follow the book by themselves', async
   }
 });
 
-test('depth is bounded by MARKET_DATA_INSTRUMENTS: an instrument past it answers 503 with Retry-After, the others keep their depth', async () => {
+test('depth and the tape view are bounded by MARKET_DATA_INSTRUMENTS: depth past it answers 503 with Retry-After, the tape comes from storage, the others keep theirs', async () => {
   const small = await VenueProcess.start({ MARKET_DATA_INSTRUMENTS: '1' });
   try {
     const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
@@ -390,6 +390,18 @@ test('depth is bounded by MARKET_DATA_INSTRUMENTS: an instrument past it answers
     assert.equal(refused.json.code, 'OVERLOADED');
     assert.match(refused.json.error, /MARKET_DATA_INSTRUMENTS/);
     assert.equal(refused.headers.get('retry-after'), '1');
+    // The tape view has the same bound: the first instrument to trade takes it, the other's tape is read from storage.
+    for (const [instrumentId, quantity] of [[first, '1'], [second, '2']] as const) {
+      const sell = await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: '10', quantity, ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
+      assert.equal(sell.json.trades.length, 1, sell.text);
+      const tape = await small.get(`/api/v1/market-data/trades/${instrumentId}`, TOKENS.viewer);
+      assert.equal(tape.status, 200, tape.text);
+      assert.deepEqual(
+        tape.json.rows.map((row: any) => [row.tradeId, row.price.nanos, row.quantity.units]),
+        [[sell.json.trades[0].tradeId, '10000000000', quantity]],
+        `the tape of ${instrumentId === first ? 'the instrument in the view' : 'the instrument past the bound'}`,
+      );
+    }
   } finally {
     assert.equal(await small.stop(), 0);
   }
