@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DepthView, SnapshotView } from '../../core/market-view.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { readBesideWriter } from '../support/reader-beside-writer.ts';
 
 const id = (n: number) => Int32Array.of(n, ~n, n * 7, 0x5eed);
 
@@ -51,26 +51,16 @@ test('a reader beside a writer thread never sees a half-written book', async () 
   const buffer = DepthView.create(4);
   const view = new DepthView(buffer);
   const count = 200_000;
-  const writer = spawnWorker(new URL('./fixtures/depth-writer.worker.ts', import.meta.url), { view: buffer, count });
-  const exited = new Promise<number>((resolve, reject) => {
-    writer.on('error', reject);
-    writer.on('exit', resolve);
-  });
-  let reads = 0;
-  let done = false;
-  void exited.then(() => (done = true));
-  while (!done || reads === 0) {
+  const { reads, exitCode } = await readBesideWriter(new URL('./fixtures/depth-writer.worker.ts', import.meta.url), { view: buffer, count }, () => {
     const book = view.read(Int32Array.of(1, 2, 3, 4), 50);
-    if (book !== null) {
-      reads++;
-      const version = book.bids[0]!.count;
-      assert.equal(book.bids.length, (version % 50) + 1, `version ${version}: its number of levels`);
-      for (const level of book.bids) assert.deepEqual([level.quantity, level.count], [BigInt(version), version], `version ${version}: one version per read`);
-      assert.equal(book.asks.length, Math.min(2, book.bids.length));
-    }
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.equal(await exited, 0);
+    if (book === null) return false;
+    const version = book.bids[0]!.count;
+    assert.equal(book.bids.length, (version % 50) + 1, `version ${version}: its number of levels`);
+    for (const level of book.bids) assert.deepEqual([level.quantity, level.count], [BigInt(version), version], `version ${version}: one version per read`);
+    assert.equal(book.asks.length, Math.min(2, book.bids.length));
+    return true;
+  });
+  assert.equal(exitCode, 0);
   assert.ok(reads > 10, `reads ${reads}`);
   assert.equal(view.read(Int32Array.of(1, 2, 3, 4), 50)!.bids[0]!.count, count - 1, 'the last version is what stays');
 });

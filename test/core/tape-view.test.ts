@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TapeBatch, TapeView, type TapeRow } from '../../core/tape-view.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { readBesideWriter } from '../support/reader-beside-writer.ts';
 
 const id = (n: number) => Int32Array.of(n, 0x11, 0x22, 0x33);
 const USD = 0x555344;
@@ -97,28 +97,18 @@ test('a reader beside a writer thread sees whole rows in tape order, never a tor
   const tape = new TapeView(buffer);
   tape.markLoaded();
   const count = 300_000;
-  const writer = spawnWorker(new URL('./fixtures/tape-writer.worker.ts', import.meta.url), { view: buffer, count });
-  const exited = new Promise<number>((resolve, reject) => {
-    writer.on('error', reject);
-    writer.on('exit', resolve);
-  });
-  let reads = 0;
-  let done = false;
-  void exited.then(() => (done = true));
-  while (!done || reads === 0) {
+  const { reads, exitCode } = await readBesideWriter(new URL('./fixtures/tape-writer.worker.ts', import.meta.url), { view: buffer, count }, () => {
     const rows = tape.read(Int32Array.of(1, 2, 3, 4), 64, null);
-    if (rows !== null && rows.length > 0) {
-      reads++;
-      const newest = rows[0]!.sequence;
-      assert.equal(rows.length, Math.min(64, newest), `read at ${newest}: the whole ring (or the whole history)`);
-      rows.forEach((row, k) => {
-        const n = newest - k;
-        assert.deepEqual([row.sequence, row.priceNanos, row.quantity, row.occurredAtUs, [...row.tradeId]], [n, 1000 * n, n, 1_700_000_000_000_000 + n, [n, n, n, n]]);
-      });
-    }
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.equal(await exited, 0);
+    if (rows === null || rows.length === 0) return false;
+    const newest = rows[0]!.sequence;
+    assert.equal(rows.length, Math.min(64, newest), `read at ${newest}: the whole ring (or the whole history)`);
+    rows.forEach((row, k) => {
+      const n = newest - k;
+      assert.deepEqual([row.sequence, row.priceNanos, row.quantity, row.occurredAtUs, [...row.tradeId]], [n, 1000 * n, n, 1_700_000_000_000_000 + n, [n, n, n, n]]);
+    });
+    return true;
+  });
+  assert.equal(exitCode, 0);
   assert.ok(reads > 10, `reads ${reads}`);
   assert.deepEqual(sequencesOf(tape.read(Int32Array.of(1, 2, 3, 4), 3, null)), [count, count - 1, count - 2]);
 });
