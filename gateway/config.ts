@@ -114,7 +114,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
   for (const [name, value] of [['VENUE_RUN_ID', venueRunId], ['VENUE_SESSION_ID', venueSessionId]] as const) {
     if (!SESSION_ID_PATTERN.test(value)) throw new Error(`${name} must match ${SESSION_ID_PATTERN}, got "${value}"`);
   }
-  return {
+  const config: VenueConfig = {
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
     gatewayThreads: integer(env, 'GATEWAY_THREADS', Math.max(1, cores), 1, 64),
@@ -151,4 +151,12 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     plannerStatisticsIntervalMs: integer(env, 'PLANNER_STATISTICS_INTERVAL_MS', 10_000, 0, 3_600_000),
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1 << 20),
   };
+  const tapeTrades = config.marketDataInstruments * config.marketDataTapeRows;
+  if (tapeTrades > TAPE_VIEW_TRADES_MAX) {
+    throw new Error(`MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS must be at most ${TAPE_VIEW_TRADES_MAX} (the tape view: 56 B a trade in shared memory), got ${tapeTrades}`);
+  }
+  return config;
 }
+
+/** The most trades the tape view may hold (about 900 MiB of shared memory). */
+export const TAPE_VIEW_TRADES_MAX = 1 << 24;

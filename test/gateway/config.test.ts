@@ -1,0 +1,15 @@
+// Configuration bounds that involve two settings at once (each setting's own range is
+// checked where it is read): the tape view's shared memory.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig, TAPE_VIEW_TRADES_MAX } from '../../gateway/config.ts';
+
+test('the tape view is bounded: MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS at most 2^24 trades, 0 rows turns it off', () => {
+  const defaults = loadConfig({});
+  assert.deepEqual([defaults.marketDataInstruments, defaults.marketDataTapeRows], [4096, 128]);
+  assert.equal(loadConfig({ MARKET_DATA_INSTRUMENTS: String(Math.floor(TAPE_VIEW_TRADES_MAX / 500)), MARKET_DATA_TAPE_ROWS: '500' }).marketDataTapeRows, 500);
+  assert.throws(() => loadConfig({ MARKET_DATA_INSTRUMENTS: String(Math.floor(TAPE_VIEW_TRADES_MAX / 500) + 1), MARKET_DATA_TAPE_ROWS: '500' }), /MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS must be at most 16777216/);
+  assert.equal(loadConfig({ MARKET_DATA_INSTRUMENTS: String(1 << 20), MARKET_DATA_TAPE_ROWS: '0' }).marketDataTapeRows, 0);
+  assert.throws(() => loadConfig({ MARKET_DATA_TAPE_ROWS: '501' }), /MARKET_DATA_TAPE_ROWS must be between 0 and 500/);
+});
