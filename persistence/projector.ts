@@ -262,7 +262,7 @@ export class Projector {
   /**
    * The next trade's tape sequence. This thread assigns it (in ingestion order, which is
    * commit order, as the identity column did when it was the only writer), so that the
-   * tape view shows the sequence storage holds before the commit's answer comes back.
+   * tape view can show each trade with the sequence storage holds without reading it back.
    */
   private nextTapeSequence = 1;
   private groupsSinceVacuum = 0;
