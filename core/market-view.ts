@@ -59,7 +59,7 @@ export interface SnapshotEntry {
 }
 
 /** Entries a region needs for `count` keys at half load at most (open addressing). */
-function entriesFor(count: number): number {
+export function entriesFor(count: number): number {
   let entries = 16;
   while (entries < count * 2) entries *= 2;
   return entries;

@@ -26,6 +26,7 @@
 //     since the epoch) [5] tape sequence; int32 [12] currency (packed)
 
 import { hashWords } from './hash.ts';
+import { entriesFor } from './market-view.ts';
 
 /** The most rows a tape read may ask for (API contract), and so the most a ring is worth holding. */
 export const TAPE_ROWS_MAX = 500;
@@ -43,7 +44,7 @@ export interface TapeRow {
   currency: number;
 }
 
-/** Trades to append, in tape order (growable; reused after each publish). 72 B a row: int32 [0..3] instrument [4..7] trade id, f64 [4..7] price, quantity, µs, sequence, int32 [16] currency. */
+/** Trades to append, in tape order (growable; the projector keeps one per projection group). 72 B a row: int32 [0..3] instrument [4..7] trade id, f64 [4..7] price, quantity, µs, sequence, int32 [16] currency. */
 export class TapeBatch {
   private buffer = new ArrayBuffer(72 * 64);
   words = new Int32Array(this.buffer);
@@ -88,8 +89,7 @@ export class TapeView {
   /** A view of `instruments` rings of `rows` trades each (rows 0: a view that holds nothing, every read goes to storage). */
   static create(instruments: number, rows: number): SharedArrayBuffer {
     if (!Number.isInteger(rows) || rows < 0 || rows > TAPE_ROWS_MAX) throw new RangeError(`tape rows per instrument must be 0-${TAPE_ROWS_MAX}`);
-    let capacity = 16;
-    while (capacity < instruments * 2) capacity *= 2;
+    const capacity = entriesFor(instruments);
     const held = rows === 0 ? 0 : instruments;
     const buffer = new SharedArrayBuffer(HEADER_BYTES + (held === 0 ? 0 : capacity * ENTRY_BYTES) + held * rows * ROW_BYTES);
     new Int32Array(buffer).set([held === 0 ? 0 : capacity, 0, held === 0 ? 1 : 0, held, rows]);
@@ -113,6 +113,15 @@ export class TapeView {
   /** At start, once storage's trades are in it: reads are answered from then on (before, by storage). */
   markLoaded(): void {
     Atomics.store(this.words, 5, 1);
+  }
+
+  get loaded(): boolean {
+    return Atomics.load(this.words, 5) === 1;
+  }
+
+  /** Some instrument is not held (storage had more than the view holds): reads of those go to storage. */
+  markFull(): void {
+    Atomics.store(this.words, 2, 1);
   }
 
   /** An instrument found no room: its reads go to storage. */
@@ -164,7 +173,7 @@ export class TapeView {
    * or the view is not loaded yet.
    */
   read(instrument: Int32Array, limit: number, before: number | null): TapeRow[] | null {
-    if (Atomics.load(this.words, 5) !== 1) return null;
+    if (!this.loaded) return null;
     const entry = this.claim(instrument, 0, false, false);
     if (entry < 0) return this.full ? null : [];
     const e = (HEADER_BYTES + entry * ENTRY_BYTES) >> 2;

@@ -132,23 +132,25 @@ export async function readTape(db: Db, instrumentId: string, limit: number, befo
 }
 
 /**
- * At start: the most recent trades of every instrument (at most the view's rows each)
- * into the gateways' tape view, marked complete where that is all the instrument has.
- * False when the view had no room for some instrument (its tape is then read here).
+ * At start: the most recent trades of the instruments the view can hold (at most its
+ * rows each: bounded whatever storage holds) into the gateways' tape view, marked
+ * complete where that is all the instrument has. With more instruments in storage than
+ * the view holds, the view is marked full: the others' tapes are read here.
  */
-export async function loadTapeView(db: Db, view: TapeView): Promise<boolean> {
+export async function loadTapeView(db: Db, view: TapeView): Promise<void> {
   const rows = view.rowsPerInstrument;
-  if (rows === 0) return true;
+  if (rows === 0) return;
+  const more = await db.query<{ more: boolean }>('SELECT EXISTS (SELECT 1 FROM runtime.instruments OFFSET $1) AS more', [view.bound]);
+  if (more.rows[0]!.more) view.markFull();
   const result = await db.query<{ id: string; trade: string; p: string; q: string; currency: string; us: string; sequence: string }>(
     `SELECT i.instrument_id::text AS id, t.trade_id::text AS trade, t.price_nanos::text AS p, t.quantity_units::text AS q, t.currency,
             ${micros('t.occurred_at')} AS us, t.tape_sequence::text AS sequence
-       FROM runtime.instruments i
+       FROM (SELECT instrument_id FROM runtime.instruments ORDER BY instrument_id LIMIT $2) i
        CROSS JOIN LATERAL (SELECT trade_id, price_nanos, quantity_units, currency, occurred_at, tape_sequence FROM runtime.trades t
                             WHERE t.instrument_id = i.instrument_id ORDER BY tape_sequence DESC LIMIT $1) t
       ORDER BY i.instrument_id, t.tape_sequence`,
-    [rows + 1],
+    [rows + 1, view.bound],
   );
-  let fitted = true;
   const instrument = new Int32Array(4);
   for (let first = 0; first < result.rows.length; ) {
     let end = first;
@@ -160,10 +162,9 @@ export async function loadTapeView(db: Db, view: TapeView): Promise<boolean> {
       return { tradeId, priceNanos: Number(row.p), quantity: Number(row.q), occurredAtUs: Number(row.us), sequence: Number(row.sequence), currency: packCurrency(row.currency) };
     });
     parseUuidInto(result.rows[first]!.id, instrument, 0);
-    if (!view.load(instrument, tape, complete)) fitted = false;
+    view.load(instrument, tape, complete);
     first = end;
   }
-  return fitted;
 }
 
 // ---- bars ----

@@ -114,12 +114,9 @@ let writer: JournalWriter | undefined;
 const queueMarks = new QueueMarks(data.queueMarks);
 /** The most recent trades per instrument, for the gateways' tape reads: loaded from storage after the catch-up, then kept by every projection commit. */
 const tapeView = new TapeView(data.tapeView);
-let tapeLoaded = false;
-let tapeFull = false;
-function tapeViewFull(): void {
-  if (tapeFull || tapeView.rowsPerInstrument === 0) return; // 0 rows: the view is off, not full
-  tapeFull = true;
-  log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the tape of the others is read from storage');
+/** After a write to the tape view: says so (once) when it filled the view. A view of 0 rows is full from the start: off, not filled. */
+function tapeWritten(wasFull: boolean): void {
+  if (!wasFull && tapeView.full) log('warn', 'more instruments than MARKET_DATA_INSTRUMENTS: the tape of the others is read from storage');
 }
 
 const projector = new Projector({
@@ -135,7 +132,10 @@ const projector = new Projector({
   log,
   onSealed: (groups) => queueMarks.note(QUEUE_SLOTS.sealedGroups, groups),
   onTapeStored: (trades) => {
-    if (tapeLoaded && !tapeView.publish(trades)) tapeViewFull();
+    if (!tapeView.loaded) return; // the start's catch-up: the load reads it back from storage
+    const wasFull = tapeView.full;
+    tapeView.publish(trades);
+    tapeWritten(wasFull);
   },
 });
 
@@ -398,8 +398,9 @@ async function main(): Promise<void> {
   const caughtUp = await phase('catchUp', catchUp(client));
   await phase('analyze', analyzed.catch(() => [])); // only faster reads: its failure is logged above, the start goes on
   await phase('books', loadBooks(client)); // storage now holds everything ingested
-  if (!(await phase('tape', loadTapeView(client, tapeView)))) tapeViewFull();
-  tapeLoaded = true;
+  const tapeWasFull = tapeView.full;
+  await phase('tape', loadTapeView(client, tapeView));
+  tapeWritten(tapeWasFull);
   tapeView.markLoaded();
   await client.end();
   const redrive = projector.redrivePlan();

@@ -3,7 +3,8 @@
 // persistence/market-data.ts readTape), pages within the view answered while
 // runtime.trades is locked (no query), pages older than the view answered by storage;
 // after a kill -9 and a start on the same database the view is loaded from storage, the
-// next trades continue the sequence, and the identity column's sequence stays in step.
+// next trades continue the sequence, and the identity column's sequence stays in step; a
+// start whose view holds fewer instruments than storage leaves the others to storage.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -30,7 +31,7 @@ after(async () => {
   VenueProcess.removeDataDir(dataDir);
 });
 
-const start = () => VenueProcess.start({ DATABASE_URL: url, DATA_DIR: dataDir, MARKET_DATA_TAPE_ROWS: String(ROWS) });
+const start = (env: Record<string, string> = {}) => VenueProcess.start({ DATABASE_URL: url, DATA_DIR: dataDir, MARKET_DATA_TAPE_ROWS: String(ROWS), ...env });
 
 /** `count` trades on `instrument`: trader B rests a sell, trader A lifts it. */
 async function trade(venue: VenueProcess, instrument: string, count: number, from = 100): Promise<void> {
@@ -93,7 +94,7 @@ async function assertViewAnswersWithoutStorage(venue: VenueProcess, client: pg.C
   assert.deepEqual(late.json, older);
 }
 
-test('tape pages from the view equal storage\'s, before and after a kill -9 and a start that loads the view from storage', async () => {
+test('tape pages from the view equal storage\'s, before and after a kill -9, a start that loads the view from storage, and one whose view holds fewer instruments', async () => {
   const client = new pg.Client({ connectionString: url });
   const locker = new pg.Client({ connectionString: url });
   let venue = await start();
@@ -123,6 +124,14 @@ test('tape pages from the view equal storage\'s, before and after a kill -9 and 
       "SELECT (SELECT last_value FROM runtime.trades_tape_sequence_seq)::text AS last, (SELECT max(tape_sequence) FROM runtime.trades)::text AS max",
     );
     assert.deepEqual(identity.rows[0], { last: identity.rows[0]!.max, max: String(Math.max(...next)) }, 'the identity column\'s sequence in step with the assigned ones');
+
+    // A view that holds fewer instruments than storage has: the start loads the first (T1)
+    // and marks the view full, so T2's tape is read from storage, not answered empty.
+    assert.equal(await venue.stop(), 0);
+    venue = await start({ MARKET_DATA_INSTRUMENTS: '1' });
+    await assertEqualToStorage(venue, client, T1);
+    await assertEqualToStorage(venue, client, T2);
+    await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
   } finally {
     await venue.stop();
     await client.end().catch(() => undefined);
