@@ -21,7 +21,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryAnswer, RecoveryRequest, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
+import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
 import { engineSnapshotPath } from './core/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
@@ -48,6 +48,7 @@ import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
+import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
@@ -86,6 +87,8 @@ interface Venue {
   guardTimer: NodeJS.Timeout | null;
   /** When each step of the start ended, in ms since the process started (logged with "venue listening"). */
   startedMs: Record<string, number>;
+  /** The engines' checkpoints while running; null without DATA_DIR or with ENGINE_CHECKPOINT_COMMANDS=0. */
+  checkpoints: EngineCheckpoints | null;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -192,7 +195,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
   const memory = createVenueMemory(config);
   started('migrated');
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -233,8 +236,18 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
     // The shards' engines and the projector's open orders saved at the last graceful stop serve
     // this start if storage is still where it was then (the note is consumed: one start per
-    // save); else each shard replays its journal and the projector reads the open orders' table.
+    // save); else the projector reads the open orders' table and each shard replays its
+    // journal: after its last checkpoint if the database names one the journal reaches
+    // (persistence/engine-checkpoints.ts), else all of it.
     const books = config.dataDir === '' ? 'no DATA_DIR' : await takeSnapshotNote(client, BOOK_SNAPSHOT_SETTING, config.matchingShards);
+    const checkpointNotes = config.dataDir === '' ? [] : await readCheckpointNotes(client, config.matchingShards);
+    const journalEnd = typeof books === 'string' ? journalSequences(await storageMark(client, config.matchingShards)) : journalSequences(books.mark);
+    const shardSnapshot = (shardId: number): ShardThreadData['snapshot'] => {
+      if (typeof books !== 'string') return { file: engineSnapshotPath(config.dataDir, shardId), token: books.token, sequence: journalEnd[shardId]!, source: 'stop' };
+      const note = checkpointNotes[shardId];
+      if (note === null || note === undefined || note.sequence > journalEnd[shardId]!) return null;
+      return { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
+    };
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
       const data: ShardThreadData = {
@@ -250,10 +263,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         journalDoorbell: memory.persistenceDoorbell,
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
-        snapshot:
-          typeof books === 'string'
-            ? null
-            : { file: engineSnapshotPath(config.dataDir, shardId), token: books.token, sequence: journalSequences(books.mark)[shardId]! },
+        snapshot: shardSnapshot(shardId),
+        checkpointCommands: config.dataDir === '' ? 0 : config.engineCheckpointCommands,
       };
       venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
     }
@@ -353,11 +364,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     let replayed = 0;
     const journalDurable = await Promise.all(
       recovery.map(async (port, shard) => {
-        if (shardsReady[shard]!.restored) return shardsReady[shard]!.sequence;
+        const held = shardsReady[shard]!.restored === null ? 0 : shardsReady[shard]!.sequence;
+        if (held === journalEnd[shard]) return held;
         const reader = new pg.Client({ connectionString: databaseUrl });
         await reader.connect();
         try {
-          return await readJournal(reader, shard, async (payload, lastSequence) => {
+          return await readJournal(reader, shard, held, async (payload, lastSequence) => {
             const answer = await ask(port, { type: 'replay', payload }, [payload]);
             if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
             replayed += answer.commands;
@@ -369,7 +381,17 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     );
     started('books');
     logger.info(
-      { replayed, journalDurable, books: shardsReady.map((ready) => (ready.restored ? 'saved at the last stop' : `replayed (${ready.why ?? (books as string)})`)) },
+      {
+        replayed,
+        journalDurable,
+        books: shardsReady.map((ready) =>
+          ready.restored === 'stop'
+            ? 'saved at the last stop'
+            : ready.restored === 'checkpoint'
+              ? `checkpoint at ${ready.sequence}, then the journal to ${journalDurable[ready.shardId]}`
+              : `replayed (${ready.why ?? (checkpointNotes[ready.shardId] ? `the checkpoint at ${checkpointNotes[ready.shardId]!.sequence} is past the journal's end` : (books as string))})`,
+        ),
+      },
       'order books restored',
     );
 
@@ -402,6 +424,18 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     await readReady;
 
     // -- go --
+    if (config.dataDir !== '' && config.engineCheckpointCommands > 0) {
+      const checkpoints = new EngineCheckpoints({
+        dataDir: config.dataDir,
+        databaseUrl,
+        shardControls: memory.shardControls,
+        journalCommitted: (shard) => control.journalCommitted(shard),
+        notes: checkpointNotes,
+        logger,
+      });
+      venue.checkpoints = checkpoints;
+      for (const worker of venue.shards) worker.on('message', (message: ShardCheckpoint) => message.type === 'checkpoint' && checkpoints.take(message));
+    }
     for (const port of recovery) port.postMessage({ type: 'start' } satisfies RecoveryRequest);
     for (const worker of [...venue.shards, ...venue.gateways, venue.persistence, venue.read]) {
       worker.on('error', (error) => {
@@ -463,6 +497,8 @@ async function stopVenue(venue: Venue): Promise<void> {
     worker.postMessage({ type: 'stop' });
     await stopped;
   }
+  // Every command is journaled now: a checkpoint being written is named (or dropped) before the stop goes on.
+  await venue.checkpoints?.close();
   // A stop during recovery keeps nothing: the books and filters may not be whole yet.
   const keep = venue.config.dataDir !== '' && Atomics.load(control, VENUE_READY_WORD) === 1;
   const books = keep ? await saveBooks(venue) : null;

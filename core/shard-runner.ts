@@ -42,6 +42,8 @@ export const SHARD_STOP_WORD = 0;
 export const SHARD_COMMANDS_WORD = 1;
 export const SHARD_BATCHES_WORD = 2;
 export const SHARD_OUTPUT_WAITS_WORD = 3;
+/** 1 while a checkpoint of this shard's engine is being written (the main thread clears it); none is taken meanwhile. */
+export const SHARD_CHECKPOINT_WORD = 4;
 export const SHARD_CONTROL_BYTES = 64;
 
 /** Records a command takes on the journal ring before its result records. */
@@ -60,6 +62,13 @@ export interface ShardRunnerOptions {
   clockUs: () => number;
   batchMax: number;
   idleSleepMs?: number;
+  /** Batch numbers go on from here (the engine restored from a file; a replay moves it too). */
+  batch?: number;
+  /**
+   * A checkpoint of the engine every `commands` commands (while none is being written):
+   * `take` copies what it needs before it returns, between two batches. Null: none.
+   */
+  checkpoint?: { commands: number; take: (batch: number) => void } | null;
 }
 
 /** A ring this shard writes, with what it wrote and has not published yet. */
@@ -85,7 +94,9 @@ export class ShardRunner {
   private readonly clockUs: () => number;
   private readonly batchMax: number;
   private readonly idleSleepMs: number;
-  private batch = 0;
+  private batch: number;
+  private readonly checkpoint: { commands: number; take: (batch: number) => void } | null;
+  private sinceCheckpoint = 0;
   /** A one-slot buffer the replay and re-drive paths run commands from. */
   private readonly scratch = new SlotBuffer();
 
@@ -104,12 +115,23 @@ export class ShardRunner {
     this.clockUs = options.clockUs;
     this.batchMax = options.batchMax;
     this.idleSleepMs = options.idleSleepMs ?? 100;
+    this.batch = options.batch ?? 0;
+    this.checkpoint = options.checkpoint ?? null;
+  }
+
+  /** The last batch number given. */
+  get lastBatch(): number {
+    return this.batch;
   }
 
   /** Runs until the stop word is set and every ring is drained. */
   run(): void {
     for (;;) {
-      if (this.drainOnce() > 0) continue;
+      const processed = this.drainOnce();
+      if (processed > 0) {
+        if (this.checkpoint !== null && (this.sinceCheckpoint += processed) >= this.checkpoint.commands) this.takeCheckpoint();
+        continue;
+      }
       if (Atomics.load(this.control, SHARD_STOP_WORD) !== 0) return;
       const seen = this.doorbell.prepareSleep();
       if (this.anyAvailable() || Atomics.load(this.control, SHARD_STOP_WORD) !== 0) {
@@ -117,6 +139,18 @@ export class ShardRunner {
         continue;
       }
       this.doorbell.sleep(seen, this.idleSleepMs);
+    }
+  }
+
+  /** Between two batches (every result published): unless the last one is still being written. */
+  private takeCheckpoint(): void {
+    if (Atomics.compareExchange(this.control, SHARD_CHECKPOINT_WORD, 0, 1) !== 0) return;
+    this.sinceCheckpoint = 0;
+    try {
+      this.checkpoint!.take(this.batch);
+    } catch (error) {
+      Atomics.store(this.control, SHARD_CHECKPOINT_WORD, 0);
+      throw error;
     }
   }
 
@@ -154,7 +188,25 @@ export class ShardRunner {
     const view = { words, floats, bytes: payload };
     let at = 0;
     let commands = 0;
+    // An engine restored from a checkpoint holds a prefix of this payload already: the
+    // commands whose events are all at or below engine.sequence (every journaled command
+    // has an event: an outcome, a rejection at least).
     while (at < payload.byteLength) {
+      const held = engine.sequence;
+      const counted = words[((at + COMMAND_SLOT_BYTES) >> 2) + RESULT_COUNT_WORD]!;
+      const firstEventAt = at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES;
+      let lowest = Infinity;
+      let highest = 0;
+      for (let i = 0; i < counted; i++) {
+        const sequence = floats[((firstEventAt + i * RESULT_RECORD_BYTES) >> 3) + RESULT_SEQUENCE_FLOAT]!;
+        if (sequence < lowest) lowest = sequence;
+        if (sequence > highest) highest = sequence;
+      }
+      if (lowest <= held) {
+        if (highest > held) throw new Error(`journal replay: the engine's sequence ${held} falls inside the command of sequences ${lowest}-${highest}`);
+        at = firstEventAt + counted * RESULT_RECORD_BYTES;
+        continue;
+      }
       // The slot as it was sequenced (its timestamp included), processed where it lies.
       engine.process(words, floats, at);
       at += COMMAND_SLOT_BYTES;

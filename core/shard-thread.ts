@@ -1,14 +1,17 @@
 // Worker entry of a matching shard: builds the engine (from the snapshot saved at the
-// last graceful stop when the main thread names one, core/engine-snapshot.ts; else
-// empty), faults its memory in, says ready, then takes recovery work over its recovery
-// port (journal payloads to replay, captured commands to re-drive) until told to start.
-// From then on it runs the shard loop until the stop word is set. The loop blocks this
-// thread (Atomics.wait), so control travels through shared memory, not messages. Once
-// stopped, a venue's shard can be asked to save its engine for the next start.
+// last graceful stop, or from the last checkpoint, when the main thread names one,
+// core/engine-snapshot.ts; else empty), faults its memory in, says ready, then takes
+// recovery work over its recovery port (journal payloads to replay, captured commands
+// to re-drive) until told to start. From then on it runs the shard loop until the stop
+// word is set. The loop blocks this thread (Atomics.wait), so control travels through
+// shared memory, not messages; the one message it sends while running is a checkpoint
+// of its engine (a copy, transferred) every `checkpointCommands` commands, which the
+// main thread writes (persistence/engine-checkpoints.ts). Once stopped, a venue's shard
+// can be asked to save its engine for the next start.
 
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { COMMAND_SLOT_BYTES } from './command-slot.ts';
-import { readEngineSnapshot, writeEngineSnapshot } from './engine-snapshot.ts';
+import { captureEngine, readEngineSnapshot, writeEngineSnapshot, type EngineCapture } from './engine-snapshot.ts';
 import { INSTRUMENT_CAPACITY_DEFAULT, MatchingEngine, OWNER_CAPACITY_DEFAULT } from './matching-engine.ts';
 import { SHARD_COMMANDS_WORD, ShardRunner } from './shard-runner.ts';
 
@@ -26,15 +29,22 @@ export interface ShardThreadData {
   control: SharedArrayBuffer;
   /** Recovery messages; null starts the loop at once (nothing to recover). */
   recoveryPort: MessagePort | null;
-  /** The engine saved at the last graceful stop, if the database still names it (the journal's last sequence for this shard). */
-  snapshot: { file: string; token: string; sequence: number } | null;
+  /**
+   * The engine saved at the last graceful stop, if the database still names it (at the
+   * journal's last sequence for this shard), or the last checkpoint the database names
+   * (at or before it: the journal's tail is replayed after it).
+   */
+  snapshot: { file: string; token: string; sequence: number; source: 'stop' | 'checkpoint' } | null;
+  /** Commands between checkpoints of the engine while running; 0: none. */
+  checkpointCommands: number;
 }
 
 /** The shard's first message: its engine restored from the snapshot (at `sequence`), or empty and why (a replay follows). */
 export interface ShardReady {
   type: 'ready';
   shardId: number;
-  restored: boolean;
+  /** Where the engine came from: null, empty (`why` says why, when a file was named). */
+  restored: 'stop' | 'checkpoint' | null;
   sequence: number;
   why: string | null;
 }
@@ -47,6 +57,14 @@ export interface ShardSave {
 }
 
 export type ShardSaved = { type: 'saved'; sequence: number; bytes: number } | { type: 'save-failed'; message: string };
+
+/** Sent while running: a copy of the engine between two batches, and how long the copy held the shard. */
+export interface ShardCheckpoint {
+  type: 'checkpoint';
+  shardId: number;
+  capture: EngineCapture;
+  pauseMs: number;
+}
 
 export type RecoveryRequest =
   | { type: 'replay'; payload: ArrayBuffer }
@@ -65,6 +83,7 @@ function freshEngine(): MatchingEngine {
 
 let why: string | null = null;
 let engine: MatchingEngine;
+let batch = 0;
 if (data.snapshot === null) engine = freshEngine();
 else {
   const restored = readEngineSnapshot(
@@ -75,7 +94,7 @@ else {
   if (typeof restored === 'string') {
     why = restored;
     engine = freshEngine();
-  } else engine = restored;
+  } else ({ engine, batch } = restored);
 }
 const runner = new ShardRunner({
   engine,
@@ -88,6 +107,19 @@ const runner = new ShardRunner({
   control: data.control,
   batchMax: data.batchMax,
   clockUs: () => Math.round((performance.timeOrigin + performance.now()) * 1000),
+  batch,
+  checkpoint:
+    data.checkpointCommands > 0
+      ? {
+          commands: data.checkpointCommands,
+          take: (lastBatch) => {
+            const started = performance.now();
+            const capture = captureEngine(engine, '', data.shardId, lastBatch);
+            const message: ShardCheckpoint = { type: 'checkpoint', shardId: data.shardId, capture, pauseMs: Math.round((performance.now() - started) * 10) / 10 };
+            parentPort!.postMessage(message, [capture.body]);
+          },
+        }
+      : null,
 });
 
 function runLoop(): void {
@@ -100,14 +132,14 @@ function runLoop(): void {
 function save(request: ShardSave): void {
   if (request.type !== 'save') return;
   try {
-    const { bytes, sequence } = writeEngineSnapshot(request.file, engine, request.token, data.shardId);
+    const { bytes, sequence } = writeEngineSnapshot(request.file, engine, request.token, data.shardId, runner.lastBatch);
     parentPort!.postMessage({ type: 'saved', sequence, bytes } satisfies ShardSaved);
   } catch (error) {
     parentPort!.postMessage({ type: 'save-failed', message: (error as Error).message } satisfies ShardSaved);
   }
 }
 
-parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null, sequence: engine.sequence, why } satisfies ShardReady);
+parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null ? data.snapshot.source : null, sequence: engine.sequence, why } satisfies ShardReady);
 const port = data.recoveryPort;
 if (port === null) {
   runLoop();

@@ -27,6 +27,8 @@ export interface VenueConfig {
   resultRingSlots: number;
   /** Orders held per shard (resting plus retained terminal ones). */
   orderCapacity: number;
+  /** Commands a shard runs between checkpoints of its engine (persistence/engine-checkpoints.ts); 0: none. */
+  engineCheckpointCommands: number;
   /** Commands in flight per gateway thread before it answers 503. */
   maxInFlight: number;
   /** Requests a gateway thread lets wait for the read thread at once (reads, status, replays from storage) before it answers 503. */
@@ -128,6 +130,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandRingSlots: powerOfTwo(env, 'COMMAND_RING_SLOTS', 4096, 1, 1 << 20),
     resultRingSlots: powerOfTwo(env, 'RESULT_RING_SLOTS', 16384, 16, 1 << 22),
     orderCapacity: integer(env, 'ORDER_CAPACITY', 1 << 21, 16, 1 << 24),
+    engineCheckpointCommands: integer(env, 'ENGINE_CHECKPOINT_COMMANDS', 100_000, 0, 1 << 30),
     maxInFlight: integer(env, 'MAX_IN_FLIGHT', 16384, 1, 1 << 20),
     maxWaitingReads: integer(env, 'MAX_WAITING_READS', 4096, 1, 1 << 20),
     commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),

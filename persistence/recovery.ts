@@ -72,8 +72,9 @@ const REPLAY_PAGE_BYTES = 8 << 20;
  * checksum and that the stream has no gap. Returns the last sequence read (0 for an
  * empty journal).
  */
-export async function readJournal(client: pg.ClientBase, shard: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
-  let last = 0;
+export async function readJournal(client: pg.ClientBase, shard: number, after: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
+  let last = after;
+  let first = true;
   // One page buffer, reused: payloads are copied into it, and each page out of it once (to hand it to the shard).
   let page = new Uint8Array(REPLAY_PAGE_BYTES * 2);
   let pageBytes = 0;
@@ -85,12 +86,18 @@ export async function readJournal(client: pg.ClientBase, shard: number, onPage: 
   };
   await copyOut(
     client,
-    `SELECT first_sequence, last_sequence, checksum, payload FROM runtime.journal_batches WHERE shard_id = ${Number(shard)} ORDER BY first_sequence`,
+    // From the batch that holds sequence after+1 (by the primary key: its first sequence
+    // is the greatest at or below after+1), in order.
+    `SELECT first_sequence, last_sequence, checksum, payload FROM runtime.journal_batches
+      WHERE shard_id = ${Number(shard)} AND last_sequence > ${Number(after)}
+        AND first_sequence >= coalesce((SELECT max(first_sequence) FROM runtime.journal_batches WHERE shard_id = ${Number(shard)} AND first_sequence <= ${Number(after) + 1}), 1)
+      ORDER BY first_sequence`,
     async (row) => {
-      const first = row.int8(0);
+      const firstSequence = row.int8(0);
       const payload = row.bytes(3);
-      if (first !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${first}`);
-      if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard} journal batch at sequence ${first} fails its checksum`);
+      if (first ? firstSequence > last + 1 : firstSequence !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${firstSequence}`);
+      first = false;
+      if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard} journal batch at sequence ${firstSequence} fails its checksum`);
       if (pageBytes + payload.byteLength > page.byteLength) {
         await flush();
         if (payload.byteLength > page.byteLength) page = new Uint8Array(payload.byteLength);

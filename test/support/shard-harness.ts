@@ -56,6 +56,7 @@ export class ShardHarness {
       control,
       recoveryPort: null,
       snapshot: null,
+      checkpointCommands: 0,
     };
     this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data });
     this.control = new Int32Array(control);
