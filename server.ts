@@ -249,6 +249,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       return { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
     };
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
+    const checkpointing = config.dataDir !== '' && config.engineCheckpointCommands > 0;
+    const bufferChannels = Array.from({ length: checkpointing ? config.matchingShards : 0 }, () => new MessageChannel());
     for (let shardId = 0; shardId < config.matchingShards; shardId++) {
       const data: ShardThreadData = {
         shardId,
@@ -264,9 +266,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
         snapshot: shardSnapshot(shardId),
-        checkpointCommands: config.dataDir === '' ? 0 : config.engineCheckpointCommands,
+        checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
+        checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
-      venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList: [data.recoveryPort!] }, `shard-${shardId}`));
+      const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
+      venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList }, `shard-${shardId}`));
     }
     const recovery = recoveryChannels.map((channel) => channel.port1);
 
@@ -362,8 +366,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // -- shards: restored from the last stop, or each book rebuilt from its journal, every shard at once, each on its own connection --
     const shardsReady = await Promise.all(venue.shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
     let replayed = 0;
+    started('shardsLoaded');
+    const replayMs = recovery.map(() => 0);
     const journalDurable = await Promise.all(
       recovery.map(async (port, shard) => {
+        const replayStarted = performance.now();
         const held = shardsReady[shard]!.restored === null ? 0 : shardsReady[shard]!.sequence;
         if (held === journalEnd[shard]) return held;
         const reader = new pg.Client({ connectionString: databaseUrl });
@@ -375,6 +382,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
             replayed += answer.commands;
           });
         } finally {
+          replayMs[shard] = Math.round(performance.now() - replayStarted);
           await reader.end();
         }
       }),
@@ -384,6 +392,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       {
         replayed,
         journalDurable,
+        loadMs: shardsReady.map((ready) => ready.loadMs),
+        replayMs,
         books: shardsReady.map((ready) =>
           ready.restored === 'stop'
             ? 'saved at the last stop'
@@ -424,17 +434,19 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     await readReady;
 
     // -- go --
-    if (config.dataDir !== '' && config.engineCheckpointCommands > 0) {
-      const checkpoints = new EngineCheckpoints({
+    let checkpoints: EngineCheckpoints | null = null;
+    if (checkpointing) {
+      checkpoints = new EngineCheckpoints({
         dataDir: config.dataDir,
         databaseUrl,
         shardControls: memory.shardControls,
         journalCommitted: (shard) => control.journalCommitted(shard),
         notes: checkpointNotes,
         logger,
+        buffers: bufferChannels.map((channel) => channel.port1),
       });
       venue.checkpoints = checkpoints;
-      for (const worker of venue.shards) worker.on('message', (message: ShardCheckpoint) => message.type === 'checkpoint' && checkpoints.take(message));
+      for (const worker of venue.shards) worker.on('message', (message: ShardCheckpoint) => message.type === 'checkpoint' && checkpoints!.take(message));
     }
     for (const port of recovery) port.postMessage({ type: 'start' } satisfies RecoveryRequest);
     for (const worker of [...venue.shards, ...venue.gateways, venue.persistence, venue.read]) {
@@ -445,6 +457,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }
     Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
     started('ready');
+    // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
+    checkpoints?.provide(shardsReady.map((ready) => 2 * ready.stateBytes));
     return venue;
   } catch (error) {
     await client.end().catch(() => undefined);

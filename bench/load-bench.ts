@@ -167,7 +167,8 @@ async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | 
  * Fills a venue with resting orders, stops it, and starts it again on the same data
  * `times` times (each after a graceful stop of the one before: the saved engines, open
  * orders and key filters are used), then `times` times after a kill -9 of the one before
- * (nothing saved is used: the journals are replayed, storage scanned). The figures are
+ * (nothing a stop saves is used: each shard loads the last checkpoint of its engine taken
+ * during the fill and replays the journal after it, storage is scanned). The figures are
  * the medians of the times to /readyz; every start is in `starts`.
  */
 async function restartBench(orders: number, times: number): Promise<Record<string, unknown>> {

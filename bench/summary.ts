@@ -69,7 +69,7 @@ export function buildSummary(): string {
     '< 10 s',
     restart
       ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders, after a graceful stop${restart.booksRestored === false ? ' (books replayed: nothing saved was used)' : ''}${startsOf(restart.starts?.afterGracefulStop)}` +
-        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash (kill -9: the journals replayed, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
+        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash (kill -9: each shard's last checkpoint and the journal after it, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
       : '—',
     restart && restart.restingOrders >= 1e6
       ? restart.readyMs < 10_000 && restart.readyAfterCrashMs !== undefined && restart.readyAfterCrashMs >= 10_000

@@ -70,6 +70,11 @@ function engineSections(engine: MatchingEngine, token: string, shard: number, ba
   return { header, sections: views.map(([, view]) => view) };
 }
 
+/** The bytes a copy of the engine's state takes now (captureEngine). */
+export function engineStateBytes(engine: MatchingEngine): number {
+  return engineSections(engine, '', 0, 0).sections.reduce((sum, section) => sum + section.byteLength, 0);
+}
+
 /** Writes the engine (idle: its shard stopped) to `file`, atomically (a partial file, then a rename). */
 export function writeEngineSnapshot(file: string, engine: MatchingEngine, token: string, shard: number, batch: number): { bytes: number; sequence: number } {
   const { header, sections } = engineSections(engine, token, shard, batch);
@@ -80,25 +85,40 @@ export function writeEngineSnapshot(file: string, engine: MatchingEngine, token:
 /** A copy of the engine's state taken between two commands, to be written elsewhere (writeEngineCapture) while the engine runs on. */
 export interface EngineCapture {
   header: SnapshotHeader;
-  /** The sections, one after another: hand it over as a transfer, not a copy. */
-  body: ArrayBuffer;
+  /** The sections, one after another, from byte 0 of `body`. */
+  body: ArrayBuffer | SharedArrayBuffer;
+  bytes: number;
 }
 
-/** Copies the engine's state (only what is in use: about 70 bytes per order slot ever used plus the index). */
-export function captureEngine(engine: MatchingEngine, token: string, shard: number, batch: number): EngineCapture {
+/**
+ * Copies the engine's state (only what is in use: about 70 bytes per order slot ever
+ * used plus the index) into the buffer `bufferFor` gives for its length (a fresh one by
+ * default). A buffer reused from the last copy costs only the copy (about 4 ms for
+ * 78 MB here); a fresh one also its page faults (30-160 ms for 78 MB here).
+ */
+export function captureEngine(
+  engine: MatchingEngine,
+  token: string,
+  shard: number,
+  batch: number,
+  bufferFor: (bytes: number) => ArrayBuffer | SharedArrayBuffer = (bytes) => new ArrayBuffer(bytes),
+): EngineCapture {
   const { header, sections } = engineSections(engine, token, shard, batch);
-  const body = new Uint8Array(sections.reduce((sum, section) => sum + section.byteLength, 0));
+  const bytes = sections.reduce((sum, section) => sum + section.byteLength, 0);
+  const body = bufferFor(bytes);
+  if (body.byteLength < bytes) throw new RangeError(`a capture of ${bytes} bytes was given ${body.byteLength}`);
+  const target = new Uint8Array(body, 0, bytes);
   let at = 0;
   for (const section of sections) {
-    body.set(section, at);
+    target.set(section, at);
     at += section.byteLength;
   }
-  return { header, body: body.buffer };
+  return { header, body, bytes };
 }
 
 /** Writes a capture to `file` in the same format as writeEngineSnapshot, without blocking the thread that calls it. */
 export function writeEngineCapture(file: string, capture: EngineCapture): Promise<number> {
-  return writeSnapshotFileAsync(file, MAGIC, capture.header, [new Uint8Array(capture.body)]);
+  return writeSnapshotFileAsync(file, MAGIC, capture.header, [new Uint8Array(capture.body, 0, capture.bytes)]);
 }
 
 /** What the caller expects of the file: the token of the database's note, this shard, the journal's last sequence. */

@@ -9,9 +9,9 @@
 // main thread writes (persistence/engine-checkpoints.ts). Once stopped, a venue's shard
 // can be asked to save its engine for the next start.
 
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { COMMAND_SLOT_BYTES } from './command-slot.ts';
-import { captureEngine, readEngineSnapshot, writeEngineSnapshot, type EngineCapture } from './engine-snapshot.ts';
+import { captureEngine, engineStateBytes, readEngineSnapshot, writeEngineSnapshot, type EngineCapture } from './engine-snapshot.ts';
 import { INSTRUMENT_CAPACITY_DEFAULT, MatchingEngine, OWNER_CAPACITY_DEFAULT } from './matching-engine.ts';
 import { SHARD_COMMANDS_WORD, ShardRunner } from './shard-runner.ts';
 
@@ -37,6 +37,12 @@ export interface ShardThreadData {
   snapshot: { file: string; token: string; sequence: number; source: 'stop' | 'checkpoint' } | null;
   /** Commands between checkpoints of the engine while running; 0: none. */
   checkpointCommands: number;
+  /**
+   * Buffers (SharedArrayBuffer) the main thread sends for the next checkpoints' copies,
+   * its pages already faulted in; read without the event loop (receiveMessageOnPort) when
+   * a checkpoint is taken. Null: the shard allocates its own.
+   */
+  checkpointBuffers: MessagePort | null;
 }
 
 /** The shard's first message: its engine restored from the snapshot (at `sequence`), or empty and why (a replay follows). */
@@ -47,6 +53,10 @@ export interface ShardReady {
   restored: 'stop' | 'checkpoint' | null;
   sequence: number;
   why: string | null;
+  /** Milliseconds this thread took to build its engine (the file read, or a fresh engine's memory faulted in). */
+  loadMs: number;
+  /** What a copy of the engine's state takes at this point (before the journal's replay). */
+  stateBytes: number;
 }
 
 /** Asked of a stopped shard: its engine written to `file` for the next start. */
@@ -58,7 +68,11 @@ export interface ShardSave {
 
 export type ShardSaved = { type: 'saved'; sequence: number; bytes: number } | { type: 'save-failed'; message: string };
 
-/** Sent while running: a copy of the engine between two batches, and how long the copy held the shard. */
+/**
+ * Sent while running: a copy of the engine between two batches (in a SharedArrayBuffer
+ * the shard copies into again at its next checkpoint, once SHARD_CHECKPOINT_WORD is
+ * cleared), and how long the copy held the shard.
+ */
 export interface ShardCheckpoint {
   type: 'checkpoint';
   shardId: number;
@@ -81,8 +95,12 @@ function freshEngine(): MatchingEngine {
   return engine;
 }
 
+const loadStarted = performance.now();
 let why: string | null = null;
 let engine: MatchingEngine;
+/** Where checkpoints are copied: reused while big enough (its pages faulted in once). */
+let copies: SharedArrayBuffer | null = null;
+const receive = () => (data.checkpointBuffers === null ? undefined : receiveMessageOnPort(data.checkpointBuffers));
 let batch = 0;
 if (data.snapshot === null) engine = freshEngine();
 else {
@@ -114,9 +132,12 @@ const runner = new ShardRunner({
           commands: data.checkpointCommands,
           take: (lastBatch) => {
             const started = performance.now();
-            const capture = captureEngine(engine, '', data.shardId, lastBatch);
+            for (let m = receive(); m !== undefined; m = receive()) copies = m.message as SharedArrayBuffer;
+            const capture = captureEngine(engine, '', data.shardId, lastBatch, (bytes) =>
+              copies !== null && copies.byteLength >= bytes ? copies : (copies = new SharedArrayBuffer(Math.ceil(bytes * 1.5))),
+            );
             const message: ShardCheckpoint = { type: 'checkpoint', shardId: data.shardId, capture, pauseMs: Math.round((performance.now() - started) * 10) / 10 };
-            parentPort!.postMessage(message, [capture.body]);
+            parentPort!.postMessage(message);
           },
         }
       : null,
@@ -139,7 +160,7 @@ function save(request: ShardSave): void {
   }
 }
 
-parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null ? data.snapshot.source : null, sequence: engine.sequence, why } satisfies ShardReady);
+parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null ? data.snapshot.source : null, sequence: engine.sequence, why, loadMs: Math.round(performance.now() - loadStarted), stateBytes: engineStateBytes(engine) } satisfies ShardReady);
 const port = data.recoveryPort;
 if (port === null) {
   runLoop();

@@ -130,7 +130,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandRingSlots: powerOfTwo(env, 'COMMAND_RING_SLOTS', 4096, 1, 1 << 20),
     resultRingSlots: powerOfTwo(env, 'RESULT_RING_SLOTS', 16384, 16, 1 << 22),
     orderCapacity: integer(env, 'ORDER_CAPACITY', 1 << 21, 16, 1 << 24),
-    engineCheckpointCommands: integer(env, 'ENGINE_CHECKPOINT_COMMANDS', 100_000, 0, 1 << 30),
+    engineCheckpointCommands: integer(env, 'ENGINE_CHECKPOINT_COMMANDS', 250_000, 0, 1 << 30),
     maxInFlight: integer(env, 'MAX_IN_FLIGHT', 16384, 1, 1 << 20),
     maxWaitingReads: integer(env, 'MAX_WAITING_READS', 4096, 1, 1 << 20),
     commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),

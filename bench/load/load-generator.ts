@@ -147,7 +147,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     queuedBehind += report.queuedBehind;
     dropped += report.dropped;
     recordedTruncated ||= report.recordedTruncated;
-    for (const key of Object.keys(recorded) as (keyof WorkerReport['recorded'])[]) (recorded[key] as unknown[]).push(...report.recorded[key]);
+    // A loop, not push(...items): a spread of a few hundred thousand items overflows the stack.
+    for (const key of Object.keys(recorded) as (keyof WorkerReport['recorded'])[]) {
+      const into = recorded[key] as unknown[];
+      for (const item of report.recorded[key]) into.push(item);
+    }
   }
   const seconds = options.durationMs / 1000;
   const ok = Object.entries(statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);

@@ -6,11 +6,10 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
 import { checkpointPath, readCheckpointNotes } from '../../persistence/engine-checkpoints.ts';
 import {
   assertBooksEqualReplay,
@@ -26,25 +25,9 @@ import {
 } from '../support/crash-checks.ts';
 import { withClient } from '../support/database.ts';
 import { committedHistory } from '../support/journal.ts';
-import { submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
+import { dataDirs, storageUrl, submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
 
-const dataDirs: string[] = [];
-after(() => {
-  if (process.env.KEEP_TEST_DATA === undefined) for (const dir of dataDirs) VenueProcess.removeDataDir(dir);
-});
-
-function dataDir(): string {
-  const dir = VenueProcess.makeDataDir();
-  dataDirs.push(dir);
-  return dir;
-}
-
-/** The URL of the embedded server the venue on `dir` runs. */
-async function storageUrl(dir: string): Promise<string> {
-  const url = await embeddedUrl(dir);
-  assert.ok(url !== null, 'the venue runs its embedded database');
-  return url;
-}
+const dataDir = dataDirs();
 
 const booksLine = (log: string): string[] => JSON.parse(/"books":(\[[^\]]*\])[^\n]*order books restored/.exec(log)?.[1] ?? 'null') as string[];
 const replayedOf = (log: string): number => Number(/"replayed":(\d+)[^\n]*order books restored/.exec(log)?.[1] ?? -1);

@@ -15,7 +15,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command-slot.ts';
@@ -27,7 +27,7 @@ import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
 import { payloadDigest, scopeDigest } from '../../gateway/keys.ts';
 import { Principals } from '../../gateway/principals.ts';
 import { ROUTE_SUBMIT } from '../../gateway/status-view.ts';
-import { embeddedUrl, startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { writeOpenOrders } from '../../persistence/open-orders-snapshot.ts';
 import type { RestingOrder } from '../../persistence/resting-orders.ts';
 import { withClient } from '../support/database.ts';
@@ -54,15 +54,11 @@ import {
   TOKENS,
   TRADER_A,
   TRADER_B,
+  dataDirs,
+  storageUrl,
   VenueProcess,
   type HttpAnswer,
 } from '../support/venue-process.ts';
-
-const dataDirs: string[] = [];
-
-after(() => {
-  if (process.env.KEEP_TEST_DATA === undefined) for (const dir of dataDirs) VenueProcess.removeDataDir(dir);
-});
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -73,17 +69,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function dataDir(): string {
-  const dir = VenueProcess.makeDataDir();
-  dataDirs.push(dir);
-  return dir;
-}
-
-async function storageUrl(dir: string): Promise<string> {
-  const url = await embeddedUrl(dir);
-  assert.ok(url !== null, 'the venue runs its embedded database');
-  return url;
-}
+const dataDir = dataDirs();
 
 /** Polls a command's status until it is terminal (bounded). */
 async function terminalView(venue: VenueProcess, commandId: string): Promise<any> {

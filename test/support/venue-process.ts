@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -274,4 +276,28 @@ export function modifyBody(o: TargetOptions & { price: string; quantity: string 
 
 export function cancelByClientOrderBody(clientOrderId: string, participantId = TRADER_A.participantId): Record<string, unknown> {
   return { ...common(), participantId, clientOrderId, reason: 'test' };
+}
+
+/**
+ * A maker of data folders for a test file's venues, which outlive one venue (restarts on
+ * the same data); every folder it made is removed when the file's tests end, unless
+ * KEEP_TEST_DATA is set.
+ */
+export function dataDirs(): () => string {
+  const made: string[] = [];
+  after(() => {
+    if (process.env.KEEP_TEST_DATA === undefined) for (const dir of made) VenueProcess.removeDataDir(dir);
+  });
+  return () => {
+    const dir = VenueProcess.makeDataDir();
+    made.push(dir);
+    return dir;
+  };
+}
+
+/** The URL of the embedded PostgreSQL the venue on `dir` runs (a new one at each start). */
+export async function storageUrl(dir: string): Promise<string> {
+  const url = await embeddedUrl(dir);
+  if (url === null) throw new Error(`no embedded PostgreSQL runs on ${dir}`);
+  return url;
 }
