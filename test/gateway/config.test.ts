@@ -13,3 +13,11 @@ test('the tape view is bounded: MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS
   assert.equal(loadConfig({ MARKET_DATA_INSTRUMENTS: String(1 << 20), MARKET_DATA_TAPE_ROWS: '0' }).marketDataTapeRows, 0);
   assert.throws(() => loadConfig({ MARKET_DATA_TAPE_ROWS: '501' }), /MARKET_DATA_TAPE_ROWS must be between 0 and 500/);
 });
+
+test('engine checkpoints: every 250,000 commands by default, 0 turns them off, bounded', () => {
+  assert.equal(loadConfig({}).engineCheckpointCommands, 250_000);
+  assert.equal(loadConfig({ ENGINE_CHECKPOINT_COMMANDS: '0' }).engineCheckpointCommands, 0);
+  assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: '-1' }), /ENGINE_CHECKPOINT_COMMANDS must be an integer, got "-1"/);
+  assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: String(2 ** 30 + 1) }), /ENGINE_CHECKPOINT_COMMANDS must be between 0 and 1073741824/);
+  assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: 'often' }), /ENGINE_CHECKPOINT_COMMANDS/);
+});
