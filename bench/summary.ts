@@ -20,6 +20,11 @@ const ms = (us: number | undefined) => (us === undefined ? '—' : `${(us / 1000
 const k = (n: number | undefined) => (n === undefined ? '—' : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n));
 const pct = (r: number | undefined) => (r === undefined ? '—' : `${(r * 100).toFixed(1)}%`);
 /** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
+/** How the crash starts rebuilt their books, from their "order books restored" log lines. */
+const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined) =>
+  starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
+    ? "each shard's last checkpoint and the journal after it"
+    : 'the journals replayed (no checkpoint in every start)';
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
@@ -69,7 +74,7 @@ export function buildSummary(): string {
     '< 10 s',
     restart
       ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders, after a graceful stop${restart.booksRestored === false ? ' (books replayed: nothing saved was used)' : ''}${startsOf(restart.starts?.afterGracefulStop)}` +
-        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash (kill -9: each shard's last checkpoint and the journal after it, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
+        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash (kill -9: ${crashBooks(restart.starts?.afterCrash)}, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
       : '—',
     restart && restart.restingOrders >= 1e6
       ? restart.readyMs < 10_000 && restart.readyAfterCrashMs !== undefined && restart.readyAfterCrashMs >= 10_000
