@@ -24,7 +24,7 @@ const pct = (r: number | undefined) => (r === undefined ? '—' : `${(r * 100).t
 const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined) =>
   starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
     ? "each shard's last checkpoint and the journal after it"
-    : 'the journals replayed (no checkpoint in every start)';
+    : 'the whole journals replayed (a start without a checkpoint)';
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
