@@ -76,21 +76,19 @@ export interface CheckpointOptions {
   logger: Logger;
   /** Each shard's port for the buffers its copies go into (ShardThreadData.checkpointBuffers). */
   buffers: MessagePort[];
-  /** How long a checkpoint waits for its journal to become durable before it is dropped. */
-  durableWaitMs?: number;
 }
+
+/** How long a checkpoint waits for its journal to become durable before it is dropped. */
+const DURABLE_WAIT_MS = 60_000;
 
 /** Takes the shards' checkpoints (ShardCheckpoint messages) and names each in the database once its journal is durable. */
 export class EngineCheckpoints {
   private readonly inFlight = new Set<Promise<void>>();
   private stopping = false;
-  /** Checkpoints named in the database since start, per shard. */
-  readonly noted: number[];
   /** The size of the last buffer offered to each shard. */
   private readonly offered: number[];
 
   constructor(private readonly options: CheckpointOptions) {
-    this.noted = options.shardControls.map(() => 0);
     this.offered = options.shardControls.map(() => 0);
   }
 
@@ -145,7 +143,7 @@ export class EngineCheckpoints {
       const file = checkpointPath(options.dataDir, shard, slot);
       const bytes = await writeEngineCapture(file, { ...capture, header: { ...capture.header, token } });
       const wroteMs = Math.round(performance.now() - started);
-      const deadline = Date.now() + (options.durableWaitMs ?? 60_000);
+      const deadline = Date.now() + DURABLE_WAIT_MS;
       while (options.journalCommitted(shard) < sequence) {
         if (this.stopping || Date.now() > deadline) {
           options.logger.warn({ shard, sequence, journalDurable: options.journalCommitted(shard) }, 'engine checkpoint dropped: its journal did not become durable');
@@ -164,7 +162,6 @@ export class EngineCheckpoints {
         await client.end().catch(() => undefined);
       }
       options.notes[shard] = { token, slot, sequence };
-      this.noted[shard]!++;
       options.logger.info({ shard, sequence, bytes, pauseMs, wroteMs, notedMs: Math.round(performance.now() - started) }, 'engine checkpoint noted');
     } catch (error) {
       options.logger.warn({ shard, sequence, err: (error as Error).message }, 'engine checkpoint not kept: a crash replays the journal from the previous one');
