@@ -40,10 +40,11 @@ import {
 } from '../core/codes.ts';
 import { MatchingEngine } from '../core/matching-engine.ts';
 import { buildCoreStream, type CommandStream } from './lib/core-stream.ts';
+import { processSlots, SHARD_PREFETCH_BATCH } from './lib/engine-compare.ts';
 import { writeResult } from './lib/results.ts';
 
 const CHUNK = 10_000;
-const PREFETCH_BATCH = 32;
+const PREFETCH_BATCH = SHARD_PREFETCH_BATCH;
 const ORDER_CAPACITY = 1 << 21;
 
 class StreamRunner {
@@ -79,16 +80,7 @@ class StreamRunner {
     const { words, floats } = this.stream.views;
     const engine = this.engine;
     const end = Math.min(this.position + CHUNK, this.stream.total);
-    const batch = this.prefetchBatch;
-    if (batch <= 1) {
-      for (let i = this.position; i < end; i++) engine.process(words, floats, i * COMMAND_SLOT_BYTES);
-    } else {
-      for (let i = this.position; i < end; i += batch) {
-        const stop = Math.min(i + batch, end);
-        engine.prefetch(words, i * COMMAND_SLOT_BYTES, stop - i);
-        for (let j = i; j < stop; j++) engine.process(words, floats, j * COMMAND_SLOT_BYTES);
-      }
-    }
+    processSlots(engine, words, floats, this.position, end, this.prefetchBatch);
     this.position = end;
   }
 }

@@ -27,6 +27,7 @@ import {
   runOurs,
   runOursTallied,
   runTheirs,
+  SHARD_PREFETCH_BATCH,
   runTheirsTallied,
   theirOrderIds,
   type BookSides,
@@ -81,11 +82,12 @@ function checkSameBook(engine: string, book: BookSides, verified: BookSides): vo
   if (difference) throw new Error(`${engine}: a timed run left another book than its verified pass: ${JSON.stringify(difference)}`);
 }
 
-function timeOurs(stream: CompareStream, verified: BookSides): RunTiming {
+/** `batch` 1: one command at a time; SHARD_PREFETCH_BATCH: as a shard drains its rings (see processSlots). */
+function timeOurs(stream: CompareStream, verified: BookSides, batch: number): RunTiming {
   const engine: MatchingEngine = newOurEngine();
   runOurs(engine, stream, 0, stream.warmup);
   const started = performance.now();
-  runOurs(engine, stream, stream.warmup, stream.total);
+  runOurs(engine, stream, stream.warmup, stream.total, batch);
   const ms = performance.now() - started;
   checkSameBook('our engine', readOurBook(engine, stream.ops.tickNanos), verified);
   return { ms, opsPerSecond: Math.round(((stream.total - stream.warmup) / ms) * 1000) };
@@ -134,15 +136,19 @@ export async function runCoreCompareBench(quick: boolean): Promise<void> {
   const booksEqual = difference === null;
 
   const ourRuns: RunTiming[] = [];
+  const ourShardRuns: RunTiming[] = [];
   const theirRuns: RunTiming[] = [];
   // Alternating spreads any outside load (this machine is shared) over both engines.
   for (let r = 0; r < repetitions; r++) {
-    ourRuns.push(timeOurs(stream, ours.book));
+    ourRuns.push(timeOurs(stream, ours.book, 1));
+    ourShardRuns.push(timeOurs(stream, ours.book, SHARD_PREFETCH_BATCH));
     theirRuns.push(timeTheirs(stream, ids, theirs.book));
   }
   const oursSummary = summarize(ourRuns);
+  const oursShardSummary = summarize(ourShardRuns);
   const theirsSummary = summarize(theirRuns);
   const ratio = Number((oursSummary.opsPerSecondMedian / theirsSummary.opsPerSecondMedian).toFixed(2));
+  const shardRatio = Number((oursShardSummary.opsPerSecondMedian / theirsSummary.opsPerSecondMedian).toFixed(2));
   const totals = bookTotals(ours.book);
   const tradesEqual = ours.timed.trades === theirs.timed.trades && ours.timed.tradedQuantity === theirs.timed.tradedQuantity;
 
@@ -163,12 +169,15 @@ export async function runCoreCompareBench(quick: boolean): Promise<void> {
     },
     feeding: {
       ours: 'pre-encoded 128-byte command slots, MatchingEngine.process() one command at a time, as bench/core-bench.ts',
+      oursAsShard: `the same slots as a shard drains its rings: MatchingEngine.prefetch() of the next ${SHARD_PREFETCH_BATCH} commands, then process() of each`,
       nodejsOrderBook: `nodejs-order-book ${theirVersion()}: limit({ id, side, size, price, timeInForce }) with GTC (resting) or IOC (crossing), cancel(id); prices in integer ticks, string ids built before timing`,
     },
     repetitions,
     ours: oursSummary,
+    oursAsShard: oursShardSummary,
     nodejsOrderBook: theirsSummary,
     ratio,
+    ratioAsShard: shardRatio,
     booksEqual,
     firstDifference: difference,
     levelsCompared: {
@@ -184,7 +193,7 @@ export async function runCoreCompareBench(quick: boolean): Promise<void> {
   });
   const k = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : `${(n / 1e3).toFixed(1)} k`);
   console.log(
-    `core-compare: ours ${k(oursSummary.opsPerSecondMedian)} ops/s, nodejs-order-book ${k(theirsSummary.opsPerSecondMedian)} ops/s, ` +
+    `core-compare: ours ${k(oursSummary.opsPerSecondMedian)} ops/s (as a shard drains: ${k(oursShardSummary.opsPerSecondMedian)}), nodejs-order-book ${k(theirsSummary.opsPerSecondMedian)} ops/s, ` +
       `ratio ${ratio}x; booksEqual ${booksEqual} (${totals.bidLevels + totals.askLevels} levels, ${totals.restingOrders} orders); ` +
       `trades ${ours.timed.trades} / ${theirs.timed.trades}${quick ? ' (quick)' : ''}`,
   );

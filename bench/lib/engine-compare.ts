@@ -77,10 +77,29 @@ export function newOurEngine(orderCapacity = OUR_ORDER_CAPACITY): MatchingEngine
   return engine;
 }
 
-/** Slots [from, to), one command at a time, as bench/core-bench.ts feeds them. */
-export function runOurs(engine: MatchingEngine, stream: CommandStream, from: number, to: number): void {
-  const { words, floats } = stream.views;
-  for (let i = from; i < to; i++) engine.process(words, floats, i * COMMAND_SLOT_BYTES);
+/** Commands a shard prefetches before processing them (core/shard-runner.ts processBatch takes its rings' runs the same way). */
+export const SHARD_PREFETCH_BATCH = 32;
+
+/**
+ * Slots [from, to) of pre-encoded commands: one command at a time (batch 1), or as a
+ * shard drains its rings (batch > 1): prefetch the next `batch` commands' order-index
+ * buckets and records, then process them one by one.
+ */
+export function processSlots(engine: MatchingEngine, words: Int32Array, floats: Float64Array, from: number, to: number, batch = 1): void {
+  if (batch <= 1) {
+    for (let i = from; i < to; i++) engine.process(words, floats, i * COMMAND_SLOT_BYTES);
+    return;
+  }
+  for (let i = from; i < to; i += batch) {
+    const stop = Math.min(i + batch, to);
+    engine.prefetch(words, i * COMMAND_SLOT_BYTES, stop - i);
+    for (let j = i; j < stop; j++) engine.process(words, floats, j * COMMAND_SLOT_BYTES);
+  }
+}
+
+/** Slots [from, to) of the stream, fed as processSlots does. */
+export function runOurs(engine: MatchingEngine, stream: CommandStream, from: number, to: number, batch = 1): void {
+  processSlots(engine, stream.views.words, stream.views.floats, from, to, batch);
 }
 
 /** Same as runOurs, tallying the events (untimed verification pass). */

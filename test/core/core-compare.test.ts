@@ -9,8 +9,10 @@ import {
   newTheirBook,
   readOurBook,
   readTheirBook,
+  runOurs,
   runOursTallied,
   runTheirsTallied,
+  SHARD_PREFETCH_BATCH,
   theirOrderIds,
 } from '../../bench/lib/engine-compare.ts';
 
@@ -40,6 +42,19 @@ test('our engine and nodejs-order-book leave the same book, level by level, and 
   assert.equal(ourWarmup.trades + ours.trades, stream.expected.trades);
   assert.ok(ours.trades > 1000, 'the crossing orders traded');
   assert.equal(ours.refused, 0, 'every cancel named a resting order');
+});
+
+test('fed as a shard drains its rings (prefetch, then each command), our engine leaves the book it leaves one command at a time', () => {
+  const stream = buildCompareStream({ seed: 777, restingOrders: 1000, commands: 10_003, orderCapacity: CAPACITY });
+  const single = newOurEngine(CAPACITY);
+  runOurs(single, stream, 0, stream.total);
+  const batched = newOurEngine(CAPACITY);
+  runOurs(batched, stream, 0, stream.warmup, SHARD_PREFETCH_BATCH);
+  runOurs(batched, stream, stream.warmup, stream.total, SHARD_PREFETCH_BATCH);
+  assert.equal(batched.sequence, stream.expected.lastSequence);
+  assert.equal(single.sequence, stream.expected.lastSequence);
+  assert.equal(batched.orders.restingCount, stream.expected.restingOrders);
+  assert.deepEqual(readOurBook(batched, stream.ops.tickNanos), readOurBook(single, stream.ops.tickNanos));
 });
 
 test('the nodejs-order-book tally counts one trade per maker fill', () => {
