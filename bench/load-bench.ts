@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, runLoad, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
+import { describe, runLoad, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
@@ -30,6 +30,17 @@ import { writeLatencyPlot } from './lib/plot.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CONNECTIONS = 64;
+/**
+ * Connections per load thread for the open-loop points. Each connection has one request
+ * in flight, so 64 carry at most 64 / latency requests a second: at 10,000/s that is a
+ * 6.4 ms budget, and a stall of the venue of a few ms made the generator queue requests
+ * on its own side (24% of them in a 30 s run at 10,000/s measured on 2026-11-24, with a
+ * worst second's p50 of 83 ms against 22 ms with 256). Latency is counted from when a
+ * request was due, so that queue was charged to the venue; with 256 it is the venue's
+ * own queueing that shows. `queuedBehind` in each run still says how many waited for a
+ * connection.
+ */
+const OPEN_LOOP_CONNECTIONS = 256;
 
 function summary(result: LoadResult) {
   const { recorded: _recorded, ...rest } = result;
@@ -67,7 +78,9 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
   };
 }
 
-type OpenLoopPoint = ReturnType<typeof summary> & { repeats: { okPerSecond: number; p50Us: number; p99Us: number }[] };
+type OpenLoopPoint = ReturnType<typeof summary> & {
+  repeats: { okPerSecond: number; p50Us: number; p99Us: number; queuedBehind: number; worstSecond: LoadResult['perSecond'][number] | null }[];
+};
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
@@ -107,7 +120,7 @@ function medianOpenLoop(tries: LoadResult[]): OpenLoopPoint {
     ...first,
     okPerSecond: median(tries.map((t) => t.okPerSecond)),
     latencyUs,
-    repeats: tries.map((t) => ({ okPerSecond: t.okPerSecond, p50Us: t.latencyUs.p50, p99Us: t.latencyUs.p99 })),
+    repeats: tries.map((t) => ({ okPerSecond: t.okPerSecond, p50Us: t.latencyUs.p50, p99Us: t.latencyUs.p99, queuedBehind: t.queuedBehind, worstSecond: worstSecond(t) })),
   };
 }
 
@@ -304,7 +317,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
             for (let t = 0; t < times; t++) {
               const run = await runLoad(
                 base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)${times > 1 ? ` ${t + 1}/${times}` : ''}`, {
-                  baseUrl: venue.baseUrl, mode, threads: loadThreads, ratePerSecond: rate, seed: 8 + open.length * 10 + t,
+                  baseUrl: venue.baseUrl, mode, threads: loadThreads, connections: OPEN_LOOP_CONNECTIONS, ratePerSecond: rate, seed: 8 + open.length * 10 + t,
                   ...(quick ? { durationMs: 2000 } : {}), // the quick run's curve is a sketch; its bar is 2 minutes in all
                 }),
               );
@@ -381,7 +394,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   ], ceiling);
   const result = {
     machine: { cpus: os.availableParallelism(), node: process.version },
-    note: `load generator: ${loadThreads} worker thread(s) of keep-alive connections (http-connection.ts) (${CONNECTIONS} each) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
+    note: `load generator: ${loadThreads} worker thread(s) of keep-alive connections (http-connection.ts) (${CONNECTIONS} each, ${OPEN_LOOP_CONNECTIONS} each in the open-loop points) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
     quick,
     answerBytes: bytes,
     httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map(summary) },

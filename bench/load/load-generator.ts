@@ -62,6 +62,12 @@ export interface LoadResult {
   dropped: number;
   recorded: WorkerReport['recorded'];
   recordedTruncated: boolean;
+  /**
+   * Order latency per second of the measured window (every thread's requests due in that
+   * second, merged), in µs: a stall of the venue shows as a bad second that the whole
+   * run's percentiles average away.
+   */
+  perSecond: { second: number; count: number; p50: number; p99: number; max: number }[];
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
@@ -126,6 +132,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
   const merged = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
   const reads: Record<string, hdr.Histogram> = {};
+  const bySecond: hdr.Histogram[] = [];
   const statuses: Record<string, number> = {};
   const kinds: Record<string, number> = {};
   const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
@@ -136,6 +143,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let recordedTruncated = false;
   for (const report of reports) {
     merged.add(hdr.decodeFromCompressedBase64(report.histogram, 32, false));
+    report.perSecond.forEach((encoded, second) => {
+      if (encoded === '') return;
+      bySecond[second] ??= hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+      bySecond[second]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
+    });
     for (const [kind, encoded] of Object.entries(report.histograms)) {
       reads[kind] ??= hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
       reads[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
@@ -175,14 +187,24 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     dropped,
     recorded,
     recordedTruncated,
+    perSecond: bySecond.flatMap((h, second) => (h === undefined ? [] : [{ second, count: h.totalCount, p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue }])),
   };
+}
+
+/** The second of the run with the highest p99 (null if no second had a request). */
+export function worstSecond(result: LoadResult): LoadResult['perSecond'][number] | null {
+  let worst: LoadResult['perSecond'][number] | null = null;
+  for (const second of result.perSecond) if (worst === null || second.p99 > worst.p99) worst = second;
+  return worst;
 }
 
 export function describe(result: LoadResult): string {
   const l = result.latencyUs;
   const ms = (us: number) => (us / 1000).toFixed(2);
   const codes = Object.entries(result.statuses).map(([code, n]) => `${code}:${n}`).join(' ');
-  return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${result.transportErrors ? ` transport errors ${result.transportErrors} (first: ${result.firstTransportError})` : ''}`;
+  const worst = worstSecond(result);
+  const worstText = worst === null || result.perSecond.length < 2 ? '' : `; worst second ${worst.second}: p50 ${ms(worst.p50)} p99 ${ms(worst.p99)} ms`;
+  return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${worstText}${result.transportErrors ? ` transport errors ${result.transportErrors} (first: ${result.firstTransportError})` : ''}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -49,11 +49,18 @@ export interface WorkerReport {
   dropped: number;
   recorded: { commandIds: string[]; statuses: number[]; bodyMd5: (string | null)[]; tradeIds: string[]; kinds: string[] };
   recordedTruncated: boolean;
+  /** Order latency per second of the measured window, by when each request was due (encoded histograms; "" for a second without one). */
+  perSecond: string[];
 }
+
+/** Seconds of the measured window that get a histogram of their own (a longer run's later seconds are in the totals only). */
+export const PER_SECOND_MAX = 3600;
 
 const options = workerData as WorkerOptions;
 const newHistogram = () => hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
 const histogram = newHistogram();
+/** The same latencies by the second of the window they were due in: stalls show here, averaged away in the totals. */
+const perSecond: (hdr.Histogram | undefined)[] = new Array(Math.min(PER_SECOND_MAX, Math.ceil(options.durationMs / 1000))).fill(undefined);
 const readHistograms: Record<string, hdr.Histogram> = {};
 const statuses: Record<string, number> = {};
 const kinds: Record<string, number> = {};
@@ -95,7 +102,10 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
   const done = performance.now();
   if (dueAt >= measureFrom && dueAt < deadline) {
     completed++;
-    histogram.recordValue(Math.max(1, Math.round((done - dueAt) * 1000)));
+    const latencyUs = Math.max(1, Math.round((done - dueAt) * 1000));
+    histogram.recordValue(latencyUs);
+    const second = Math.floor((dueAt - measureFrom) / 1000);
+    if (second < perSecond.length) (perSecond[second] ??= newHistogram()).recordValue(latencyUs);
     statuses[status] = (statuses[status] ?? 0) + 1;
     kinds[request.kind] = (kinds[request.kind] ?? 0) + 1;
   }
@@ -205,6 +215,7 @@ clearInterval(progress);
 for (const connection of connections) connection.close();
 const report: WorkerReport = {
   histogram: hdr.encodeIntoCompressedBase64(histogram),
+  perSecond: perSecond.map((h) => (h === undefined ? '' : hdr.encodeIntoCompressedBase64(h))),
   histograms: Object.fromEntries(Object.entries(readHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
   statuses,
   kinds,

@@ -59,6 +59,10 @@ test(`memory stays bounded and every queue reports its high-water mark under ${S
     assert.equal(load.transportErrors, 0, `no connection failed (first failure: ${load.firstTransportError})`);
     assert.equal(load.statuses['200'], answered, `every command answered 200 (${JSON.stringify(load.statuses)})`);
     assert.ok(answered >= SECONDS * RATE * 0.9, `the load ran at its rate (${answered} commands)`);
+    // The per-second latency series holds every measured answer, each in the second it was due.
+    assert.deepEqual(load.perSecond.map((s) => s.second), Array.from({ length: SECONDS }, (_, k) => k));
+    assert.equal(load.perSecond.reduce((sum, s) => sum + s.count, 0), load.latencyUs.count);
+    for (const s of load.perSecond) assert.ok(s.count >= RATE * 0.5 && s.p50 <= s.p99 && s.p99 <= s.max, `second ${s.second}: ${JSON.stringify(s)}`);
     await venue.untilProjected(60_000);
     const databaseUrl = await embeddedUrl(venue.dataDir);
     assert.ok(databaseUrl !== null);
