@@ -72,6 +72,9 @@ export interface LoadResult {
 
 const WORKER = new URL('./worker.ts', import.meta.url);
 
+/** The workers' histogram shape (worker.ts): 1 µs to 60 s, 3 significant digits. */
+const newHistogram = () => hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+
 export function percentiles(histogram: hdr.Histogram): Percentiles {
   return {
     count: histogram.totalCount,
@@ -130,7 +133,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   clearInterval(progress);
   if (!options.quiet) process.stderr.write('\n');
 
-  const merged = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+  const merged = newHistogram();
   const reads: Record<string, hdr.Histogram> = {};
   const bySecond: hdr.Histogram[] = [];
   const statuses: Record<string, number> = {};
@@ -145,11 +148,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     merged.add(hdr.decodeFromCompressedBase64(report.histogram, 32, false));
     report.perSecond.forEach((encoded, second) => {
       if (encoded === '') return;
-      bySecond[second] ??= hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+      bySecond[second] ??= newHistogram();
       bySecond[second]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
     });
     for (const [kind, encoded] of Object.entries(report.histograms)) {
-      reads[kind] ??= hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+      reads[kind] ??= newHistogram();
       reads[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
     }
     for (const [code, n] of Object.entries(report.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
