@@ -44,7 +44,6 @@ import { processSlots, SHARD_PREFETCH_BATCH } from './lib/engine-compare.ts';
 import { writeResult } from './lib/results.ts';
 
 const CHUNK = 10_000;
-const PREFETCH_BATCH = SHARD_PREFETCH_BATCH;
 const ORDER_CAPACITY = 1 << 21;
 
 class StreamRunner {
@@ -61,7 +60,7 @@ class StreamRunner {
     this.engine = new MatchingEngine({ orderCapacity: ORDER_CAPACITY });
     this.engine.prefault();
     const { words, floats } = this.stream.views;
-    for (let i = 0; i < this.stream.warmup; i++) this.engine.process(words, floats, i * COMMAND_SLOT_BYTES);
+    processSlots(this.engine, words, floats, 0, this.stream.warmup);
     this.position = this.stream.warmup;
   }
 
@@ -175,7 +174,7 @@ export async function runCoreBench(quick: boolean): Promise<void> {
 
   const runners: Record<string, StreamRunner> = {
     'one command at a time': new StreamRunner(stream, 1),
-    [`prefetch, batches of ${PREFETCH_BATCH}`]: new StreamRunner(stream, PREFETCH_BATCH),
+    [`prefetch, batches of ${SHARD_PREFETCH_BATCH}`]: new StreamRunner(stream, SHARD_PREFETCH_BATCH),
   };
   const bench = new Bench({ name: 'matching core', time: quick ? 1000 : 6000, warmupTime: quick ? 200 : 1000 });
   for (const [name, runner] of Object.entries(runners)) {

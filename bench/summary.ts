@@ -19,12 +19,12 @@ const load = (name: string): any => {
 const ms = (us: number | undefined) => (us === undefined ? '—' : `${(us / 1000).toFixed(2)} ms`);
 const k = (n: number | undefined) => (n === undefined ? '—' : n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : String(n));
 const pct = (r: number | undefined) => (r === undefined ? '—' : `${(r * 100).toFixed(1)}%`);
-/** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 /** How the crash starts rebuilt their books, from their "order books restored" log lines. */
 const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined) =>
   starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
     ? "each shard's last checkpoint and the journal after it"
     : 'the whole journals replayed (a start without a checkpoint)';
+/** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
@@ -36,11 +36,12 @@ export function buildSummary(): string {
   const ours = compare?.ours?.opsPerSecond ?? compare?.ours?.opsPerSecondMedian;
   // Judged as the venue runs it (a shard prefetches each batch it drains); one command at a time beside it.
   const oursAsShard: number | undefined = compare?.oursAsShard?.opsPerSecondMedian;
+  const prefetchBatch: number | undefined = compare?.prefetchBatch;
   const coreFigure = oursAsShard ?? ours;
   rows.push([
     'matching core, 1 thread, the 60/30/10 stream',
     '≥ 5 M commands/s',
-    compare ? (oursAsShard === undefined ? `${k(ours)} commands/s` : `${k(oursAsShard)} commands/s as a shard drains its rings (prefetch of 32, then each); ${k(ours)} one command at a time`) : '—',
+    compare ? (oursAsShard === undefined ? `${k(ours)} commands/s` : `${k(oursAsShard)} commands/s as a shard drains its rings (prefetch of ${prefetchBatch ?? '?'}, then each); ${k(ours)} one command at a time`) : '—',
     verdict(compare ? coreFigure >= 5e6 : null),
   ]);
   rows.push(['matching core vs `nodejs-order-book`, same stream, same run', '≥ 50×', compare ? `${Number(compare.ratio).toFixed(1)}× (books equal: ${compare.booksEqual})` : '—', verdict(compare ? compare.ratio >= 50 : null)]);

@@ -77,7 +77,11 @@ export function newOurEngine(orderCapacity = OUR_ORDER_CAPACITY): MatchingEngine
   return engine;
 }
 
-/** Commands a shard prefetches before processing them (core/shard-runner.ts processBatch takes its rings' runs the same way). */
+/**
+ * Commands prefetched before they are processed, as a shard does with each batch it drains
+ * (core/shard-runner.ts processBatch: a whole batch of up to SHARD_BATCH_MAX, 64 by
+ * default, prefetched at once). Batches of 16, 32 and 64 ran the 1 M stream equally fast.
+ */
 export const SHARD_PREFETCH_BATCH = 32;
 
 /**
