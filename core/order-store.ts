@@ -57,6 +57,18 @@ export const ORDER_TYPE_BYTE = 33;
 export const ORDER_TIME_IN_FORCE_BYTE = 34;
 export const ORDER_STATE_BYTE = 35;
 
+/**
+ * Bytes left unused before the first record, so that each record sits on one cache
+ * line. Node allocates an ArrayBuffer with calloc, and glibc serves a block this large
+ * with its own mapping, handing out the address 16 bytes past a page boundary (its
+ * chunk header): records from byte 0 would each straddle two lines, and a cancel or a
+ * fill would miss twice. 48 bytes on puts them on line boundaries. Measured on the
+ * core compare stream (1 M commands fed as a shard, medians of 5, four interleaved
+ * pairs): 4.10 M/s from byte 0, 4.35 M/s from byte 48. Another allocator only loses
+ * the gain; nothing depends on the alignment for correctness.
+ */
+export const RECORDS_SKIP_BYTES = 48;
+
 /** Commands looked ahead by one prefetch() call at most. */
 export const PREFETCH_BATCH_MAX = 64;
 
@@ -78,7 +90,7 @@ export class OrderStore {
   private readonly mask: number;
   private missHash = 0;
   private missBucket = -1;
-  private readonly prefetched = new Int32Array(PREFETCH_BATCH_MAX * 2);
+  private readonly prefetched = new Int32Array(PREFETCH_BATCH_MAX * 3);
   /** Written by prefetch() so that its loads cannot be optimised away. */
   prefetchSink = 0;
 
@@ -91,10 +103,10 @@ export class OrderStore {
       throw new RangeError(`order capacity must be an integer in [1, 2^26], got ${capacity}`);
     }
     this.capacity = capacity;
-    const buffer = new ArrayBuffer(capacity * ORDER_RECORD_BYTES);
-    this.words = new Int32Array(buffer);
-    this.floats = new Float64Array(buffer);
-    this.bytes = new Uint8Array(buffer);
+    const buffer = new ArrayBuffer(RECORDS_SKIP_BYTES + capacity * ORDER_RECORD_BYTES);
+    this.words = new Int32Array(buffer, RECORDS_SKIP_BYTES, capacity * (ORDER_RECORD_BYTES >> 2));
+    this.floats = new Float64Array(buffer, RECORDS_SKIP_BYTES, capacity * (ORDER_RECORD_BYTES >> 3));
+    this.bytes = new Uint8Array(buffer, RECORDS_SKIP_BYTES, capacity * ORDER_RECORD_BYTES);
     this.engineNo = new Float64Array(capacity);
     this.freeStack = new Int32Array(capacity);
     // Slot 0 on top: slots are handed out in ascending order.
@@ -243,24 +255,30 @@ export class OrderStore {
     const table = this.table;
     const mask = this.mask;
     const words = this.words;
-    const found = this.prefetched;
+    const at = this.prefetched;
     let sink = 0;
-    // Stage 1: index buckets (independent loads).
+    // Each stage first computes its addresses (no misses), then loads them in a loop
+    // of a few instructions: the CPU can only overlap the misses its reorder window
+    // holds, and a hash between two loads filled that window with arithmetic.
+    // Stage 1: index buckets.
     for (let k = 0; k < n; k++) {
-      const at = idAt + k * strideWords;
-      const bucket = hashWords(commandWords[at]! ^ this.seed, commandWords[at + 1]!, commandWords[at + 2]!, commandWords[at + 3]!) & mask;
-      found[k] = table[bucket * 2 + 1]!;
+      const c = idAt + k * strideWords;
+      at[k] = ((hashWords(commandWords[c]! ^ this.seed, commandWords[c + 1]!, commandWords[c + 2]!, commandWords[c + 3]!) & mask) << 1) + 1;
     }
-    // Stage 2: records named by the commands, and eviction candidates.
-    let neighbours = 0;
+    for (let k = 0; k < n; k++) at[k] = table[at[k]!]!;
+    // Stage 2: records named by the commands.
+    let records = 0;
     for (let k = 0; k < n; k++) {
-      const entry = found[k]!;
-      if (entry > 0) {
-        const r = (entry - 1) << ORDER_WORD_SHIFT;
-        found[neighbours++] = words[r + ORDER_PREV_WORD]!;
-        found[neighbours++] = words[r + ORDER_NEXT_WORD]!;
-      }
+      const entry = at[k]!;
+      if (entry > 0) at[records++] = (entry - 1) << ORDER_WORD_SHIFT;
     }
+    let neighbours = PREFETCH_BATCH_MAX;
+    for (let k = 0; k < records; k++) {
+      const r = at[k]!;
+      at[neighbours++] = words[r + ORDER_PREV_WORD]!;
+      at[neighbours++] = words[r + ORDER_NEXT_WORD]!;
+    }
+    // Eviction candidates: the next allocations' index buckets.
     if (this.freeTop < n) {
       let head = this.retiredHead;
       const evictions = n < this.retiredCount ? n : this.retiredCount;
@@ -271,8 +289,8 @@ export class OrderStore {
       }
     }
     // Stage 3: queue neighbours (unlinking a cancelled order writes to them).
-    for (let k = 0; k < neighbours; k++) {
-      const slot = found[k]!;
+    for (let k = PREFETCH_BATCH_MAX; k < neighbours; k++) {
+      const slot = at[k]!;
       if (slot >= 0) sink += words[(slot << ORDER_WORD_SHIFT) + ORDER_LEVEL_WORD]!;
     }
     this.prefetchSink = sink;
