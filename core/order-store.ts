@@ -1,5 +1,5 @@
 // Order storage for one shard: fixed 64-byte records (one cache line per order)
-// in one ArrayBuffer, a free stack, a FIFO of retired (terminal) orders and an
+// in one ArrayBuffer, a count of the slots handed out, a FIFO of retired (terminal) orders and an
 // open-addressed index from orderId to slot. Everything is allocated once, at
 // start-up; submitting an order writes into a record and allocates nothing.
 //
@@ -19,7 +19,7 @@
 //
 // Terminal orders stay indexed (so a late cancel answers ORDER_NOT_OPEN and a
 // reused orderId answers DUPLICATE_ORDER_ID) until their record is needed again:
-// when the free stack is empty the oldest retired order is evicted. Only when
+// when every slot has been handed out the oldest retired order is evicted. Only when
 // every record holds a resting order is the shard full.
 //
 // Memory latency, not arithmetic, bounds matching on a large book (a dependent
@@ -80,8 +80,12 @@ export class OrderStore {
   /** Engine order number per slot (the sequence of the event that accepted it). */
   readonly engineNo: Float64Array;
 
-  private readonly freeStack: Int32Array;
-  private freeTop: number;
+  /**
+   * Slots ever handed out: slots [0, used) hold an order (resting or retired), the rest
+   * are free. A slot never returns to the free part (a terminal order is retired and its
+   * slot reused from there), so a counter is the whole free list.
+   */
+  private used = 0;
   private readonly retired: Int32Array;
   private retiredHead = 0;
   private retiredCount = 0;
@@ -108,10 +112,6 @@ export class OrderStore {
     this.floats = new Float64Array(buffer, RECORDS_SKIP_BYTES, capacity * (ORDER_RECORD_BYTES >> 3));
     this.bytes = new Uint8Array(buffer, RECORDS_SKIP_BYTES, capacity * ORDER_RECORD_BYTES);
     this.engineNo = new Float64Array(capacity);
-    this.freeStack = new Int32Array(capacity);
-    // Slot 0 on top: slots are handed out in ascending order.
-    for (let i = 0; i < capacity; i++) this.freeStack[i] = capacity - 1 - i;
-    this.freeTop = capacity;
     this.retired = new Int32Array(capacity);
     const tableSize = powerOfTwoAtLeast(capacity * 2);
     this.table = new Int32Array(tableSize * 2);
@@ -124,7 +124,7 @@ export class OrderStore {
    * (costly in a VM); a venue calls it at start-up, before taking orders.
    */
   prefault(): void {
-    if (this.freeTop !== this.capacity) throw new Error('prefault() must run before the first order');
+    if (this.used !== 0) throw new Error('prefault() must run before the first order');
     for (const view of [this.bytes, this.engineNo, this.retired, this.table]) {
       new Uint8Array(view.buffer, view.byteOffset, view.byteLength).fill(0);
     }
@@ -132,7 +132,7 @@ export class OrderStore {
 
   /** Orders that are neither free nor retired: the resting orders. */
   get restingCount(): number {
-    return this.capacity - this.freeTop - this.retiredCount;
+    return this.used - this.retiredCount;
   }
 
   get retainedTerminalCount(): number {
@@ -141,7 +141,7 @@ export class OrderStore {
 
   /** True when allocate() would succeed. */
   canAllocate(): boolean {
-    return this.freeTop > 0 || this.retiredCount > 0;
+    return this.used < this.capacity || this.retiredCount > 0;
   }
 
   // Field accessors for code off the matching path (queries, encoders, tests).
@@ -206,7 +206,7 @@ export class OrderStore {
    * then calls index().
    */
   allocate(): number {
-    if (this.freeTop > 0) return this.freeStack[--this.freeTop]!;
+    if (this.used < this.capacity) return this.used++;
     if (this.retiredCount === 0) return -1;
     const slot = this.retired[this.retiredHead]!;
     this.retiredHead = this.retiredHead + 1 === this.capacity ? 0 : this.retiredHead + 1;
@@ -279,7 +279,7 @@ export class OrderStore {
       at[neighbours++] = words[r + ORDER_NEXT_WORD]!;
     }
     // Eviction candidates: the next allocations' index buckets.
-    if (this.freeTop < n) {
+    if (this.capacity - this.used < n) {
       let head = this.retiredHead;
       const evictions = n < this.retiredCount ? n : this.retiredCount;
       for (let k = 0; k < evictions; k++) {
@@ -299,15 +299,10 @@ export class OrderStore {
   /**
    * The store's state (core/engine-snapshot.ts): the records and engine numbers of the
    * slots ever handed out, the retired orders oldest first, and the index as laid out
-   * (with this store's seed). The free slots are not written: slots leave the free
-   * stack in ascending order and never return to it (a terminal order is retired and
-   * its slot reused from there), so the stack is always capacity - 1 down to `used`.
+   * (with this store's seed). The free slots are the ones past `used`.
    */
   saveState(out: StateWriter): void {
-    const used = this.capacity - this.freeTop;
-    for (let i = 0; i < this.freeTop; i++) {
-      if (this.freeStack[i] !== this.capacity - 1 - i) throw new Error(`order store free stack out of order at ${i}`);
-    }
+    const used = this.used;
     const retired = new Int32Array(this.retiredCount);
     for (let k = 0, at = this.retiredHead; k < this.retiredCount; k++, at = at + 1 === this.capacity ? 0 : at + 1) retired[k] = this.retired[at]!;
     out.number('orders.used', used);
@@ -319,7 +314,7 @@ export class OrderStore {
 
   /** Takes the state saveState wrote into this store, which must be fresh and of the same capacity and seed. */
   loadState(input: StateReader): void {
-    if (this.freeTop !== this.capacity) throw new Error('loadState() needs a fresh order store');
+    if (this.used !== 0) throw new Error('loadState() needs a fresh order store');
     const used = input.number('orders.used');
     if (used < 0 || used > this.capacity) throw new RangeError(`order store state holds ${used} slots of ${this.capacity}`);
     input.into('orders.records', this.bytes.subarray(0, used * ORDER_RECORD_BYTES));
@@ -328,7 +323,7 @@ export class OrderStore {
     if (!Number.isInteger(retiredCount) || retiredCount > used) throw new RangeError(`order store state retires ${retiredCount} of ${used} slots`);
     input.into('orders.retired', this.retired.subarray(0, retiredCount));
     input.into('orders.table', this.table);
-    this.freeTop = this.capacity - used;
+    this.used = used;
     this.retiredHead = 0;
     this.retiredCount = retiredCount;
     this.missBucket = -1;
