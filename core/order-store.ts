@@ -1,6 +1,6 @@
 // Order storage for one shard: fixed 64-byte records (one cache line per order)
-// in one ArrayBuffer, a count of the slots handed out, a FIFO of retired (terminal) orders and an
-// open-addressed index from orderId to slot. Everything is allocated once, at
+// in one ArrayBuffer, a count of the slots handed out, a FIFO of retired (terminal)
+// orders and an open-addressed index from orderId to slot. Everything is allocated once, at
 // start-up; submitting an order writes into a record and allocates nothing.
 //
 // Record layout (byte offset, and index in the Int32 / Float64 / Uint8 view):
@@ -19,8 +19,8 @@
 //
 // Terminal orders stay indexed (so a late cancel answers ORDER_NOT_OPEN and a
 // reused orderId answers DUPLICATE_ORDER_ID) until their record is needed again:
-// when every slot has been handed out the oldest retired order is evicted. Only when
-// every record holds a resting order is the shard full.
+// when every slot has been handed out the oldest retired order is evicted. Only
+// when every record holds a resting order is the shard full.
 //
 // Memory latency, not arithmetic, bounds matching on a large book (a dependent
 // miss costs 130-210 ns on this machine, bench/results/core.json notes), so
@@ -246,8 +246,9 @@ export class OrderStore {
 
   /**
    * Touches what the next `count` command slots (orderId at words[idAt + k *
-   * strideWords]) will need: their index buckets, the records they name, and the records and buckets of
-   * the orders the next allocations would evict. A hint only: it changes no state.
+   * strideWords]) will need: their index buckets, the records they name, and the
+   * records and buckets of the orders the next allocations would evict. A hint only:
+   * it changes no state.
    *
    * Not the named records' queue neighbours: unlinking a cancelled order only writes
    * to them, and a store that misses does not hold the CPU up as a load does. Loading
