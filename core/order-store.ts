@@ -1,7 +1,7 @@
 // Order storage for one shard: fixed 64-byte records (one cache line per order)
 // in one ArrayBuffer, a count of the slots handed out, a FIFO of retired (terminal)
-// orders and an open-addressed index from orderId to slot. Everything is allocated once, at
-// start-up; submitting an order writes into a record and allocates nothing.
+// orders and an open-addressed index from orderId to slot. Everything is allocated
+// once, at start-up; submitting an order writes into a record and allocates nothing.
 //
 // Record layout (byte offset, and index in the Int32 / Float64 / Uint8 view):
 //
