@@ -223,7 +223,7 @@ export class OrderStore {
   index(slot: number): void {
     let bucket = this.missBucket;
     if (bucket < 0) {
-      // An eviction in between moved entries: probe again.
+      // No find() right before (an eviction keeps its position valid): probe.
       const at = slot << ORDER_WORD_SHIFT;
       const words = this.words;
       if (this.find(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!) >= 0) {
@@ -326,7 +326,6 @@ export class OrderStore {
 
   /** Removes a slot from the index (backward-shift deletion keeps probes short). */
   private unindex(slot: number): void {
-    this.missBucket = -1;
     const words = this.words;
     const table = this.table;
     const mask = this.mask;
@@ -352,5 +351,16 @@ export class OrderStore {
     }
     table[hole * 2] = 0;
     table[hole * 2 + 1] = 0;
+    // A submit's find() remembered where its new id goes: the first empty bucket from
+    // the id's home. A deletion empties only its final hole (entries move back into
+    // holes, never into an empty bucket), so that position stays right unless the hole
+    // now lies between the home and it, and then the hole is the first empty bucket.
+    // This spares a submit that evicts a second hash and probe in index().
+    const miss = this.missBucket;
+    if (miss >= 0) {
+      const home = this.missHash & mask;
+      const holeBefore = home <= miss ? hole >= home && hole < miss : hole >= home || hole < miss;
+      if (holeBefore) this.missBucket = hole;
+    }
   }
 }
