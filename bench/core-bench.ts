@@ -60,7 +60,7 @@ class StreamRunner {
     this.engine = new MatchingEngine({ orderCapacity: ORDER_CAPACITY });
     this.engine.prefault();
     const { words, floats } = this.stream.views;
-    processSlots(this.engine, words, floats, 0, this.stream.warmup);
+    processSlots(this.engine, words, floats, 0, this.stream.warmup, this.prefetchBatch);
     this.position = this.stream.warmup;
   }
 

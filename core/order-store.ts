@@ -24,8 +24,9 @@
 //
 // Memory latency, not arithmetic, bounds matching on a large book (a dependent
 // miss costs 130-210 ns on this machine, bench/results/core.json notes), so
-// prefetch() lets the caller touch, for a batch of queued commands, every line
-// the batch will need, with independent loads the CPU overlaps.
+// prefetch() lets the caller load, for a batch of queued commands, the lines the
+// batch will read (index buckets and named records; not the lines it only writes),
+// with independent loads the CPU overlaps.
 
 import { STATE_FREE } from './codes.ts';
 import type { StateReader, StateWriter } from './engine-snapshot.ts';
