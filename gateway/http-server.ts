@@ -150,7 +150,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         let parsed: unknown;
         try {
-          parsed = JSON.parse(raw.toString('utf8'));
+          parsed = JSON.parse(raw);
         } catch {
           reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
           return;
@@ -272,12 +272,16 @@ function sweepBodies(): void {
   }
 }
 
-/** Collects the body up to `max` bytes; answers 413 beyond it, 408 if it is not in after BODY_TIMEOUT_MS (+ one sweep). */
-function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: Buffer) => void): void {
+/**
+ * Collects the body up to `max` bytes and hands it over as UTF-8 text (as Buffer's
+ * toString decodes it); answers 413 beyond it, 408 if it is not in after
+ * BODY_TIMEOUT_MS (+ one sweep).
+ */
+function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: string) => void): void {
   // uWS never calls onData for "Content-Length: 0" when the headers came in more than one
   // read (found by the fuzz: such a request waited for the body timeout): nothing to wait for.
   if (/^0+$/.test(lengthHeader)) {
-    done(Buffer.alloc(0));
+    done('');
     return;
   }
   const chunks: Buffer[] = [];
@@ -302,12 +306,16 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
       reply.send(413, errorBody('PAYLOAD_TOO_LARGE', `the body may not exceed ${max} bytes`), { ...JSON_HEADERS, Connection: 'close' });
       return;
     }
-    chunks.push(Buffer.from(chunk.slice(0)));
-    if (isLast) {
-      finished = true;
-      bodyReads.delete(expire);
-      done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    if (!isLast) {
+      chunks.push(Buffer.from(chunk.slice(0))); // uWS reuses the chunk's memory after this call
+      return;
     }
+    finished = true;
+    bodyReads.delete(expire);
+    // The last chunk (for an order, the only one) is decoded in place, not copied first:
+    // copying it into its own ArrayBuffer cost 0.45 µs of a request's 0.53 µs here.
+    const last = Buffer.from(chunk);
+    done(chunks.length === 0 ? last.toString('utf8') : Buffer.concat([...chunks, last]).toString('utf8'));
   });
 }
 

@@ -644,7 +644,7 @@ export class OrderFlow {
     const ringIndex = this.write(ring, pending, command);
     this.marks.note(this.inFlightSlot, this.pending.size + this.durability.size);
     this.capture(pending, command, ring.slotOffset(ringIndex), ring.bytes);
-    this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : formatWords(command.orderId));
+    this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : command.orderId);
     const mode = PROCESSING_MODES[pending.mode]!;
     pending.deadlineMs = Date.now() + this.config.durableWaitMs;
     if ((mode === 'accepted-async' || mode === 'captured-ack') && pending.reply !== null) {
@@ -665,11 +665,11 @@ export class OrderFlow {
       shard: pending.shard,
       principal: info.principal,
       receivedAtUs: info.receivedAtUs,
-      commandId: wordBytes(command.commandId),
+      commandId: command.commandId,
       scopeDigest: info.scopeDigest,
       payloadHash: info.payloadHash,
-      orderId: command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : wordBytes(command.orderId),
-      instrumentId: pending.instrumentId === '' ? null : wordBytes(command.instrumentId),
+      orderId: command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : command.orderId,
+      instrumentId: pending.instrumentId === '' ? null : command.instrumentId,
       slot: slotBytes.subarray(slotOffset, slotOffset + COMMAND_SLOT_BYTES),
       clientId: info.clientId,
       idempotencyKey: info.idempotencyKey,
@@ -1070,14 +1070,6 @@ function snapshotOfStored(stored: StoredCommand): CommandSnapshot {
     receivedAtUs: 0,
     completedAtUs: 0,
   };
-}
-
-/** A UUID's four words as its 16 bytes (big-endian, as the text reads). */
-function wordBytes(words: Int32Array): Uint8Array {
-  const bytes = new Uint8Array(16);
-  const view = new DataView(bytes.buffer);
-  for (let k = 0; k < 4; k++) view.setInt32(k * 4, words[k]!);
-  return bytes;
 }
 
 function formatWords(words: Int32Array): string {

@@ -21,7 +21,7 @@ export interface SettlementRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
-  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: Buffer, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
+  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
   read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
   adminMaxBodyBytes: number;
   /** COMPETITION_PROFILE set: the public leaderboard is served. */
@@ -93,7 +93,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       deps.readJson(res, deps.adminMaxBodyBytes, req.getHeader('content-length'), (raw, answer) => {
         let body: unknown;
         try {
-          body = JSON.parse(raw.toString('utf8'));
+          body = JSON.parse(raw);
         } catch {
           answer(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
           return;

@@ -20,6 +20,19 @@ test('random UUIDs round-trip through words at any offset', () => {
   }
 });
 
+test('any four words format as their hex digits, most significant first, and parse back', () => {
+  const random = new SeededRandom(11);
+  const words = new Int32Array(4);
+  const hex = (word: number) => (word >>> 0).toString(16).padStart(8, '0');
+  for (let i = 0; i < 5000; i++) {
+    for (let k = 0; k < 4; k++) words[k] = i < 3 ? [0, -1, 0x80000000 | 0][i]! : (random.below(0x10000) << 16) | random.below(0x10000);
+    const all = words.reduce((text, word) => text + hex(word), '');
+    const text = formatUuid(words, 0);
+    assert.equal(text, `${all.slice(0, 8)}-${all.slice(8, 12)}-${all.slice(12, 16)}-${all.slice(16, 20)}-${all.slice(20)}`);
+    assert.deepEqual([...uuidWords(text)], [...words]);
+  }
+});
+
 test('anything but the canonical 8-4-4-4-12 hex form is rejected', () => {
   for (const text of [
     '',

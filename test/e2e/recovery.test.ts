@@ -296,11 +296,10 @@ test('a command captured but never journaled (the process died in between) is re
     0,
   );
   const record = new ArrayBuffer(INTAKE_RECORD_BYTES);
-  const uuidBytes = (text: string) => Buffer.from(text.replace(/-/g, ''), 'hex');
   writeIntake({ words: new Int32Array(record), floats: new Float64Array(record), bytes: new Uint8Array(record) }, 0, {
     processingMode: 1, route: ROUTE_SUBMIT, shard: shardOf(uuidWords(instrument), 0, SHARDS), principal: principal.index, receivedAtUs: Date.now() * 1000,
-    commandId: uuidBytes(body.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, key), payloadHash: payloadDigest(ROUTE_SUBMIT, body),
-    orderId: uuidBytes(body.orderId as string), instrumentId: uuidBytes(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey: key, clientOrderId: null,
+    commandId: uuidWords(body.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, key), payloadHash: payloadDigest(ROUTE_SUBMIT, body),
+    orderId: uuidWords(body.orderId as string), instrumentId: uuidWords(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey: key, clientOrderId: null,
   });
   const database = await startEmbeddedPostgres(dir, () => undefined);
   await withClient(database.url, (client) =>

@@ -149,6 +149,30 @@ function connect(): Promise<net.Socket> {
   });
 }
 
+test('a body that arrives in pieces, split inside multi-byte characters, is read whole', async () => {
+  // Every chunk but the last is copied (uWS reuses its memory), the last is decoded in place:
+  // the pieces must decode as the same text as the body sent at once, which its replay proves
+  // (same Idempotency-Key: a different text would hash to another payload, a 409).
+  const body = submitBody({ instrumentId: 'ab000000-0000-4000-8000-000000000003', side: 'BUY', price: '12', quantity: '2' });
+  body.actorId = 'désk ☃ 😀 ünïcode';
+  const bytes = Buffer.from(JSON.stringify(body), 'utf8');
+  const cuts = [bytes.indexOf('☃') + 1, bytes.indexOf('😀') + 2, bytes.indexOf('ü') + 1]; // inside a 3-, 4- and 2-byte character
+  assert.ok(cuts.every((cut, k) => cut > 0 && (k === 0 || cut > cuts[k - 1]!)));
+  const headers: Array<[string, string]> = [['Host', 'x'], ['Authorization', AUTH_TRADER], ['X-Client-Id', 'pieces'], ['Idempotency-Key', `pieces-${body.commandId}`], ['Content-Length', String(bytes.length)]];
+  const inPieces = await rawExchange(port, [
+    { data: Buffer.concat([rawRequest('POST', '/api/v1/orders/submit', headers), bytes.subarray(0, cuts[0])]) },
+    { data: bytes.subarray(cuts[0], cuts[1]), delayMs: 60 },
+    { data: bytes.subarray(cuts[1], cuts[2]), delayMs: 60 },
+    { data: bytes.subarray(cuts[2]), delayMs: 60 },
+  ], { expectAnswers: 1, timeoutMs: 10_000 });
+  assert.equal(inPieces.answers[0]?.status, 200, inPieces.answers[0]?.body);
+  const first = JSON.parse(inPieces.answers[0]!.body) as { outcome: { accepted?: { orderId: string } } };
+  assert.equal(first.outcome.accepted?.orderId, body.orderId);
+  const atOnce = await rawExchange(port, [{ data: rawRequest('POST', '/api/v1/orders/submit', headers, bytes) }], { expectAnswers: 1, timeoutMs: 10_000 });
+  assert.equal(atOnce.answers[0]?.status, 200, atOnce.answers[0]?.body);
+  assert.equal(atOnce.answers[0]!.body, inPieces.answers[0]!.body);
+});
+
 test('thousands of idle connections, slowloris headers and idle keep-alive connections are closed by the idle timeout; others are served meanwhile', async (t) => {
   const idleCount = Math.min(3_000, fileLimit() - 400);
   assert.ok(idleCount >= 500, `the file-descriptor limit (${fileLimit()}) leaves room for only ${idleCount} connections`);

@@ -18,11 +18,13 @@ function create(s: CommandStore, commandId = crypto.randomUUID()): { index: numb
 test('a record reads back what was written, text and bodies included', () => {
   const s = store(16, 64 * 1024);
   const { index, commandId } = create(s);
-  s.setQueued(index, 1, 42, crypto.randomUUID());
+  const orderId = crypto.randomUUID();
+  s.setQueued(index, 1, 42, uuidWords(orderId));
   s.setResult(index, { accepted: true, rejectCode: 0, streamSequence: 9, batch: 3, completedAtUs: 5, envelope: `{"outcome":1}` });
   s.setResponseToResult(index, 200);
   const snapshot = s.read(index, uuidWords(commandId))!;
   assert.equal(snapshot.commandId, commandId);
+  assert.equal(snapshot.orderId, orderId);
   assert.deepEqual([snapshot.clientId, snapshot.idempotencyKey], ['désk', 'key-1']);
   assert.deepEqual([snapshot.status, snapshot.resultStatus, snapshot.shard, snapshot.ringIndex, snapshot.streamSequence], [STATUS.COMPLETED, RESULT.ACCEPTED, 1, 42, 9]);
   assert.equal(snapshot.responseStatus, 200);
