@@ -44,10 +44,12 @@ export class BinaryCopy {
 
   text(value: string | null): this {
     if (value === null) return this.null();
-    const length = Buffer.byteLength(value, 'utf8');
-    this.int32(length);
-    this.ensure(length);
-    this.length += this.buffer.write(value, this.length, 'utf8');
+    // Written first, its length after: UTF-8 takes at most 3 bytes per UTF-16 unit, so
+    // room for that is room enough, and the text is scanned once.
+    this.ensure(4 + value.length * 3);
+    const written = this.buffer.write(value, this.length + 4, 'utf8');
+    this.int32(written);
+    this.length += written;
     return this;
   }
 
@@ -65,10 +67,11 @@ export class BinaryCopy {
   bigint(value: number): this {
     this.ensure(12);
     const high = Math.floor(value / 4_294_967_296);
-    this.buffer.writeInt32BE(8, this.length);
-    this.buffer.writeInt32BE(high, this.length + 4);
-    this.buffer.writeUInt32BE(value - high * 4_294_967_296, this.length + 8);
-    this.length += 12;
+    const at = this.length;
+    putInt32(this.buffer, at, 8);
+    putInt32(this.buffer, at + 4, high);
+    putInt32(this.buffer, at + 8, value - high * 4_294_967_296);
+    this.length = at + 12;
     return this;
   }
 
@@ -77,11 +80,11 @@ export class BinaryCopy {
     this.ensure(20);
     const buffer = this.buffer;
     const to = this.length;
-    buffer.writeInt32BE(16, to);
-    buffer.writeInt32BE(words[at]!, to + 4);
-    buffer.writeInt32BE(words[at + 1]!, to + 8);
-    buffer.writeInt32BE(words[at + 2]!, to + 12);
-    buffer.writeInt32BE(words[at + 3]!, to + 16);
+    putInt32(buffer, to, 16);
+    putInt32(buffer, to + 4, words[at]!);
+    putInt32(buffer, to + 8, words[at + 1]!);
+    putInt32(buffer, to + 12, words[at + 2]!);
+    putInt32(buffer, to + 16, words[at + 3]!);
     this.length = to + 20;
     return this;
   }
@@ -90,8 +93,14 @@ export class BinaryCopy {
   range(source: Uint8Array, start: number, length: number): this {
     this.int32(length);
     this.ensure(length);
-    this.buffer.set(source.subarray(start, start + length), this.length);
-    this.length += length;
+    const buffer = this.buffer;
+    const to = this.length;
+    if (length <= 64) {
+      for (let k = 0; k < length; k++) buffer[to + k] = source[start + k]!; // ids, digests, keys: no subarray
+    } else {
+      buffer.set(source.subarray(start, start + length), to);
+    }
+    this.length = to + length;
     return this;
   }
 
@@ -112,14 +121,16 @@ export class BinaryCopy {
 
   private int16(value: number): this {
     this.ensure(2);
-    this.buffer.writeInt16BE(value, this.length);
-    this.length += 2;
+    const at = this.length;
+    this.buffer[at] = value >> 8;
+    this.buffer[at + 1] = value;
+    this.length = at + 2;
     return this;
   }
 
   private int32(value: number): this {
     this.ensure(4);
-    this.buffer.writeInt32BE(value, this.length);
+    putInt32(this.buffer, this.length, value);
     this.length += 4;
     return this;
   }
@@ -139,6 +150,17 @@ export class BinaryCopy {
     this.buffer.copy(grown, 0, 0, this.length);
     this.buffer = grown;
   }
+}
+
+/**
+ * A 32-bit big-endian integer (its low 32 bits: signed and unsigned values alike) by
+ * byte stores; Buffer's writeInt32BE checks its arguments on every call.
+ */
+function putInt32(buffer: Uint8Array, at: number, value: number): void {
+  buffer[at] = value >>> 24;
+  buffer[at + 1] = value >>> 16;
+  buffer[at + 2] = value >>> 8;
+  buffer[at + 3] = value;
 }
 
 /** The part of pg-copy-streams' query object that `copyInto` reaches into. */
