@@ -56,3 +56,42 @@ test('a body overwritten by newer ones reads as gone, never as the bytes of anot
   assert.equal(snapshot.response, null, 'the arena wrapped past it');
   assert.equal(snapshot.responseStatus, 202);
 });
+
+test('bodies of every size and mix of UTF-8 widths, round and round a small arena, read back byte for byte while among the newest', () => {
+  const arenaBytes = 4096;
+  const s = store(1024, arenaBytes);
+  const pieces = ['a', '{"k":1}', 'é', '€', '😀', '\ud800', 'x'.repeat(37)];
+  let seed = 7;
+  const next = (n: number) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const written: { index: number; commandId: string; bytes: Buffer }[] = [];
+  let checked = 0;
+  for (let n = 0; n < 3000; n++) {
+    let text = '';
+    const parts = next(5) === 0 ? 0 : next(60);
+    for (let p = 0; p < parts; p++) text += pieces[next(pieces.length)];
+    const command = create(s);
+    s.setResponse(command.index, 200, text);
+    written.push({ ...command, bytes: Buffer.from(text, 'utf8') });
+    // The newest bodies whose bytes (rounded to 8, plus at most one skip to the start) fit in the arena are all intact.
+    let budget = arenaBytes / 2;
+    for (let k = written.length - 1; k >= Math.max(0, written.length - 1024); k--) {
+      const entry = written[k]!;
+      const snapshot = s.read(entry.index, uuidWords(entry.commandId));
+      if (snapshot === null) break; // its record was reused
+      budget -= Math.max(8, Math.ceil(entry.bytes.length / 8) * 8);
+      if (snapshot.response === null) {
+        assert.ok(budget < 0, `body ${k} of ${written.length} gone while ${budget} bytes of the arena's newest half remain`);
+        break;
+      }
+      assert.deepEqual(Buffer.from(snapshot.response), entry.bytes, `body ${k} of ${written.length}`);
+      checked++;
+    }
+  }
+  assert.ok(checked > 20_000, `${checked} bodies checked`);
+  // A body as large as the arena fits; a byte more is refused.
+  s.setResponse(create(s).index, 200, 'z'.repeat(arenaBytes));
+  assert.throws(() => s.setResponse(create(s).index, 200, 'z'.repeat(arenaBytes + 1)), /exceeds the arena/);
+});
