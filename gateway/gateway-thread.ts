@@ -83,6 +83,8 @@ function stopListening(): void {
   relistenTimer = null;
 }
 
+const prefaultMs = flow.prefaultStore();
+logger.debug({ ms: Math.round(prefaultMs) }, 'command store mapped in');
 listen(true);
 
 async function resultLoop(): Promise<void> {

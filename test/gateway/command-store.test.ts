@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { commandStoreBytes, CommandStore, RESULT, STATUS } from '../../gateway/command-store.ts';
 import { uuidWords } from '../../core/uuid.ts';
@@ -94,4 +95,37 @@ test('bodies of every size and mix of UTF-8 widths, round and round a small aren
   // A body as large as the arena fits; a byte more is refused.
   s.setResponse(create(s).index, 200, 'z'.repeat(arenaBytes));
   assert.throws(() => s.setResponse(create(s).index, 200, 'z'.repeat(arenaBytes + 1)), /exceeds the arena/);
+});
+
+/** The resident set of this process, in bytes (Linux). */
+function residentBytes(): number {
+  const line = readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) * 1024;
+}
+
+test('prefault maps every page of a fresh store in and changes nothing in a used one', () => {
+  // A fresh 80 MiB store: its pages are not resident until something writes them.
+  const bytes = commandStoreBytes(1 << 16, 64 * 1024 * 1024);
+  const fresh = store(1 << 16, 64 * 1024 * 1024);
+  const before = residentBytes();
+  fresh.prefault();
+  const grown = residentBytes() - before;
+  assert.ok(grown >= bytes * 0.95, `resident set grew by ${grown} of the store's ${bytes} bytes`);
+
+  // A used store: records and bodies everywhere, the counters in the first page.
+  const s = store(1024, 64 * 1024);
+  const made: { index: number; commandId: string; body: string }[] = [];
+  for (let n = 0; n < 700; n++) {
+    const command = create(s);
+    const body = `{"n":${n},"pad":"${'q'.repeat(n % 90)}"}`;
+    s.setResponse(command.index, 201, body);
+    made.push({ ...command, body });
+  }
+  const readAll = () => made.map(({ index, commandId }) => s.read(index, uuidWords(commandId)));
+  const snapshots = readAll();
+  assert.ok(snapshots.filter((snapshot) => snapshot?.response != null).length > 300, 'many bodies still held');
+  s.prefault();
+  assert.deepEqual(readAll(), snapshots);
+  // The record counter (word 0) and the arena head (word 1) carried on: the next record follows the last.
+  assert.equal(create(s).index, 700);
 });
