@@ -35,7 +35,8 @@ test('BinaryCopy writes every field type byte for byte as the binary COPY format
   const expected = new Reference();
   const words = Int32Array.of(0x01234567, -1, -0x80000000, 0x7fffffff);
   const source = new Uint8Array(600).map((_, k) => (k * 37 + 11) & 0xff);
-  const texts = ['', 'trader-a', 'désk ☃ 😀', 'x'.repeat(1000), '\u0000nul'];
+  // Short ASCII (written in a loop), short with Latin-1 only (é, ÿ: two bytes each), long, and the 32/33-unit edge.
+  const texts = ['', 'trader-a', 'désk ☃ 😀', 'x'.repeat(1000), '\u0000nul', 'café', 'ÿ', 'a'.repeat(32), 'b'.repeat(33), 'PARTIALLY_FILLED'];
   const bigints = [0, 1, -1, 2 ** 32, -(2 ** 32), 2 ** 32 - 1, 2 ** 53 - 1, -(2 ** 53 - 1), 1_795_316_400_000_000, -946_684_800_000_000];
   for (let row = 0; row < 40; row++) {
     const text = texts[row % texts.length]!;
