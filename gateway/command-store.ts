@@ -151,7 +151,6 @@ export class CommandStore {
     return performance.now() - started;
   }
 
-
   /** Takes the next record (round-robin) and writes a new command into it. */
   create(command: NewCommand): number {
     const index = Atomics.add(this.words, 0, 1) & (this.recordCount - 1);
