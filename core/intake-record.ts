@@ -11,6 +11,8 @@
 //  128 (free)         192 the 128-byte command slot sent to the shard
 //  320 clientId (128 B, ASCII)   448 idempotency key (128 B, ASCII)   576 clientOrderId (64 B, UTF-8)
 
+import { asciiInto, copyRange, putInt32 } from './byte-stores.ts';
+
 export const INTAKE_RECORD_BYTES = 640;
 export const INTAKE_FLAGS_WORD = 0;
 export const INTAKE_SHARD_WORD = 1;
@@ -82,7 +84,7 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
   words[w + INTAKE_PRINCIPAL_WORD] = entry.principal;
   views.floats[(byteOffset >> 3) + INTAKE_RECEIVED_AT_FLOAT] = entry.receivedAtUs;
   uuidBytesInto(bytes, byteOffset + INTAKE_COMMAND_ID_BYTE, entry.commandId);
-  copyBytes(bytes, byteOffset + INTAKE_SCOPE_BYTE, entry.scopeDigest, 16);
+  copyRange(bytes, byteOffset + INTAKE_SCOPE_BYTE, entry.scopeDigest, 0, 16);
   bytes.set(entry.payloadHash, byteOffset + INTAKE_PAYLOAD_HASH_BYTE);
   if (entry.orderId !== null) uuidBytesInto(bytes, byteOffset + INTAKE_ORDER_ID_BYTE, entry.orderId);
   if (entry.instrumentId !== null) uuidBytesInto(bytes, byteOffset + INTAKE_INSTRUMENT_ID_BYTE, entry.instrumentId);
@@ -95,33 +97,13 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
 
 /** A UUID's four words as its 16 bytes, most significant first. */
 function uuidBytesInto(bytes: Uint8Array, at: number, words: Int32Array): void {
-  for (let k = 0; k < 4; k++) {
-    const word = words[k]!;
-    const b = at + k * 4;
-    bytes[b] = word >>> 24;
-    bytes[b + 1] = word >>> 16;
-    bytes[b + 2] = word >>> 8;
-    bytes[b + 3] = word;
-  }
-}
-
-function copyBytes(bytes: Uint8Array, at: number, source: Uint8Array, count: number): void {
-  for (let k = 0; k < count; k++) bytes[at + k] = source[k]!;
+  for (let k = 0; k < 4; k++) putInt32(bytes, at + k * 4, words[k]!);
 }
 
 /** UTF-8 of `text` into at most `max` bytes at `at`; returns the bytes written. ASCII (every header value) is stored as is. */
 function textInto(bytes: Uint8Array, at: number, max: number, text: string): number {
-  const length = text.length;
-  if (length <= max) {
-    let k = 0;
-    for (; k < length; k++) {
-      const code = text.charCodeAt(k);
-      if (code >= 0x80) break;
-      bytes[at + k] = code;
-    }
-    if (k === length) return length;
-  }
-  return encoder.encodeInto(text, bytes.subarray(at, at + max)).written;
+  const written = text.length <= max ? asciiInto(bytes, at, text) : -1;
+  return written >= 0 ? written : encoder.encodeInto(text, bytes.subarray(at, at + max)).written;
 }
 
 /** Reads an intake record (copies: the ring slot is released right after). */

@@ -4,6 +4,7 @@
 
 import type pg from 'pg';
 import copyStreams from 'pg-copy-streams';
+import { asciiInto, copyRange, putInt32 } from '../core/byte-stores.ts';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /** Microseconds between the Unix epoch and PostgreSQL's (2000-01-01T00:00:00Z). */
@@ -51,17 +52,8 @@ export class BinaryCopy {
     this.ensure(4 + value.length * 3);
     const buffer = this.buffer;
     const at = this.length + 4;
-    let written = -1;
-    if (value.length <= SHORT_TEXT) {
-      // Names, states, codes and ids: ASCII in a loop beats the native call's overhead; any other character goes native.
-      let k = 0;
-      for (; k < value.length; k++) {
-        const code = value.charCodeAt(k);
-        if (code >= 0x80) break;
-        buffer[at + k] = code;
-      }
-      if (k === value.length) written = k;
-    }
+    // Names, states, codes and ids: ASCII by plain stores beats the native call's overhead; any other character goes native.
+    let written = value.length <= SHORT_TEXT ? asciiInto(buffer, at, value) : -1;
     if (written < 0) written = buffer.write(value, at, 'utf8');
     this.int32(written);
     this.length += written;
@@ -110,11 +102,7 @@ export class BinaryCopy {
     this.ensure(length);
     const buffer = this.buffer;
     const to = this.length;
-    if (length <= 64) {
-      for (let k = 0; k < length; k++) buffer[to + k] = source[start + k]!; // ids, digests, keys: no subarray
-    } else {
-      buffer.set(source.subarray(start, start + length), to);
-    }
+    copyRange(buffer, to, source, start, length); // ids, digests, keys: no subarray
     this.length = to + length;
     return this;
   }
@@ -165,17 +153,6 @@ export class BinaryCopy {
     this.buffer.copy(grown, 0, 0, this.length);
     this.buffer = grown;
   }
-}
-
-/**
- * A 32-bit big-endian integer (its low 32 bits: signed and unsigned values alike) by
- * byte stores; Buffer's writeInt32BE checks its arguments on every call.
- */
-function putInt32(buffer: Uint8Array, at: number, value: number): void {
-  buffer[at] = value >>> 24;
-  buffer[at + 1] = value >>> 16;
-  buffer[at + 2] = value >>> 8;
-  buffer[at + 3] = value;
 }
 
 /** The part of pg-copy-streams' query object that `copyInto` reaches into. */
