@@ -348,7 +348,14 @@ export class Projector {
         this.control.setProjected(row.shard_id, Number(row.sequence));
       }
     }
-    this.nextTapeSequence = Number((await client.query<{ n: string }>('SELECT coalesce(max(tape_sequence), 0)::text AS n FROM runtime.trades')).rows[0]!.n) + 1;
+    // The identity's sequence, not max(tape_sequence) (no index serves that: migration
+    // 010): every group sets it to its last tape sequence in its own transaction, before
+    // its commit record, so it is at least the largest one stored (after a crash as well;
+    // a group that failed may leave it higher, which only skips numbers).
+    const tape = await client.query<{ last: string; called: boolean }>(
+      'SELECT last_value::text AS last, is_called AS called FROM runtime.trades_tape_sequence_seq',
+    );
+    this.nextTapeSequence = Number(tape.rows[0]!.last) + (tape.rows[0]!.called ? 1 : 0);
     this.instruments.clear();
     for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) {
       this.instruments.add(keyOf(uuidWordsOf(row.id), 0));

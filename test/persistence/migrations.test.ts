@@ -21,7 +21,7 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -34,6 +34,7 @@ test('migrations apply once, in order, and are recorded', async () => {
       { version: 7, name: '007_trades_occurred_at.sql' },
       { version: 8, name: '008_fills_recent.sql' },
       { version: 9, name: '009_settlement_statement_sequence.sql' },
+      { version: 10, name: '010_trade_index_upkeep.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -86,7 +87,7 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /099_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -124,6 +125,15 @@ test('constraints refuse what would corrupt the data', async () => {
     await assert.rejects(insert(trade({ currency: null })), /null value/, 'NOT NULL');
     const same = crypto.randomUUID();
     await assert.rejects(insert(trade({ buy_order_id: same, sell_order_id: same })), /check constraint/, 'an order does not trade with itself');
+    const taped = (values: unknown[], tape: number) =>
+      client.query(
+        `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
+        [...values, tape],
+      );
+    const instrument = crypto.randomUUID();
+    await taped(trade({ instrument_id: instrument }), 1000);
+    await taped(trade(), 1000); // another instrument's tape
+    await assert.rejects(taped(trade({ instrument_id: instrument }), 1000), /trades_instrument_tape/, 'a tape sequence names one trade of its instrument');
 
     const scope = Buffer.alloc(16, 7);
     const logRow = (commandId: string) =>
@@ -148,6 +158,34 @@ test('constraints refuse what would corrupt the data', async () => {
     await assert.rejects(lifecycle('FILLED', 0, 11), /check constraint/, 'no order fills beyond its quantity');
     await assert.rejects(lifecycle('OPEN', -1, 0), /check constraint/, 'remaining quantities are not negative');
   });
+});
+
+test('migration 010 leaves the tape sequence past every stored trade, however it was written', async () => {
+  const url = await database.freshDatabase();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+  try {
+    cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+    rmSync(path.join(dir, '010_trade_index_upkeep.sql'));
+    await withClient(url, async (client) => {
+      await migrate(client, dir);
+      // Rows with tape sequences given by hand: the identity's sequence never moved.
+      for (const tape of [3, 41, 7]) {
+        const values = trade();
+        await client.query(
+          `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
+          [...values, tape],
+        );
+      }
+      assert.deepEqual(await migrate(client), ['010_trade_index_upkeep.sql']);
+      const next = await client.query<{ n: string }>(
+        `INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${trade().map((_, k) => `$${k + 1}`).join(', ')}) RETURNING tape_sequence::text AS n`,
+        trade(),
+      );
+      assert.equal(next.rows[0]!.n, '42', 'the next tape sequence follows the largest stored');
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('settlement facts are append-only and gap-free, enforced by the database', async () => {
@@ -262,7 +300,7 @@ test('005 carries the outcomes of the earlier layout into the command log', asyn
       `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
     );
     await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
-    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql']);
+    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql']);
     const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
     assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
     const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;
