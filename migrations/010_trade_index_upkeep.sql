@@ -1,6 +1,7 @@
 -- Every trade costs an entry in each of its table's indexes, and every trade writes two
--- executions: at full load B-tree entries were 12.7 WAL records per command, most of
--- the projection backend's CPU (pg_walinspect over 5 s at 8,000 commands/s). Three of
+-- executions: B-tree leaf inserts were 12.7 WAL records per command at 8,000 commands/s
+-- (pg_walinspect over 5 s), and B-tree descents about a quarter of the projection
+-- backend's samples (perf record). Three of
 -- them guarded what another index already guards and served no read:
 --   executions UNIQUE (shard_id, stream_sequence) and trades UNIQUE (shard_id,
 --     stream_sequence): execution_id and trade_id are made from exactly (shard_id,

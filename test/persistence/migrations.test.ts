@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { migrate, MIGRATIONS_DIR } from '../../persistence/migrations.ts';
+import type pg from 'pg';
 import { TestDatabase, withClient } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -110,6 +111,14 @@ function trade(overrides: Record<string, unknown> = {}): unknown[] {
   return TRADE_COLUMNS.split(', ').map((column) => row[column]);
 }
 
+/** Inserts a trade with its tape sequence given (as the projector's COPY does), not drawn from the identity. */
+function insertTaped(client: pg.Client, values: unknown[], tape: number): Promise<unknown> {
+  return client.query(
+    `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
+    [...values, tape],
+  );
+}
+
 test('constraints refuse what would corrupt the data', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
@@ -125,15 +134,10 @@ test('constraints refuse what would corrupt the data', async () => {
     await assert.rejects(insert(trade({ currency: null })), /null value/, 'NOT NULL');
     const same = crypto.randomUUID();
     await assert.rejects(insert(trade({ buy_order_id: same, sell_order_id: same })), /check constraint/, 'an order does not trade with itself');
-    const taped = (values: unknown[], tape: number) =>
-      client.query(
-        `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
-        [...values, tape],
-      );
     const instrument = crypto.randomUUID();
-    await taped(trade({ instrument_id: instrument }), 1000);
-    await taped(trade(), 1000); // another instrument's tape
-    await assert.rejects(taped(trade({ instrument_id: instrument }), 1000), /trades_instrument_tape/, 'a tape sequence names one trade of its instrument');
+    await insertTaped(client, trade({ instrument_id: instrument }), 1000);
+    await insertTaped(client, trade(), 1000); // another instrument's tape
+    await assert.rejects(insertTaped(client, trade({ instrument_id: instrument }), 1000), /trades_instrument_tape/, 'a tape sequence names one trade of its instrument');
 
     const scope = Buffer.alloc(16, 7);
     const logRow = (commandId: string) =>
@@ -169,17 +173,12 @@ test('migration 010 leaves the tape sequence past every stored trade, however it
     await withClient(url, async (client) => {
       await migrate(client, dir);
       // Rows with tape sequences given by hand: the identity's sequence never moved.
-      for (const tape of [3, 41, 7]) {
-        const values = trade();
-        await client.query(
-          `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
-          [...values, tape],
-        );
-      }
+      for (const tape of [3, 41, 7]) await insertTaped(client, trade(), tape);
       assert.deepEqual(await migrate(client), ['010_trade_index_upkeep.sql']);
+      const values = trade();
       const next = await client.query<{ n: string }>(
-        `INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${trade().map((_, k) => `$${k + 1}`).join(', ')}) RETURNING tape_sequence::text AS n`,
-        trade(),
+        `INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(', ')}) RETURNING tape_sequence::text AS n`,
+        values,
       );
       assert.equal(next.rows[0]!.n, '42', 'the next tape sequence follows the largest stored');
     });
