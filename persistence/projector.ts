@@ -349,9 +349,10 @@ export class Projector {
       }
     }
     // The identity's sequence, not max(tape_sequence) (no index serves that: migration
-    // 010): every group sets it to its last tape sequence in its own transaction, before
-    // its commit record, so it is at least the largest one stored (after a crash as well;
-    // a group that failed may leave it higher, which only skips numbers).
+    // 010): each group's transaction sets it to the group's last tape sequence before
+    // committing, and a sequence's change is logged at once, so it is at least the largest
+    // one stored (after a crash as well; a group that failed may leave it higher, which
+    // only skips numbers).
     const tape = await client.query<{ last: string; called: boolean }>(
       'SELECT last_value::text AS last, is_called AS called FROM runtime.trades_tape_sequence_seq',
     );
