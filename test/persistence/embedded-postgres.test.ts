@@ -1,0 +1,61 @@
+// The embedded PostgreSQL server's connection: the venue's own connections go over a
+// Unix socket in <DATA_DIR>/run (cheaper than loopback TCP), the server still listens on
+// 127.0.0.1 for operators, and a DATA_DIR too deep for a socket address falls back to
+// TCP. embeddedUrl (what operators and the tests use on a running venue) names the same
+// connection as the start did.
+
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { withClient } from '../support/database.ts';
+
+/** The client address the server sees for a connection made with `url` (null: a Unix socket). */
+async function clientAddress(url: string): Promise<string | null> {
+  return withClient(url, async (client) => (await client.query<{ a: string | null }>('SELECT host(inet_client_addr()) AS a')).rows[0]!.a);
+}
+
+async function withServer(root: string, body: (server: EmbeddedServer) => Promise<void>): Promise<void> {
+  const server = await startEmbeddedPostgres(root, () => undefined);
+  try {
+    await body(server);
+  } finally {
+    await server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+test('the venue connects over a Unix socket in its data folder; 127.0.0.1 still answers', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  await withServer(root, async (server) => {
+    const socketDir = path.join(root, 'run');
+    const parsed = new URL(server.url);
+    assert.equal(decodeURIComponent(parsed.hostname), socketDir, 'the URL names the socket directory');
+    assert.equal(Number(parsed.port), server.port);
+    assert.equal(statSync(socketDir).mode & 0o777, 0o700, 'only the server and root reach the socket');
+    assert.ok(statSync(path.join(socketDir, `.s.PGSQL.${server.port}`)).isSocket());
+    assert.equal(await clientAddress(server.url), null, 'a Unix-socket connection has no client address');
+    assert.equal(await embeddedUrl(root), server.url, 'embeddedUrl names the same connection');
+    const tcp = new URL(server.url);
+    tcp.hostname = '127.0.0.1';
+    assert.equal(await clientAddress(tcp.toString()), '127.0.0.1', 'TCP on 127.0.0.1 still answers (psql, operators)');
+  });
+});
+
+test('a data folder too deep for a socket address uses TCP on 127.0.0.1', async () => {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  const root = path.join(base, 'd'.repeat(100)); // <root>/run/.s.PGSQL.<port> is then past 103 bytes
+  chmodSync(base, 0o755); // the server runs as the postgres user when the tests run as root
+  mkdirSync(root, { recursive: true });
+  try {
+    await withServer(root, async (server) => {
+      assert.equal(new URL(server.url).hostname, '127.0.0.1');
+      assert.equal(await clientAddress(server.url), '127.0.0.1');
+      assert.equal(await embeddedUrl(root), server.url);
+    });
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
