@@ -216,13 +216,22 @@ function drainIngest(): void {
   flusherWake?.();
 }
 
-/** One commit at a time on one connection; whatever arrives meanwhile goes into the next (group commit). */
+/**
+ * One commit at a time on one connection; whatever arrives meanwhile goes into the next
+ * (group commit). The ingest of a durable commit (tier 2 in memory, the gateways' book
+ * view) runs while the next commit is in flight, not between the two: the writer's
+ * cycle, which every acknowledgement waits for, holds only the commit itself.
+ */
 async function writerLoop(writer: JournalWriter): Promise<void> {
   for (;;) {
     // Bounded memory: when tier 2 falls this far behind, tier 1 waits (its rings fill, the gateways answer 503).
     while (projector.sealedCount >= SEALED_GROUPS_MAX) await new Promise<void>((resolve) => (flusherProgress = resolve));
     const commit = writer.collect();
     if (commit === null) {
+      if (!holdIngest && ingestQueue.length > 0) {
+        drainIngest(); // nothing to commit: ingest now rather than after the next commit
+        continue;
+      }
       if (stopping) return;
       const seen = doorbell.prepareSleep();
       if (writer.hasInput()) {
@@ -232,10 +241,11 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
-    await writer.commit(connect, writerClient, commit);
+    const durable = writer.commit(connect, writerClient, commit); // sent before it returns (unless it must connect first)
+    drainIngest();
+    await durable;
     ringGateways();
     ingestQueue.push(commit);
-    drainIngest();
   }
 }
 

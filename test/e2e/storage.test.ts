@@ -1,7 +1,8 @@
 // The venue on a PostgreSQL it does not own (DATABASE_URL), which the test stops and
 // starts under it: commands answer 503 with Retry-After while it is away (never hang,
 // never acknowledge what is not durable), and the venue resumes by itself. And the
-// operator's lifecycle rebuild: the rebuilt table equals the incremental one.
+// operator's lifecycle rebuild: the rebuilt table equals the incremental one, and
+// commands committed while it runs are answered and projected after it.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -202,6 +203,52 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     assert.ok(connections.now >= 1 && connections.capacity > 0 && connections.capacity <= 10_000, JSON.stringify(connections));
     assert.ok(mark('tier 2 groups') >= 1, 'tier 2 sealed groups');
   } finally {
+    assert.equal(await venue.stop(), 0);
+  }
+});
+
+// While a rebuild runs, the writer keeps committing (answers go out) but holds those
+// commits' ingest; once the rebuild is done they are projected. The writer must not
+// busy-loop on the held queue (its thread would stop, answers would time out as 503
+// and the rebuild would never finish): the rebuild is held here, on a lock the test
+// takes, for as long as commands are sent (well under uWebSockets.js's 10 s idle
+// timeout, which would close the operator's connection).
+test('commands committed while a rebuild holds the ingest are answered, then projected after it', { timeout: 60_000 }, async () => {
+  const url = await database.freshDatabase();
+  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '2000' });
+  const lock = new (await import('pg')).default.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
+    await projectionsCaughtUp(url); // so the rebuild's own flush has nothing to write under the lock
+    await lock.query('BEGIN');
+    await lock.query('LOCK TABLE runtime.order_lifecycle_state IN ACCESS SHARE MODE'); // enough to hold the rebuild's TRUNCATE, not its reads
+    const rebuild = venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+    for (let attempt = 0; ; attempt++) {
+      const waiting = await withClient(url, async (client) =>
+        (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'TRUNCATE runtime.order_lifecycle_state%' AND wait_event_type = 'Lock'")).rows[0]!.n,
+      );
+      if (waiting === 1) break;
+      assert.ok(attempt < 500, 'the rebuild reached its TRUNCATE');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const during = Array.from({ length: 6 }, (_, k) => submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(20 + k), quantity: '1' }));
+    for (const body of during) {
+      const answer = await venue.order('/api/v1/orders/submit', body); // one at a time: each its own commit
+      assert.equal(answer.status, 200, answer.text);
+    }
+    await lock.query('COMMIT');
+    const rebuilt = await rebuild;
+    assert.equal(rebuilt.status, 200, rebuilt.text);
+    assert.equal(rebuilt.json.rowsRebuilt, 1, 'the rebuild covers what was projected when it began');
+    await projectionsCaughtUp(url);
+    const rows = await withClient(url, async (client) => (await client.query('SELECT order_id, state FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
+    assert.deepEqual(rows, [first, ...during].map((body) => ({ order_id: String(body.orderId), state: 'OPEN' })).sort((p, q) => (p.order_id < q.order_id ? -1 : 1)));
+    const depth = (await venue.get(`/api/v1/market-data/depth/${INSTRUMENT}?levels=10`, TOKENS.viewer)).json;
+    assert.deepEqual(depth.bids.map((level: any) => level.price.nanos), ['25000000000', '24000000000', '23000000000', '22000000000', '21000000000', '20000000000', '10000000000']);
+  } finally {
+    await lock.end();
     assert.equal(await venue.stop(), 0);
   }
 });
