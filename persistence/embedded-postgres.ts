@@ -8,8 +8,8 @@
 // server left running by a venue that was killed (SIGKILL) is stopped cleanly (fast
 // shutdown keeps every committed transaction) before a new one starts; the server
 // listens on 127.0.0.1 only, on a free port, and on a Unix socket in <DATA_DIR>/run
-// (0700, the server's user) that the venue's own connections use: a loopback TCP
-// round trip costs both processes the kernel's TCP path, a Unix socket much less (see
+// (0700, the server's user) that the venue's own connections use: a Unix socket skips
+// the kernel's TCP path that a loopback round trip runs on both sides (see
 // socketDirFor); stop() is a fast shutdown.
 // As root, PostgreSQL refuses to run: it runs as the `postgres` user, created if
 // missing (what the package's createPostgresUser option does), and owns its data

@@ -241,7 +241,7 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
-    const durable = writer.commit(connect, writerClient, commit); // sent before it returns (unless it must connect first)
+    const durable = writer.commit(connect, writerClient, commit); // sent before it returns (unless it must connect or retry first)
     drainIngest();
     await durable;
     ringGateways();

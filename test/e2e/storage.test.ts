@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import { percentileOfBuckets } from '../../persistence/latency-histogram.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 import { assertShape } from '../support/response-schemas.ts';
@@ -216,7 +217,7 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
 test('commands committed while a rebuild holds the ingest are answered, then projected after it', { timeout: 60_000 }, async () => {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '2000' });
-  const lock = new (await import('pg')).default.Client({ connectionString: url });
+  const lock = new pg.Client({ connectionString: url });
   await lock.connect();
   try {
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
