@@ -111,20 +111,25 @@ function trade(overrides: Record<string, unknown> = {}): unknown[] {
   return TRADE_COLUMNS.split(', ').map((column) => row[column]);
 }
 
-/** Inserts a trade with its tape sequence given (as the projector's COPY does), not drawn from the identity. */
-function insertTaped(client: pg.Client, values: unknown[], tape: number): Promise<unknown> {
-  return client.query(
-    `INSERT INTO runtime.trades (${TRADE_COLUMNS}, tape_sequence) OVERRIDING SYSTEM VALUE VALUES (${[...values, tape].map((_, k) => `$${k + 1}`).join(', ')})`,
-    [...values, tape],
+/**
+ * Inserts a trade; returns its tape sequence. With `tape`, the sequence is given (as the
+ * projector's COPY does) instead of drawn from the identity.
+ */
+async function insertTrade(client: pg.Client, values: unknown[], tape?: number): Promise<string> {
+  const columns = tape === undefined ? TRADE_COLUMNS : `${TRADE_COLUMNS}, tape_sequence`;
+  const params = tape === undefined ? values : [...values, tape];
+  const result = await client.query<{ n: string }>(
+    `INSERT INTO runtime.trades (${columns}) ${tape === undefined ? '' : 'OVERRIDING SYSTEM VALUE '}VALUES (${params.map((_, k) => `$${k + 1}`).join(', ')}) RETURNING tape_sequence::text AS n`,
+    params,
   );
+  return result.rows[0]!.n;
 }
 
 test('constraints refuse what would corrupt the data', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
     await migrate(client);
-    const insert = (values: unknown[]) =>
-      client.query(`INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(', ')})`, values);
+    const insert = (values: unknown[]) => insertTrade(client, values);
     const good = trade();
     await insert(good);
     await assert.rejects(insert(trade({ trade_id: good[0] })), /trades_pkey/, 'a trade id is unique');
@@ -135,9 +140,9 @@ test('constraints refuse what would corrupt the data', async () => {
     const same = crypto.randomUUID();
     await assert.rejects(insert(trade({ buy_order_id: same, sell_order_id: same })), /check constraint/, 'an order does not trade with itself');
     const instrument = crypto.randomUUID();
-    await insertTaped(client, trade({ instrument_id: instrument }), 1000);
-    await insertTaped(client, trade(), 1000); // another instrument's tape
-    await assert.rejects(insertTaped(client, trade({ instrument_id: instrument }), 1000), /trades_instrument_tape/, 'a tape sequence names one trade of its instrument');
+    await insertTrade(client, trade({ instrument_id: instrument }), 1000);
+    await insertTrade(client, trade(), 1000); // another instrument's tape
+    await assert.rejects(insertTrade(client, trade({ instrument_id: instrument }), 1000), /trades_instrument_tape/, 'a tape sequence names one trade of its instrument');
 
     const scope = Buffer.alloc(16, 7);
     const logRow = (commandId: string) =>
@@ -173,14 +178,9 @@ test('migration 010 leaves the tape sequence past every stored trade, however it
     await withClient(url, async (client) => {
       await migrate(client, dir);
       // Rows with tape sequences given by hand: the identity's sequence never moved.
-      for (const tape of [3, 41, 7]) await insertTaped(client, trade(), tape);
+      for (const tape of [3, 41, 7]) await insertTrade(client, trade(), tape);
       assert.deepEqual(await migrate(client), ['010_trade_index_upkeep.sql']);
-      const values = trade();
-      const next = await client.query<{ n: string }>(
-        `INSERT INTO runtime.trades (${TRADE_COLUMNS}) VALUES (${values.map((_, k) => `$${k + 1}`).join(', ')}) RETURNING tape_sequence::text AS n`,
-        values,
-      );
-      assert.equal(next.rows[0]!.n, '42', 'the next tape sequence follows the largest stored');
+      assert.equal(await insertTrade(client, trade()), '42', 'the next tape sequence follows the largest stored');
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
