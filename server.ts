@@ -285,6 +285,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       control: memory.persistenceControl,
       principalIds,
       limits: { journalBytesMax: config.persistenceBytesMax },
+      heldBytesMax: config.rebuildHeldBytesMax,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       depthView: memory.depthView,

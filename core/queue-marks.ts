@@ -1,5 +1,6 @@
 // High-water marks of the queues that are not rings (a gateway's commands in flight and
-// its requests waiting for the read and persistence threads, tier 2's sealed groups),
+// its requests waiting for the read and persistence threads, tier 2's sealed groups, the
+// bytes of commits held while a rebuild runs),
 // and the venue's open connections, in one shared block so that any gateway can report
 // every thread's queues. Each slot has one writer, its queue's owner, which stores the
 // depth when it changes; readers take a snapshot. Rings keep their own mark in their header (core/ring.ts).
@@ -40,10 +41,12 @@ export class QueueMarks {
 /** Which slot holds which queue, for a venue of `gateways` gateway threads. */
 export const QUEUE_SLOTS = {
   sealedGroups: 0,
-  gatewayInFlight: (gateway: number) => 1 + 3 * gateway,
-  gatewayReads: (gateway: number) => 2 + 3 * gateway,
-  gatewayOperator: (gateway: number) => 3 + 3 * gateway,
+  /** Bytes of durable commits whose ingest a running rebuild holds (the persistence thread). */
+  heldBytes: 1,
+  gatewayInFlight: (gateway: number) => 2 + 3 * gateway,
+  gatewayReads: (gateway: number) => 3 + 3 * gateway,
+  gatewayOperator: (gateway: number) => 4 + 3 * gateway,
   /** Open connections, as the main thread's connection guard counts them (gateway/connection-guard.ts). */
-  connections: (gateways: number) => 1 + 3 * gateways,
-  count: (gateways: number) => 2 + 3 * gateways,
+  connections: (gateways: number) => 2 + 3 * gateways,
+  count: (gateways: number) => 3 + 3 * gateways,
 } as const;

@@ -1019,6 +1019,7 @@ export class OrderFlow {
       slot(`operator requests waiting for the persistence thread, gateway ${g}`, QUEUE_SLOTS.gatewayOperator(g), OPERATOR_WAITING_MAX);
     }
     slot('tier 2 groups sealed and not yet flushed', QUEUE_SLOTS.sealedGroups, SEALED_GROUPS_MAX);
+    slot('bytes of commits whose ingest a running rebuild holds', QUEUE_SLOTS.heldBytes, config.rebuildHeldBytesMax);
     slot(
       'open connections (the venue\'s files beyond those open before it listened; at the capacity new connections are refused)',
       QUEUE_SLOTS.connections(memory.gatewayCount),

@@ -55,6 +55,8 @@ export interface PersistenceThreadData {
   control: SharedArrayBuffer;
   principalIds: string[];
   limits: WriterLimits;
+  /** REBUILD_HELD_BYTES_MAX: while a rebuild holds the ingest, the writer takes no commit once the held ones reach it. */
+  heldBytesMax: number;
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
@@ -162,13 +164,30 @@ async function loadBooks(client: pg.ClientBase): Promise<void> {
 
 const writerClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
-/** Commits made durable and not yet ingested (while a rebuild holds ingestion). */
+/**
+ * Commits made durable and not yet ingested: the one just committed, or, while a
+ * rebuild holds ingestion, every commit since it began. Those are bounded by
+ * heldBytesMax: at it the writer takes no more commits until the rebuild ends (the
+ * rings fill and the gateways answer 503), so the held bytes pass it by one commit at most.
+ */
 const ingestQueue: StorageCommit[] = [];
+let ingestQueueBytes = 0;
 let holdIngest = false;
 let writerDone = false;
 let flusherWake: (() => void) | null = null;
 let flusherIdle: Promise<void> = Promise.resolve();
-let flusherProgress: (() => void) | null = null;
+/** Set by the writer while it waits for room (tier 2's sealed groups, or the held commits). */
+let writerResume: (() => void) | null = null;
+const resumeWriter = () => {
+  writerResume?.();
+  writerResume = null;
+};
+const commitBytes = (commit: StorageCommit) => {
+  let bytes = 0;
+  for (const batch of commit.intake) bytes += batch.payload.byteLength;
+  for (const batch of commit.journals) bytes += batch.payload.byteLength;
+  return bytes;
+};
 
 async function loadSessions(client: pg.ClientBase): Promise<void> {
   const rows = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
@@ -209,9 +228,12 @@ const ringGateways = () => {
 /** Ingests what is queued (unless a rebuild holds it), publishing each commit's book changes to the gateways. */
 function drainIngest(): void {
   while (!holdIngest && ingestQueue.length > 0) {
-    const update = projector.ingest(ingestQueue.shift()!);
+    const commit = ingestQueue.shift()!;
+    ingestQueueBytes -= commitBytes(commit);
+    const update = projector.ingest(commit);
     if (update !== null) publishBooks(update);
   }
+  if (!holdIngest) queueMarks.note(QUEUE_SLOTS.heldBytes, 0);
   if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
   flusherWake?.();
 }
@@ -224,8 +246,11 @@ function drainIngest(): void {
  */
 async function writerLoop(writer: JournalWriter): Promise<void> {
   for (;;) {
-    // Bounded memory: when tier 2 falls this far behind, tier 1 waits (its rings fill, the gateways answer 503).
-    while (projector.sealedCount >= SEALED_GROUPS_MAX) await new Promise<void>((resolve) => (flusherProgress = resolve));
+    // Bounded memory: when tier 2 falls this far behind, or a rebuild has held this many
+    // bytes of commits, tier 1 waits (its rings fill, the gateways answer 503).
+    while (projector.sealedCount >= SEALED_GROUPS_MAX || (holdIngest && ingestQueueBytes >= data.heldBytesMax)) {
+      await new Promise<void>((resolve) => (writerResume = resolve));
+    }
     const commit = writer.collect();
     if (commit === null) {
       if (!holdIngest && ingestQueue.length > 0) {
@@ -246,6 +271,8 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
     await durable;
     ringGateways();
     ingestQueue.push(commit);
+    ingestQueueBytes += commitBytes(commit);
+    if (holdIngest) queueMarks.note(QUEUE_SLOTS.heldBytes, ingestQueueBytes);
   }
 }
 
@@ -285,8 +312,7 @@ async function flusherLoop(): Promise<void> {
       }
     }
     done();
-    flusherProgress?.();
-    flusherProgress = null;
+    resumeWriter();
   }
 }
 
@@ -360,6 +386,7 @@ for (const port of data.adminPorts) {
     } finally {
       holdIngest = false;
       drainIngest();
+      resumeWriter();
     }
   });
 }

@@ -1,8 +1,9 @@
 // The venue on a PostgreSQL it does not own (DATABASE_URL), which the test stops and
 // starts under it: commands answer 503 with Retry-After while it is away (never hang,
 // never acknowledge what is not durable), and the venue resumes by itself. And the
-// operator's lifecycle rebuild: the rebuilt table equals the incremental one, and
-// commands committed while it runs are answered and projected after it.
+// operator's lifecycle rebuild: the rebuilt table equals the incremental one, commands
+// committed while it runs are answered and projected after it, and the commits it holds
+// are bounded.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -208,6 +209,22 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
   }
 });
 
+/** Starts the operator's rebuild and holds it at its TRUNCATE, on a lock `lock` takes (the caller commits it to let the rebuild go on). */
+async function rebuildHeldAtTruncate(venue: VenueProcess, url: string, lock: pg.Client) {
+  await lock.query('BEGIN');
+  await lock.query('LOCK TABLE runtime.order_lifecycle_state IN ACCESS SHARE MODE'); // enough to hold the rebuild's TRUNCATE, not its reads
+  const rebuild = venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+  rebuild.catch(() => undefined); // a test that fails first stops the venue under it: report that failure, not this one
+  for (let attempt = 0; ; attempt++) {
+    const waiting = await withClient(url, async (client) =>
+      (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'TRUNCATE runtime.order_lifecycle_state%' AND wait_event_type = 'Lock'")).rows[0]!.n,
+    );
+    if (waiting === 1) return { rebuild }; // wrapped: an async function would wait for a promise it returns
+    assert.ok(attempt < 500, 'the rebuild reached its TRUNCATE');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 // While a rebuild runs, the writer keeps committing (answers go out) but holds those
 // commits' ingest; once the rebuild is done they are projected. The writer must not
 // busy-loop on the held queue (its thread would stop, answers would time out as 503
@@ -223,17 +240,7 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url); // so the rebuild's own flush has nothing to write under the lock
-    await lock.query('BEGIN');
-    await lock.query('LOCK TABLE runtime.order_lifecycle_state IN ACCESS SHARE MODE'); // enough to hold the rebuild's TRUNCATE, not its reads
-    const rebuild = venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
-    for (let attempt = 0; ; attempt++) {
-      const waiting = await withClient(url, async (client) =>
-        (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'TRUNCATE runtime.order_lifecycle_state%' AND wait_event_type = 'Lock'")).rows[0]!.n,
-      );
-      if (waiting === 1) break;
-      assert.ok(attempt < 500, 'the rebuild reached its TRUNCATE');
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
     const during = Array.from({ length: 6 }, (_, k) => submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(20 + k), quantity: '1' }));
     for (const body of during) {
       const answer = await venue.order('/api/v1/orders/submit', body); // one at a time: each its own commit
@@ -248,6 +255,59 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     assert.deepEqual(rows, [first, ...during].map((body) => ({ order_id: String(body.orderId), state: 'OPEN' })).sort((p, q) => (p.order_id < q.order_id ? -1 : 1)));
     const depth = (await venue.get(`/api/v1/market-data/depth/${INSTRUMENT}?levels=10`, TOKENS.viewer)).json;
     assert.deepEqual(depth.bids.map((level: any) => level.price.nanos), ['25000000000', '24000000000', '23000000000', '22000000000', '21000000000', '20000000000', '10000000000']);
+  } finally {
+    await lock.end();
+    assert.equal(await venue.stop(), 0);
+  }
+});
+
+// The commits a rebuild holds are bounded (REBUILD_HELD_BYTES_MAX): once they reach it the
+// writer takes no more, so a command is not made durable and answers 503 with
+// Retry-After when its wait (DURABLE_WAIT_MS) ends. Nothing is lost: after the rebuild
+// the writer goes on, and the retry with the same key gets the original's 200.
+test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX commands wait, answer 503, and commit after it', { timeout: 60_000 }, async () => {
+  const url = await database.freshDatabase();
+  const heldMax = 4096; // a submit's commit is one intake record (640 B) and its journal (a few hundred bytes)
+  const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '1500', REBUILD_HELD_BYTES_MAX: String(heldMax) });
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  const heldRow = async () => (await venue.get('/admin/v1/persistence/status', TOKENS.operator)).json.queues.find((queue: any) => queue.name.startsWith('bytes of commits whose ingest a running rebuild holds'));
+  try {
+    const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
+    await projectionsCaughtUp(url);
+    assert.deepEqual(await heldRow(), { name: (await heldRow()).name, capacity: heldMax, now: 0, highWater: 0 });
+    const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
+    const answered: Record<string, unknown>[] = [];
+    let refused: { body: Record<string, unknown>; key: string } | null = null;
+    for (let k = 0; k < 20 && refused === null; k++) {
+      const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(20 + k), quantity: '1' });
+      const key = crypto.randomUUID();
+      const answer = await venue.order('/api/v1/orders/submit', body, { key }); // one at a time: each its own commit
+      if (answer.status === 200) answered.push(body);
+      else {
+        assert.equal(answer.status, 503, answer.text);
+        assert.equal(answer.headers.get('retry-after'), '1');
+        refused = { body, key };
+      }
+    }
+    assert.ok(refused !== null, 'a command past the bound is not acknowledged');
+    assert.ok(answered.length >= 1, 'commits are taken up to the bound');
+    const held = await heldRow();
+    assert.ok(held.now >= heldMax && held.now < heldMax + 640 + 1024, `the held bytes stop at the bound, passing it by one commit at most: ${JSON.stringify(held)}`);
+    assert.equal(held.highWater, held.now);
+    await lock.query('COMMIT');
+    const rebuilt = await rebuild;
+    assert.equal(rebuilt.status, 200, rebuilt.text);
+    assert.equal(rebuilt.json.rowsRebuilt, 1, 'the rebuild covers what was projected when it began');
+    const retried = await venue.order('/api/v1/orders/submit', refused.body, { key: refused.key });
+    assert.equal(retried.status, 200, retried.text);
+    assert.equal(retried.json.outcome.accepted.orderId, refused.body.orderId);
+    await projectionsCaughtUp(url);
+    const rows = await withClient(url, async (client) => (await client.query('SELECT order_id FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
+    assert.deepEqual(rows.map((row) => row.order_id), [first, ...answered, refused.body].map((body) => String(body.orderId)).sort());
+    const after = await heldRow();
+    assert.equal(after.now, 0, 'the held commits were ingested');
   } finally {
     await lock.end();
     assert.equal(await venue.stop(), 0);
