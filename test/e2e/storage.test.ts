@@ -229,8 +229,8 @@ async function rebuildHeldAtTruncate(venue: VenueProcess, url: string, lock: pg.
 // commits' ingest; once the rebuild is done they are projected. The writer must not
 // busy-loop on the held queue (its thread would stop, answers would time out as 503
 // and the rebuild would never finish): the rebuild is held here, on a lock the test
-// takes, for as long as commands are sent (well under uWebSockets.js's 10 s idle
-// timeout, which would close the operator's connection).
+// takes, while commands are sent, and for 11 s in all: past uWebSockets.js's 10 s idle
+// timeout, which does not cut off an answer the venue still owes (the operator gets it).
 test('commands committed while a rebuild holds the ingest are answered, then projected after it', { timeout: 60_000 }, async () => {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '2000' });
@@ -240,12 +240,14 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url); // so the rebuild's own flush has nothing to write under the lock
+    const began = Date.now();
     const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
     const during = Array.from({ length: 6 }, (_, k) => submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(20 + k), quantity: '1' }));
     for (const body of during) {
       const answer = await venue.order('/api/v1/orders/submit', body); // one at a time: each its own commit
       assert.equal(answer.status, 200, answer.text);
     }
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 11_000 - (Date.now() - began))));
     await lock.query('COMMIT');
     const rebuilt = await rebuild;
     assert.equal(rebuilt.status, 200, rebuilt.text);
