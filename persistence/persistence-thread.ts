@@ -354,6 +354,41 @@ function status(writer: JournalWriter): PersistenceStatus {
   };
 }
 
+/**
+ * Rebuilds run one at a time, in the order asked (each gateway bounds the operator
+ * requests it has waiting, OPERATOR_WAITING_MAX): a rebuild clears and refills the
+ * projector's open orders and ends the hold on ingestion, so a second one beside it
+ * would see ingestion resume, or the first's cleared orders, in the middle of its own.
+ */
+let rebuilds: Promise<AdminAnswer> = Promise.resolve({ id: 0, ok: false, message: '' });
+
+async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
+  const startedAt = new Date().toISOString();
+  holdIngest = true;
+  try {
+    await flushAll();
+    const client = await connectProjector();
+    try {
+      const rowsRebuilt = await projector.rebuildLifecycle(client);
+      await loadBooks(client); // from the rebuilt table
+      return {
+        id,
+        ok: true,
+        type: 'rebuild-lifecycle',
+        payload: { projection: 'runtime.order_lifecycle_state', status: 'COMPLETED', rowsRebuilt, startedAt, finishedAt: new Date().toISOString() },
+      };
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    return { id, ok: false, message: (error as Error).message };
+  } finally {
+    holdIngest = false;
+    drainIngest();
+    resumeWriter();
+  }
+}
+
 for (const port of data.adminPorts) {
   port.on('message', async (request: AdminRequest) => {
     if (writer === undefined) {
@@ -364,30 +399,8 @@ for (const port of data.adminPorts) {
       port.postMessage({ id: request.id, ok: true, type: 'status', payload: status(writer) } satisfies AdminAnswer);
       return;
     }
-    const startedAt = new Date().toISOString();
-    holdIngest = true;
-    try {
-      await flushAll();
-      const client = await connectProjector();
-      try {
-        const rowsRebuilt = await projector.rebuildLifecycle(client);
-        await loadBooks(client); // from the rebuilt table
-        port.postMessage({
-          id: request.id,
-          ok: true,
-          type: 'rebuild-lifecycle',
-          payload: { projection: 'runtime.order_lifecycle_state', status: 'COMPLETED', rowsRebuilt, startedAt, finishedAt: new Date().toISOString() },
-        } satisfies AdminAnswer);
-      } finally {
-        await client.end();
-      }
-    } catch (error) {
-      port.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies AdminAnswer);
-    } finally {
-      holdIngest = false;
-      drainIngest();
-      resumeWriter();
-    }
+    const answer = (rebuilds = rebuilds.then(() => rebuildLifecycle(request.id)));
+    port.postMessage(await answer);
   });
 }
 

@@ -2,8 +2,8 @@
 // starts under it: commands answer 503 with Retry-After while it is away (never hang,
 // never acknowledge what is not durable), and the venue resumes by itself. And the
 // operator's lifecycle rebuild: the rebuilt table equals the incremental one, commands
-// committed while it runs are answered and projected after it, and the commits it holds
-// are bounded.
+// committed while it runs are answered and projected after it, the commits it holds
+// are bounded, and a second rebuild waits for the first.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -231,7 +231,8 @@ async function rebuildHeldAtTruncate(venue: VenueProcess, url: string, lock: pg.
 // and the rebuild would never finish): the rebuild is held here, on a lock the test
 // takes, while commands are sent, and for 11 s in all: past uWebSockets.js's 10 s idle
 // timeout, which does not cut off an answer the venue still owes (the operator gets it).
-test('commands committed while a rebuild holds the ingest are answered, then projected after it', { timeout: 60_000 }, async () => {
+// A second rebuild asked meanwhile waits for the first, then covers what the first held.
+test('commands committed while a rebuild holds the ingest are answered, then projected after it; a second rebuild waits for the first', { timeout: 60_000 }, async () => {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '2000' });
   const lock = new pg.Client({ connectionString: url });
@@ -242,6 +243,8 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     await projectionsCaughtUp(url); // so the rebuild's own flush has nothing to write under the lock
     const began = Date.now();
     const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
+    const second = venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+    second.catch(() => undefined); // (reported below)
     const during = Array.from({ length: 6 }, (_, k) => submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: String(20 + k), quantity: '1' }));
     for (const body of during) {
       const answer = await venue.order('/api/v1/orders/submit', body); // one at a time: each its own commit
@@ -252,6 +255,10 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     const rebuilt = await rebuild;
     assert.equal(rebuilt.status, 200, rebuilt.text);
     assert.equal(rebuilt.json.rowsRebuilt, 1, 'the rebuild covers what was projected when it began');
+    const again = await second;
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.rowsRebuilt, 7, 'the second rebuild began after the first, with what the first held');
+    assert.ok(again.json.startedAt >= rebuilt.json.finishedAt, `${again.json.startedAt} after ${rebuilt.json.finishedAt}`);
     await projectionsCaughtUp(url);
     const rows = await withClient(url, async (client) => (await client.query('SELECT order_id, state FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
     assert.deepEqual(rows, [first, ...during].map((body) => ({ order_id: String(body.orderId), state: 'OPEN' })).sort((p, q) => (p.order_id < q.order_id ? -1 : 1)));
