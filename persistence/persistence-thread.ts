@@ -360,7 +360,7 @@ function status(writer: JournalWriter): PersistenceStatus {
  * projector's open orders and ends the hold on ingestion, so a second one beside it
  * would see ingestion resume, or the first's cleared orders, in the middle of its own.
  */
-let rebuilds: Promise<AdminAnswer> = Promise.resolve({ id: 0, ok: false, message: '' });
+let rebuilds: Promise<unknown> = Promise.resolve();
 
 async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   const startedAt = new Date().toISOString();
@@ -399,7 +399,8 @@ for (const port of data.adminPorts) {
       port.postMessage({ id: request.id, ok: true, type: 'status', payload: status(writer) } satisfies AdminAnswer);
       return;
     }
-    const answer = (rebuilds = rebuilds.then(() => rebuildLifecycle(request.id)));
+    const answer = rebuilds.then(() => rebuildLifecycle(request.id)); // never rejects: a failure is an answer
+    rebuilds = answer;
     port.postMessage(await answer);
   });
 }

@@ -285,7 +285,8 @@ test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX c
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url);
-    assert.deepEqual(await heldRow(), { name: (await heldRow()).name, capacity: heldMax, now: 0, highWater: 0 });
+    const idle = await heldRow();
+    assert.deepEqual({ capacity: idle.capacity, now: idle.now, highWater: idle.highWater }, { capacity: heldMax, now: 0, highWater: 0 });
     const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
     const answered: Record<string, unknown>[] = [];
     let refused: { body: Record<string, unknown>; key: string } | null = null;
@@ -315,8 +316,7 @@ test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX c
     await projectionsCaughtUp(url);
     const rows = await withClient(url, async (client) => (await client.query('SELECT order_id FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
     assert.deepEqual(rows.map((row) => row.order_id), [first, ...answered, refused.body].map((body) => String(body.orderId)).sort());
-    const after = await heldRow();
-    assert.equal(after.now, 0, 'the held commits were ingested');
+    assert.equal((await heldRow()).now, 0, 'the held commits were ingested');
   } finally {
     await lock.end();
     assert.equal(await venue.stop(), 0);
