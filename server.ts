@@ -286,6 +286,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       principalIds,
       limits: { journalBytesMax: config.persistenceBytesMax },
       heldBytesMax: config.rebuildHeldBytesMax,
+      rebuildLockTimeoutMs: config.rebuildLockTimeoutMs,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       depthView: memory.depthView,

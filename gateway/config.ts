@@ -59,6 +59,8 @@ export interface VenueConfig {
   persistenceBytesMax: number;
   /** Most bytes of durable commits held un-ingested while a rebuild runs; at it, tier 1 waits (the rings fill, 503). */
   rebuildHeldBytesMax: number;
+  /** How long a rebuild waits for its lock on order_lifecycle_state before it gives up (readers of the table queue behind that wait). */
+  rebuildLockTimeoutMs: number;
   /** How long an answer may wait for durability before it becomes a 503. */
   durableWaitMs: number;
   /** Largest JSON body of an operator route (settlement fact bundles). */
@@ -149,6 +151,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     rebuildHeldBytesMax: integer(env, 'REBUILD_HELD_BYTES_MAX', 256 * 1024 * 1024, 4096, 1 << 30),
+    rebuildLockTimeoutMs: integer(env, 'REBUILD_LOCK_TIMEOUT_MS', 30_000, 100, 600_000),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
     adminMaxBodyBytes: integer(env, 'ADMIN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     competitionProfile: competition(env),

@@ -197,8 +197,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     const reply = new UwsReply(res);
     res.onData(() => undefined); // no body fields; whatever is sent is ignored
     flow.rebuildLifecycle().then(
-      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message))),
-      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), { ...JSON_HEADERS, 'Retry-After': '1' }),
+      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS)),
+      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
     );
   });
 

@@ -57,6 +57,8 @@ export interface PersistenceThreadData {
   limits: WriterLimits;
   /** REBUILD_HELD_BYTES_MAX: while a rebuild holds the ingest, the writer takes no commit once the held ones reach it. */
   heldBytesMax: number;
+  /** REBUILD_LOCK_TIMEOUT_MS: the rebuild's lock_timeout. */
+  rebuildLockTimeoutMs: number;
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
@@ -369,6 +371,9 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
     await flushAll();
     const client = await connectProjector();
     try {
+      // Its TRUNCATE waits for every reader of the table, and every later reader waits
+      // behind it (PostgreSQL's lock queue): that wait is bounded, then the rebuild fails.
+      await client.query(`SET lock_timeout = ${data.rebuildLockTimeoutMs}`);
       const rowsRebuilt = await projector.rebuildLifecycle(client);
       await loadBooks(client); // from the rebuilt table
       return {
@@ -381,7 +386,11 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
       await client.end();
     }
   } catch (error) {
-    return { id, ok: false, message: (error as Error).message };
+    const lockTimedOut = (error as { code?: string }).code === '55P03';
+    const message = lockTimedOut
+      ? `the rebuild could not lock runtime.order_lifecycle_state within REBUILD_LOCK_TIMEOUT_MS (${data.rebuildLockTimeoutMs} ms): another session holds it; nothing was changed`
+      : (error as Error).message;
+    return { id, ok: false, message };
   } finally {
     holdIngest = false;
     drainIngest();

@@ -3,7 +3,8 @@
 // never acknowledge what is not durable), and the venue resumes by itself. And the
 // operator's lifecycle rebuild: the rebuilt table equals the incremental one, commands
 // committed while it runs are answered and projected after it, the commits it holds
-// are bounded, and a second rebuild waits for the first.
+// are bounded, a second rebuild waits for the first, and a rebuild's wait for its lock
+// is bounded.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -317,6 +318,43 @@ test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX c
     const rows = await withClient(url, async (client) => (await client.query('SELECT order_id FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
     assert.deepEqual(rows.map((row) => row.order_id), [first, ...answered, refused.body].map((body) => String(body.orderId)).sort());
     assert.equal((await heldRow()).now, 0, 'the held commits were ingested');
+  } finally {
+    await lock.end();
+    assert.equal(await venue.stop(), 0);
+  }
+});
+
+// A rebuild waits for its lock on the table at most REBUILD_LOCK_TIMEOUT_MS (readers of
+// the table queue behind that wait), then fails with a clear 503 and changes nothing;
+// ingestion resumes, and a rebuild once the lock is gone succeeds.
+test('a rebuild that cannot lock order_lifecycle_state within REBUILD_LOCK_TIMEOUT_MS fails clearly, changes nothing, and ingestion goes on', { timeout: 60_000 }, async () => {
+  const url = await database.freshDatabase();
+  const venue = await VenueProcess.start({ DATABASE_URL: url, REBUILD_LOCK_TIMEOUT_MS: '1000' });
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  const lifecycle = () => withClient(url, async (client) => (await client.query('SELECT order_id, state FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
+  try {
+    const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
+    await projectionsCaughtUp(url);
+    const projected = await lifecycle();
+    assert.equal(projected.length, 1);
+    const { rebuild } = await rebuildHeldAtTruncate(venue, url, lock);
+    const failed = await rebuild;
+    assert.equal(failed.status, 503, failed.text);
+    assert.equal(failed.headers.get('retry-after'), '1');
+    assert.equal(failed.json.code, 'UNAVAILABLE');
+    assert.match(failed.json.error, /could not lock runtime\.order_lifecycle_state within REBUILD_LOCK_TIMEOUT_MS \(1000 ms\)/);
+    assert.deepEqual(await lifecycle(), projected, 'the failed rebuild changed nothing');
+    // Ingestion goes on (the test's lock does not stop the projector's writes).
+    const next = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '11', quantity: '1' });
+    assert.equal((await venue.order('/api/v1/orders/submit', next)).status, 200);
+    await projectionsCaughtUp(url);
+    assert.deepEqual((await lifecycle()).map((row) => row.order_id), [first, next].map((body) => String(body.orderId)).sort());
+    await lock.query('COMMIT');
+    const rebuilt = await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+    assert.equal(rebuilt.status, 200, rebuilt.text);
+    assert.equal(rebuilt.json.rowsRebuilt, 2);
   } finally {
     await lock.end();
     assert.equal(await venue.stop(), 0);
