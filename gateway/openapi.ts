@@ -244,7 +244,7 @@ export function buildOpenApi(): Record<string, unknown> {
             200: { description: 'the rebuild-status payload', content: json(ref('RebuildStatus')) },
             401: error('missing or unknown bearer token'),
             403: error('operators only'),
-            503: error('storage is unavailable'),
+            503: error('storage is unavailable, or the rebuild could not lock the table within REBUILD_LOCK_TIMEOUT_MS (nothing changed); Retry-After'),
           },
         },
       },
