@@ -374,7 +374,8 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
       // Its TRUNCATE waits for every reader of the table, and every later reader waits
       // behind it (PostgreSQL's lock queue): that wait is bounded, then the rebuild fails.
       await client.query(`SET lock_timeout = ${data.rebuildLockTimeoutMs}`);
-      const rowsRebuilt = await projector.rebuildLifecycle(client);
+      const rowsRebuilt = await projector.rebuildLifecycle(client); // one transaction: all of it or nothing
+      await client.query('RESET lock_timeout'); // committed: what follows must not fail on a lock
       await loadBooks(client); // from the rebuilt table
       return {
         id,
@@ -388,7 +389,7 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   } catch (error) {
     const lockTimedOut = (error as { code?: string }).code === '55P03';
     const message = lockTimedOut
-      ? `the rebuild could not lock runtime.order_lifecycle_state within REBUILD_LOCK_TIMEOUT_MS (${data.rebuildLockTimeoutMs} ms): another session holds it; nothing was changed`
+      ? `the rebuild could not lock runtime.order_lifecycle_state (or a table it reads) within REBUILD_LOCK_TIMEOUT_MS (${data.rebuildLockTimeoutMs} ms): another session holds it; nothing was changed`
       : (error as Error).message;
     return { id, ok: false, message };
   } finally {
