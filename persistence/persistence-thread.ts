@@ -173,6 +173,7 @@ let projectorClient: pg.Client | null = null;
  * rings fill and the gateways answer 503), so the held bytes pass it by one commit at most.
  */
 const ingestQueue: StorageCommit[] = [];
+/** Bytes of the commits in ingestQueue (0 once it is drained). */
 let ingestQueueBytes = 0;
 let holdIngest = false;
 let writerDone = false;
@@ -230,12 +231,13 @@ const ringGateways = () => {
 /** Ingests what is queued (unless a rebuild holds it), publishing each commit's book changes to the gateways. */
 function drainIngest(): void {
   while (!holdIngest && ingestQueue.length > 0) {
-    const commit = ingestQueue.shift()!;
-    ingestQueueBytes -= commitBytes(commit);
-    const update = projector.ingest(commit);
+    const update = projector.ingest(ingestQueue.shift()!);
     if (update !== null) publishBooks(update);
   }
-  if (!holdIngest) queueMarks.note(QUEUE_SLOTS.heldBytes, 0);
+  if (!holdIngest && ingestQueueBytes > 0) {
+    ingestQueueBytes = 0; // all ingested
+    queueMarks.note(QUEUE_SLOTS.heldBytes, 0);
+  }
   if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
   flusherWake?.();
 }
