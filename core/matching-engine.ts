@@ -453,8 +453,7 @@ export class MatchingEngine {
   private rest(slot: number, bookSide: number, price: number, leaves: number): void {
     const levels = this.levels;
     const o = this.orders.words;
-    let level = levels.find(bookSide, price);
-    if (level < 0) level = levels.create(bookSide, price);
+    const level = levels.findOrCreate(bookSide, price);
     const queue = this.orders.bytes[(slot << ORDER_BYTE_SHIFT) + ORDER_TYPE_BYTE]!;
     const lw = levels.words;
     const lr = (level << LEVEL_WORD_SHIFT) + queue;

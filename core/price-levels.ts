@@ -1,7 +1,9 @@
 // Price levels of every book of a shard. A level exists only while it holds at
 // least one resting order, so there are never more levels than resting orders.
 //
-//  - lookup (book side, price) -> level: open-addressed hash, O(1) expected;
+//  - lookup (book side, price) -> level: open-addressed hash, O(1) expected, whose
+//    buckets hold the key's hash beside the level, so a probe past other levels and
+//    the shifts of a removal neither touch those levels' records nor hash again;
 //  - best level per book side: an indexed binary min-heap keyed by price (bids by
 //    -price), O(log n) insert and removal anywhere, O(1) peek;
 //  - orders inside a level: two FIFO queues, queue 0 displayed (LIMIT) orders and
@@ -13,7 +15,8 @@
 //
 //    0 price f64            F 0       24 bookSide i32   W 6     40 tail[2] i32   W 10, 11
 //    8 quantity[2] f64      F 1, 2    28 heapPos i32    W 7     48 count[2] i32  W 12, 13
-//                                     32 head[2] i32    W 8, 9  56 (free)
+//                                     32 head[2] i32    W 8, 9  56 hash i32      W 14
+//                                                               60 (free)
 
 import type { StateReader, StateWriter } from './engine-snapshot.ts';
 import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
@@ -28,6 +31,8 @@ export const LEVEL_HEAP_POS_WORD = 7;
 export const LEVEL_HEAD_WORD = 8;
 export const LEVEL_TAIL_WORD = 10;
 export const LEVEL_COUNT_WORD = 12;
+/** hashPrice(price, bookSide ^ seed): the level's key hash, kept to find its bucket on removal. */
+export const LEVEL_HASH_WORD = 14;
 export const LEVEL_PRICE_FLOAT = 0;
 /** A pair: + queue. */
 export const LEVEL_QUANTITY_FLOAT = 1;
@@ -48,11 +53,13 @@ export class PriceLevels {
   private freeStack: Int32Array;
   private freeTop: number;
   /**
-   * (bookSide, price) -> level + 1. Starts small and doubles while more than half
-   * full, so a venue with a few thousand live levels probes a table that stays in
-   * cache; bounded by 2 x capacity.
+   * (bookSide, price) -> pairs of (key hash, level + 1), level + 1 = 0 for an empty
+   * bucket. Starts small and doubles while more than half full, so a venue with a few
+   * thousand live levels probes a table that stays in cache; bounded by 2 x capacity
+   * buckets.
    */
   private table: Int32Array;
+  /** Buckets - 1. */
   private mask: number;
   /** Per book side: heap of level ids, their keys, and its size. */
   private readonly heapLevels: Int32Array[];
@@ -72,9 +79,9 @@ export class PriceLevels {
     this.freeStack = new Int32Array(capacity);
     for (let i = 0; i < capacity; i++) this.freeStack[i] = capacity - 1 - i;
     this.freeTop = capacity;
-    const tableSize = Math.min(TABLE_INITIAL, powerOfTwoAtLeast(capacityMax * 2));
-    this.table = new Int32Array(tableSize);
-    this.mask = tableSize - 1;
+    const buckets = Math.min(TABLE_INITIAL, powerOfTwoAtLeast(capacityMax * 2));
+    this.table = new Int32Array(buckets * 2);
+    this.mask = buckets - 1;
     this.heapLevels = [];
     this.heapKeys = [];
     for (let i = 0; i < bookSideCount; i++) {
@@ -120,20 +127,42 @@ export class PriceLevels {
   }
 
   find(bookSide: number, price: number): number {
+    const found = this.probe(hashPrice(price, bookSide ^ this.seed), bookSide, price);
+    return found >= 0 ? found : -1;
+  }
+
+  /**
+   * The level at (bookSide, price), created empty when there is none: one hash and
+   * one probe either way (a find() then a create() would take two of each).
+   */
+  findOrCreate(bookSide: number, price: number): number {
+    const hash = hashPrice(price, bookSide ^ this.seed);
+    const found = this.probe(hash, bookSide, price);
+    if (found >= 0) return found;
+    let bucket = -1 - found;
+    if ((this.liveCount + 1) * 2 > this.mask + 1) {
+      // Rare: the index doubles and the empty bucket found above is gone.
+      this.growTable();
+      bucket = this.emptyBucket(hash);
+    }
+    return this.createAt(bucket, hash, bookSide, price);
+  }
+
+  /** The level keyed (bookSide, price) of this hash, or -1 - the empty bucket where its probe ended. */
+  private probe(hash: number, bookSide: number, price: number): number {
     const table = this.table;
     const mask = this.mask;
-    const words = this.words;
-    const floats = this.floats;
-    let bucket = hashPrice(price, bookSide ^ this.seed) & mask;
+    let bucket = hash & mask;
     for (;;) {
-      const entry = table[bucket]!;
-      if (entry === 0) return -1;
-      const level = entry - 1;
+      const entry = table[bucket * 2 + 1]!;
+      if (entry === 0) return -1 - bucket;
+      // The record is read only when the hashes agree.
       if (
-        floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT] === price &&
-        words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD] === bookSide
+        table[bucket * 2] === hash &&
+        this.floats[((entry - 1) << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT] === price &&
+        this.words[((entry - 1) << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD] === bookSide
       ) {
-        return level;
+        return entry - 1;
       }
       bucket = (bucket + 1) & mask;
     }
@@ -141,6 +170,22 @@ export class PriceLevels {
 
   /** Creates an empty level; the caller guarantees (bookSide, price) is absent. */
   create(bookSide: number, price: number): number {
+    if ((this.liveCount + 1) * 2 > this.mask + 1) this.growTable();
+    const hash = hashPrice(price, bookSide ^ this.seed);
+    return this.createAt(this.emptyBucket(hash), hash, bookSide, price);
+  }
+
+  /** The first empty bucket of the probe that starts at the hash's home. */
+  private emptyBucket(hash: number): number {
+    const table = this.table;
+    const mask = this.mask;
+    let bucket = hash & mask;
+    while (table[bucket * 2 + 1] !== 0) bucket = (bucket + 1) & mask;
+    return bucket;
+  }
+
+  /** Takes a free record for a level keyed (bookSide, price), indexes it in the empty `bucket` and adds it to its side's heap. */
+  private createAt(bucket: number, hash: number, bookSide: number, price: number): number {
     if (this.freeTop === 0) this.growPool();
     const level = this.freeStack[--this.freeTop]!;
     const w = level << LEVEL_WORD_SHIFT;
@@ -153,8 +198,9 @@ export class PriceLevels {
     words[w + LEVEL_HEAD_WORD] = words[w + LEVEL_HEAD_WORD + 1] = -1;
     words[w + LEVEL_TAIL_WORD] = words[w + LEVEL_TAIL_WORD + 1] = -1;
     words[w + LEVEL_COUNT_WORD] = words[w + LEVEL_COUNT_WORD + 1] = 0;
-    if ((this.liveCount + 1) * 2 > this.table.length) this.growTable();
-    this.insertIndex(level, bookSide, price);
+    words[w + LEVEL_HASH_WORD] = hash;
+    this.table[bucket * 2] = hash;
+    this.table[bucket * 2 + 1] = level + 1;
     this.heapInsert(bookSide, level, (bookSide & 1) === 0 ? -price : price);
     return level;
   }
@@ -205,7 +251,7 @@ export class PriceLevels {
     out.number('levels.capacity', this.capacity);
     out.array('levels.records', new Uint8Array(this.words.buffer));
     out.array('levels.free', this.freeStack.subarray(0, this.freeTop));
-    out.array('levels.table', this.table);
+    out.array('levels.index', this.table);
     out.array('levels.heapSize', this.heapSize);
     out.array('levels.heapLevels', heapLevels);
     out.array('levels.heapKeys', heapKeys);
@@ -222,12 +268,15 @@ export class PriceLevels {
     if (!Number.isInteger(freeTop) || freeTop > capacity) throw new RangeError(`price level state frees ${freeTop} of ${capacity} records`);
     const freeStack = new Int32Array(capacity);
     input.into('levels.free', freeStack.subarray(0, freeTop));
-    const tableLength = input.length('levels.table') / 4;
-    if (tableLength < 2 || (tableLength & (tableLength - 1)) !== 0 || tableLength > powerOfTwoAtLeast(this.capacityMax * 2)) {
-      throw new RangeError(`price level state has an index of ${tableLength} buckets`);
+    // 'levels.index' (hash, level + 1 pairs) replaced 'levels.table' (level + 1 only):
+    // a file of the older layout fails here by its section's name and the shard
+    // replays its journal instead.
+    const buckets = input.length('levels.index') / 8;
+    if (buckets < 2 || (buckets & (buckets - 1)) !== 0 || buckets > powerOfTwoAtLeast(this.capacityMax * 2)) {
+      throw new RangeError(`price level state has an index of ${buckets} buckets`);
     }
-    const table = new Int32Array(tableLength);
-    input.into('levels.table', table);
+    const table = new Int32Array(buckets * 2);
+    input.into('levels.index', table);
     input.into('levels.heapSize', this.heapSize);
     let live = 0;
     for (let side = 0; side < this.heapSize.length; side++) {
@@ -255,7 +304,7 @@ export class PriceLevels {
     this.freeStack = freeStack;
     this.freeTop = freeTop;
     this.table = table;
-    this.mask = tableLength - 1;
+    this.mask = buckets - 1;
   }
 
   /** Doubles the record pool (rare, bounded by capacityMax); level ids stay valid. */
@@ -273,51 +322,45 @@ export class PriceLevels {
     this.capacity = capacity;
   }
 
-  private insertIndex(level: number, bookSide: number, price: number): void {
-    const table = this.table;
-    const mask = this.mask;
-    let bucket = hashPrice(price, bookSide ^ this.seed) & mask;
-    while (table[bucket] !== 0) bucket = (bucket + 1) & mask;
-    table[bucket] = level + 1;
-  }
-
-  /** Doubles the index (rare: when live levels pass half of it) and re-inserts every level. */
+  /** Doubles the index (rare: when live levels pass half of it) and re-inserts every level by its kept hash. */
   private growTable(): void {
     const old = this.table;
     this.table = new Int32Array(old.length * 2);
-    this.mask = this.table.length - 1;
-    for (let i = 0; i < old.length; i++) {
-      const entry = old[i]!;
-      if (entry !== 0) {
-        const level = entry - 1;
-        this.insertIndex(level, this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]!, this.price(level));
+    this.mask = old.length - 1;
+    for (let i = 1; i < old.length; i += 2) {
+      if (old[i] !== 0) {
+        const bucket = this.emptyBucket(old[i - 1]!);
+        this.table[bucket * 2] = old[i - 1]!;
+        this.table[bucket * 2 + 1] = old[i]!;
       }
     }
   }
 
+  /** Removes the level's bucket by backward shifting (no tombstones), using the hashes the buckets keep. */
   private unindex(level: number): void {
     const table = this.table;
     const mask = this.mask;
-    let hole = hashPrice(this.price(level), this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]! ^ this.seed) & mask;
-    while (table[hole] !== level + 1) {
-      if (table[hole] === 0) throw new Error(`price level ${level} is not indexed`);
+    let hole = this.words[(level << LEVEL_WORD_SHIFT) + LEVEL_HASH_WORD]! & mask;
+    while (table[hole * 2 + 1] !== level + 1) {
+      if (table[hole * 2 + 1] === 0) throw new Error(`price level ${level} is not indexed`);
       hole = (hole + 1) & mask;
     }
     let probe = hole;
     for (;;) {
       probe = (probe + 1) & mask;
-      const entry = table[probe]!;
+      const entry = table[probe * 2 + 1]!;
       if (entry === 0) break;
-      const other = entry - 1;
-      const home = hashPrice(this.price(other), this.words[(other << LEVEL_WORD_SHIFT) + LEVEL_BOOK_SIDE_WORD]! ^ this.seed) & mask;
+      const home = table[probe * 2]! & mask;
       // Move the entry back into the hole unless its home lies cyclically in (hole, probe].
       const homeInRange = hole <= probe ? home > hole && home <= probe : home > hole || home <= probe;
       if (!homeInRange) {
-        table[hole] = entry;
+        table[hole * 2] = table[probe * 2]!;
+        table[hole * 2 + 1] = entry;
         hole = probe;
       }
     }
-    table[hole] = 0;
+    table[hole * 2] = 0;
+    table[hole * 2 + 1] = 0;
   }
 
   private heapInsert(bookSide: number, level: number, key: number): void {

@@ -207,6 +207,13 @@ test('a snapshot is refused unless it is whole, the one named, at the journal po
   header.write('null'.padEnd(header.readUInt32LE(4), ' '), 8, 'utf8');
   writeFileSync(damaged, header);
   assert.equal(refusal(damaged), 'a damaged header');
+  // A file of the older level index layout (level numbers only, in a section named levels.table).
+  const older = Buffer.from(bytes);
+  const at = older.indexOf('"levels.index"');
+  assert.ok(at > 8 && at < 8 + older.readUInt32LE(4), 'the header names the level index');
+  older.write('"levels.table"', at, 'utf8');
+  writeFileSync(damaged, older);
+  assert.equal(refusal(damaged), 'section levels.index expected, levels.table found');
 
   const restored = readEngineSnapshot(file, expect, shape);
   assert.ok(typeof restored !== 'string', 'the good file still loads');
