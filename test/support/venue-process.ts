@@ -92,7 +92,7 @@ export class VenueProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
-    const port = await new Promise<number>((resolve, reject) => {
+    const listening = new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`venue did not start:\n${output.join('')}`)), 120_000);
       const onLine = (chunk: Buffer) => {
         const text = chunk.toString();
@@ -110,6 +110,22 @@ export class VenueProcess {
         reject(new Error(`venue exited with ${code}:\n${output.join('')}`));
       });
     });
+    let port: number;
+    try {
+      port = await listening;
+    } catch (error) {
+      // A venue that did not start (tests of refused settings expect it) leaves no folder behind.
+      if (child.exitCode === null && child.signalCode === null) {
+        // It did not listen in time: a graceful stop (which stops its embedded PostgreSQL), bounded.
+        const exited = once(child, 'exit');
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      if (ownsDataDir) VenueProcess.removeDataDir(dataDir);
+      throw error;
+    }
     return new VenueProcess(child, `http://127.0.0.1:${port}`, output, dataDir, ownsDataDir);
   }
 
