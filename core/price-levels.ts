@@ -46,7 +46,7 @@ export class PriceLevels {
   readonly capacityMax: number;
   /** Records allocated now; doubles on demand up to capacityMax (levels are few in practice). */
   capacity: number;
-  /** Views over the records; replaced when the pool grows, so re-read them after create(). */
+  /** Views over the records; replaced when the pool grows, so re-read them after findOrCreate(). */
   words: Int32Array;
   floats: Float64Array;
 
@@ -133,7 +133,7 @@ export class PriceLevels {
 
   /**
    * The level at (bookSide, price), created empty when there is none: one hash and
-   * one probe either way (a find() then a create() would take two of each).
+   * one probe either way (the index keeps each key's hash, so a creation needs neither again).
    */
   findOrCreate(bookSide: number, price: number): number {
     const hash = hashPrice(price, bookSide ^ this.seed);
@@ -166,13 +166,6 @@ export class PriceLevels {
       }
       bucket = (bucket + 1) & mask;
     }
-  }
-
-  /** Creates an empty level; the caller guarantees (bookSide, price) is absent. */
-  create(bookSide: number, price: number): number {
-    if ((this.liveCount + 1) * 2 > this.mask + 1) this.growTable();
-    const hash = hashPrice(price, bookSide ^ this.seed);
-    return this.createAt(this.emptyBucket(hash), hash, bookSide, price);
   }
 
   /** The first empty bucket of the probe that starts at the hash's home. */

@@ -28,7 +28,7 @@ test('bids come out highest first and asks lowest first through random creates a
       levels.destroy(existing);
       side.delete(price);
     } else if (levels.liveCount < levels.capacityMax) {
-      side.set(price, levels.create(bookSide, price));
+      side.set(price, levels.findOrCreate(bookSide, price));
     }
     if (step % 1000 === 0 || step === 19_999) {
       for (let s = 0; s < 4; s++) {
@@ -41,7 +41,7 @@ test('bids come out highest first and asks lowest first through random creates a
   }
 });
 
-test('findOrCreate finds a level or creates it, as find and create would, through growth and removals', () => {
+test('findOrCreate finds a level or creates it, through growth and removals', () => {
   const levels = new PriceLevels(20_000, 4, 11);
   const random = new SeededRandom(8);
   const reference = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
@@ -96,7 +96,7 @@ test('two prices whose keys hash alike are two levels', () => {
 
 test('the level index grows past its initial size and still finds every level', () => {
   const levels = new PriceLevels(20_000, 2);
-  for (let price = 1; price <= 10_000; price++) levels.create(1, price * 7);
+  for (let price = 1; price <= 10_000; price++) levels.findOrCreate(1, price * 7);
   for (let price = 1; price <= 10_000; price++) assert.notEqual(levels.find(1, price * 7), -1);
   assert.equal(levels.find(0, 7), -1, 'the same price on the other side is another level');
   assert.deepEqual(bestFirst(levels, 1).slice(0, 3), [7, 14, 21]);
@@ -104,7 +104,7 @@ test('the level index grows past its initial size and still finds every level', 
 
 test('a walk stops when the visitor says so', () => {
   const levels = new PriceLevels(16, 2);
-  for (const price of [5, 3, 9, 1]) levels.create(0, price);
+  for (const price of [5, 3, 9, 1]) levels.findOrCreate(0, price);
   const seen: number[] = [];
   levels.walkBestFirst(0, (level) => {
     seen.push(levels.price(level));
