@@ -52,6 +52,7 @@ import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persis
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
+import { ratedLoadWatch } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -231,7 +232,21 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         if (message.type === 'error') throw new Error(message.message);
       }),
     );
-    venue.guardTimer = setInterval(() => guard.update(openFiles()), GUARD_INTERVAL_MS);
+    // Past its rated load a key filter's false positives grow (core/key-filter.ts), and each
+    // sends a new command to a storage check: said once per filter, when it happens (at the
+    // start's scan of storage or later, as the tables forget keys).
+    const filterWatch = ratedLoadWatch(
+      { idempotency: attachForgotten(memory, 'idempotency'), commandIds: attachForgotten(memory, 'commandIds'), orderIds: attachForgotten(memory, 'orderDirectory') },
+      (filter, added, ratedKeys) =>
+        logger.warn(
+          { filter, added, ratedKeys },
+          'a key filter holds more keys than KEY_FILTER_BITS is rated for: more new commands are checked in storage (each waits for the projections); raise KEY_FILTER_BITS',
+        ),
+    );
+    venue.guardTimer = setInterval(() => {
+      guard.update(openFiles());
+      filterWatch();
+    }, GUARD_INTERVAL_MS);
     started('listening');
 
     // The shards' engines and the projector's open orders saved at the last graceful stop serve
@@ -358,7 +373,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         { remembered, storedKeys, storedOrders, keyFilters: notKept === null ? 'saved at the last stop' : `scanned (${notKept})` },
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',
       );
-      if (storedKeys > scopes.ratedKeys) logger.warn({ storedKeys, ratedKeys: scopes.ratedKeys }, 'more stored commands than KEY_FILTER_BITS is rated for: every new command is checked in storage (slower); raise KEY_FILTER_BITS');
     };
     // Started now, beside the replay: what it learns is all there is unless the persistence
     // thread has commands to materialize or re-drive (after a crash); then it runs again

@@ -145,3 +145,42 @@ function instrumentOn(shard: number): string {
     if (shardOf(uuidWords(id), 0, 2) === shard) return id;
   }
 }
+
+test('past their rated load the key filters send more new commands to storage, never a wrong answer, and each says so once', async () => {
+  const tinyDir = VenueProcess.makeDataDir();
+  // 128 entries per table and filters of 1024 bits, rated for 102 keys each: 300 commands
+  // push each filter past its rated load, where its false positives grow (core/key-filter.ts).
+  const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024' });
+  try {
+    const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
+    for (let k = 0; k < 300; k++) {
+      const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' });
+      const key = `overload-${k}`;
+      const answer = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.equal(answer.status, 200, answer.text);
+      sent.push({ body, key, answer });
+    }
+    const warnings = async () => {
+      for (let waited = 0; ; waited += 50) {
+        const found = venue.log.split('\n').filter((line) => line.includes('a key filter holds more keys than KEY_FILTER_BITS is rated for'));
+        if (found.length >= 3 || waited >= 2000) return found.map((line) => JSON.parse(line) as { filter: string; added: number; ratedKeys: number });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const first = await warnings();
+    assert.deepEqual(first.map((w) => w.filter).sort(), ['commandIds', 'idempotency', 'orderIds'], 'each filter says it once');
+    for (const warning of first) assert.ok(warning.ratedKeys === 102 && warning.added > 102, JSON.stringify(warning));
+    for (const { body, key, answer } of sent) {
+      const replay = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);
+    }
+    const reused = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' }), orderId: sent[0]!.body.orderId });
+    assert.equal(reused.json.outcome.rejected?.code, 'DUPLICATE_ORDER_ID', reused.text);
+    const fresh = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' }));
+    assert.ok(fresh.status === 200 && fresh.json.outcome.accepted !== undefined, fresh.text);
+    assert.equal((await warnings()).length, 3, 'and only once');
+  } finally {
+    assert.equal(await venue.stop(), 0);
+    VenueProcess.removeDataDir(tinyDir);
+  }
+});
