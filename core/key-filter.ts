@@ -9,7 +9,7 @@
 // 5.5% at 1.5 times the rated keys, 14% at 2, 40% at 3, 64% at 4, 97% at 8. (Until the
 // thirteenth session the filter said "maybe" for every key the moment it passed its
 // rated load: every new command then waited for a storage check, and a venue fell from
-// 11.8 k to 1.9 k commands/s within seconds of it; README, "Bounded memory".)
+// 11.8 k to 1.9 k commands/s within seconds of it; README, "Past the filters' rated load".)
 //
 // Blocked: a key's probes all fall in one 64-byte block (one cache line), so an add or
 // a lookup costs one cache miss, not one per probe: loading a million stored keys at
