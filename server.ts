@@ -50,9 +50,9 @@ import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceT
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedOrderIds } from './persistence/recovery.ts';
-import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
-import { ratedLoadWatch } from './core/key-filter.ts';
+import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds } from './persistence/recovery.ts';
+import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, savedFilterBits, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
+import { filterBitsFor, ratedLoadWatch } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -178,6 +178,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   await client.connect();
   let session: Awaited<ReturnType<typeof openSession>>;
   let entry: (name: keyof typeof WORKER_ENTRIES) => URL;
+  let filterBits: ReturnType<typeof filterBitsFor>;
   try {
     const urls = await built; // a failed build stops the database started above, like a failed migration
     entry = (name) => urls.get(WORKER_ENTRIES[name].href)!;
@@ -188,13 +189,29 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     if (session.resumed && (session.active.runId !== config.venueRunId || session.active.venueSessionId !== config.venueSessionId)) {
       logger.warn({ open: session.active, configured: { runId: config.venueRunId, venueSessionId: config.venueSessionId } }, 'the open venue session continues; a restart does not start a new one');
     }
+    // The key filters must hold every stored key: sized for what storage holds now, with
+    // room for as many again before their false positives grow (core/key-filter.ts).
+    // Never smaller than the filters the last graceful stop saved (up to the maximum), so
+    // that an estimate a little lower than the last start's does not cost a scan.
+    const storedKeys = await storedKeyEstimate(client);
+    const saved = config.dataDir === '' ? null : savedFilterBits(config.dataDir);
+    const floorBits = Math.max(config.keyFilterBits, Math.min(saved ?? 0, config.keyFilterBitsMax));
+    filterBits = filterBitsFor(storedKeys, floorBits, config.keyFilterBitsMax);
+    if (filterBits.bits !== config.keyFilterBits || filterBits.short) {
+      logger[filterBits.short ? 'warn' : 'info'](
+        { storedKeys, keyFilterBits: filterBits.bits, savedBits: saved, KEY_FILTER_BITS: config.keyFilterBits, KEY_FILTER_BITS_MAX: config.keyFilterBitsMax },
+        filterBits.short
+          ? 'the key filters are at KEY_FILTER_BITS_MAX and rated for less than twice the stored keys: past their rated load more new commands are checked in storage'
+          : 'key filters sized for the stored keys at half their rated load (and no smaller than those the last stop saved)',
+      );
+    }
   } catch (error) {
     await client.end().catch(() => undefined);
     await stopDatabase();
     throw error;
   }
 
-  const memory = createVenueMemory(config);
+  const memory = createVenueMemory(config, filterBits.bits);
   started('migrated');
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null };
   venueRef.venue = venue;
@@ -240,7 +257,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       (filter, added, ratedKeys) =>
         logger.warn(
           { filter, added, ratedKeys },
-          'a key filter holds more keys than KEY_FILTER_BITS is rated for: more new commands are checked in storage (each waits for the projections); raise KEY_FILTER_BITS',
+          'a key filter holds more keys than it is rated for: more new commands are checked in storage (each waits for the projections); the next start sizes the filters for the stored keys, up to KEY_FILTER_BITS_MAX',
         ),
     );
     venue.guardTimer = setInterval(() => {

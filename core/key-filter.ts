@@ -10,6 +10,8 @@
 // thirteenth session the filter said "maybe" for every key the moment it passed its
 // rated load: every new command then waited for a storage check, and a venue fell from
 // 11.8 k to 1.9 k commands/s within seconds of it; README, "Past the filters' rated load".)
+// Each start sizes the filters for the keys storage holds (filterBitsFor), so that a
+// restart puts a venue that outgrew them back under their rated load.
 //
 // Blocked: a key's probes all fall in one 64-byte block (one cache line), so an add or
 // a lookup costs one cache miss, not one per probe: loading a million stored keys at
@@ -28,9 +30,31 @@ const PROBES = 7;
 const BITS_PER_KEY = 10;
 const BLOCK_WORDS = 16;
 
+/**
+ * The bits each filter gets at start, for `storedKeys` keys already in storage: the
+ * smallest power of two from `floorBits` that holds them at half its rated load (so the
+ * venue can take as many keys again before its false positives grow), at most `maxBits`.
+ * `short` is true when even `maxBits` is rated for fewer than twice the stored keys.
+ */
+export function filterBitsFor(storedKeys: number, floorBits: number, maxBits: number): { bits: number; short: boolean } {
+  let bits = floorBits;
+  while (bits < maxBits && storedKeys * 2 * BITS_PER_KEY > bits) bits *= 2;
+  return { bits, short: storedKeys * 2 * BITS_PER_KEY > bits };
+}
+
 export function createKeyFilter(bits: number): SharedArrayBuffer {
-  if (bits < 1024 || (bits & (bits - 1)) !== 0 || bits > 2 ** 30) throw new RangeError(`key filter bits must be a power of two in [2^10, 2^30], got ${bits}`);
+  if (!validBits(bits)) throw new RangeError(`key filter bits must be a power of two in [2^10, 2^30], got ${bits}`);
   return new SharedArrayBuffer((HEADER_WORDS + bits / 32) * 4);
+}
+
+/** The bits of a filter whose buffer (createKeyFilter) has `byteLength` bytes; null if no filter has that size. */
+export function keyFilterBitsOf(byteLength: number): number | null {
+  const bits = (byteLength / 4 - HEADER_WORDS) * 32;
+  return validBits(bits) ? bits : null;
+}
+
+function validBits(bits: number): boolean {
+  return Number.isSafeInteger(bits) && bits >= 1024 && bits <= 2 ** 30 && (bits & (bits - 1)) === 0;
 }
 
 export class KeyFilter {

@@ -39,8 +39,10 @@ export interface VenueConfig {
   commandStoreArenaBytes: number;
   /** Buckets (8 entries each) of the shared idempotency, command, order and clientOrderId tables. */
   sharedTableBuckets: number;
-  /** Bits of each filter of forgotten idempotency keys and commandIds (core/key-filter.ts). */
+  /** Least bits of each filter of forgotten idempotency keys, commandIds and orderIds (core/key-filter.ts); the start sizes them for the stored keys. */
   keyFilterBits: number;
+  /** Most bits the start may give each of those filters. */
+  keyFilterBitsMax: number;
   /** Instruments whose depth the gateways serve from shared memory; more: their depth is 503. */
   marketDataInstruments: number;
   /** Stored snapshots (instrument, projection name) the gateways serve from shared memory; more are read from storage. */
@@ -141,6 +143,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     commandStoreArenaBytes: integer(env, 'COMMAND_STORE_ARENA_BYTES', 128 * 1024 * 1024, 64 * 1024, 2 ** 31 - 8),
     sharedTableBuckets: powerOfTwo(env, 'SHARED_TABLE_BUCKETS', 1 << 17, 16, 1 << 22),
     keyFilterBits: powerOfTwo(env, 'KEY_FILTER_BITS', 1 << 27, 1 << 10, 1 << 30),
+    keyFilterBitsMax: powerOfTwo(env, 'KEY_FILTER_BITS_MAX', 1 << 30, 1 << 10, 1 << 30),
     marketDataInstruments: integer(env, 'MARKET_DATA_INSTRUMENTS', 4096, 1, 1 << 20),
     marketDataSnapshots: integer(env, 'MARKET_DATA_SNAPSHOTS', 16384, 1, 1 << 22),
     marketDataTapeRows: integer(env, 'MARKET_DATA_TAPE_ROWS', 128, 0, TAPE_ROWS_MAX),
@@ -160,6 +163,9 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     plannerStatisticsIntervalMs: integer(env, 'PLANNER_STATISTICS_INTERVAL_MS', 10_000, 0, 3_600_000),
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1 << 20),
   };
+  if (config.keyFilterBitsMax < config.keyFilterBits) {
+    throw new Error(`KEY_FILTER_BITS_MAX must be at least KEY_FILTER_BITS (${config.keyFilterBits}), got ${config.keyFilterBitsMax}`);
+  }
   const tapeTrades = config.marketDataInstruments * config.marketDataTapeRows;
   if (tapeTrades > TAPE_VIEW_TRADES_MAX) {
     throw new Error(`MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS must be at most ${TAPE_VIEW_TRADES_MAX} (the tape view: 56 B a trade in shared memory), got ${tapeTrades}`);

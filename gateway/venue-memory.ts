@@ -80,7 +80,8 @@ export interface VenueMemory {
 /** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
 export const STORAGE_REF = 0x7f000000;
 
-export function createVenueMemory(config: VenueConfig): VenueMemory {
+/** `keyFilterBits`: each key filter's size, chosen at start for the keys storage holds (core/key-filter.ts, filterBitsFor). */
+export function createVenueMemory(config: VenueConfig, keyFilterBits: number): VenueMemory {
   const gateways = config.gatewayThreads;
   const shards = config.matchingShards;
   const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -101,7 +102,7 @@ export function createVenueMemory(config: VenueConfig): VenueMemory {
       orderDirectory: createSharedKeyTable(shape('orderDirectory')),
       clientOrders: createSharedKeyTable(shape('clientOrders')),
     },
-    forgotten: { idempotency: createKeyFilter(config.keyFilterBits), commandIds: createKeyFilter(config.keyFilterBits), orderDirectory: createKeyFilter(config.keyFilterBits) },
+    forgotten: { idempotency: createKeyFilter(keyFilterBits), commandIds: createKeyFilter(keyFilterBits), orderDirectory: createKeyFilter(keyFilterBits) },
     commandStores: range(gateways).map(
       () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
     ),

@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type pg from 'pg';
 import { SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
+import { keyFilterBitsOf } from '../core/key-filter.ts';
 
 const MAGIC = 'VKF1';
 const FILE_NAME = 'key-filters.bin';
@@ -126,6 +127,23 @@ export async function loadKeyFilters(
   return why;
 }
 
+/**
+ * The bits of each filter in the file the last graceful stop saved, if there is one
+ * (its header only; whether it may serve this start is loadKeyFilters's question): the
+ * start sizes the filters no smaller, so that an estimate of the stored keys a little
+ * lower than the last start's does not cost a scan of storage.
+ */
+export function savedFilterBits(dataDir: string): number | null {
+  const reader = SnapshotFileReader.open(snapshotPath(dataDir), MAGIC, 'a key filter file', HEADER_BYTES_MAX);
+  if (typeof reader === 'string') return null;
+  try {
+    const header = reader.header as SnapshotHeader;
+    return typeof header === 'object' && header !== null && Number.isSafeInteger(header.bytes) ? keyFilterBitsOf(header.bytes) : null;
+  } finally {
+    reader.close();
+  }
+}
+
 /** Reads the file into the filters (empty until now) if it is the one named and checks out; else says why (the caller empties them). */
 function readFilterFile(file: string, token: string, mark: string, filters: Record<string, SharedArrayBuffer>): string | null {
   const reader = SnapshotFileReader.open(file, MAGIC, 'a key filter file', HEADER_BYTES_MAX);
@@ -136,7 +154,7 @@ function readFilterFile(file: string, token: string, mark: string, filters: Reco
     if (header.token !== token || header.mark !== mark) return 'the file is not the one the database names';
     const names = Object.keys(filters);
     if (header.names.join() !== names.join() || names.some((name) => filters[name]!.byteLength !== header.bytes)) {
-      return `the filters' shape changed (KEY_FILTER_BITS): ${header.names.length} of ${header.bytes} bytes saved`;
+      return `the filters' shape changed (sized for the stored keys: KEY_FILTER_BITS, KEY_FILTER_BITS_MAX): ${header.names.length} of ${header.bytes} bytes saved, ${names.length} of ${filters[names[0]!]!.byteLength} now`;
     }
     if (!reader.holds(names.length * header.bytes)) return 'a file of the wrong length';
     for (const name of names) if (!reader.read(new Uint8Array(filters[name]!))) return 'a short read';

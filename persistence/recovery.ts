@@ -133,6 +133,30 @@ export async function recentCommands(client: pg.ClientBase, limit: number, onCom
   );
 }
 
+/** Rows counted exactly before the planner's estimate is used instead. */
+export const STORED_KEYS_COUNTED_MAX = 100_000;
+
+/**
+ * About how many keys the key filters must hold for storage: the stored commands (a
+ * scope and a commandId each) or the stored orders, whichever is more. Up to
+ * STORED_KEYS_COUNTED_MAX rows of each table are counted exactly; past that the
+ * planner's estimate is taken (the last ANALYZE's rows per page times the pages the table
+ * has now), so the answer costs no scan of a table of millions.
+ */
+export async function storedKeyEstimate(client: pg.ClientBase, countedMax: number = STORED_KEYS_COUNTED_MAX): Promise<number> {
+  let most = 0;
+  for (const table of ['runtime.command_log', 'runtime.order_lifecycle_state']) {
+    const counted = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${table} LIMIT ${Math.floor(countedMax)}) head`);
+    let rows = counted.rows[0]!.n;
+    if (rows === countedMax) {
+      const plan = await client.query<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${table}`);
+      rows = Math.max(rows, Math.round(plan.rows[0]!['QUERY PLAN'][0].Plan['Plan Rows']));
+    }
+    most = Math.max(most, rows);
+  }
+  return most;
+}
+
 /**
  * Every stored command's idempotency scope digest and commandId, as four words each,
  * streamed with a binary COPY (no text decoding of millions of rows). Returns how many.

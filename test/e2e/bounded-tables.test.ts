@@ -146,13 +146,13 @@ function instrumentOn(shard: number): string {
   }
 }
 
-test('past their rated load the key filters still give no wrong answer (old commands replay, an old orderId is a duplicate, new ones are taken), and each warns once', async () => {
+test('past their rated load the key filters still give no wrong answer (old commands replay, an old orderId is a duplicate, new ones are taken), and each warns once; the next start sizes them for the stored keys, up to KEY_FILTER_BITS_MAX', async () => {
   const tinyDir = VenueProcess.makeDataDir();
   // 128 entries per table and filters of 1024 bits, rated for 102 keys each: 300 commands
   // push each filter past its rated load, where its false positives grow (core/key-filter.ts).
   const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024' });
+  const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
   try {
-    const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
     for (let k = 0; k < 300; k++) {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' });
       const key = `overload-${k}`;
@@ -162,7 +162,7 @@ test('past their rated load the key filters still give no wrong answer (old comm
     }
     const warnings = async () => {
       for (let waited = 0; ; waited += 50) {
-        const found = venue.log.split('\n').filter((line) => line.includes('a key filter holds more keys than KEY_FILTER_BITS is rated for'));
+        const found = venue.log.split('\n').filter((line) => line.includes('a key filter holds more keys than it is rated for'));
         if (found.length >= 3 || waited >= 2000) return found.map((line) => JSON.parse(line) as { filter: string; added: number; ratedKeys: number });
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -181,6 +181,36 @@ test('past their rated load the key filters still give no wrong answer (old comm
     assert.equal((await warnings()).length, 3, 'and only once');
   } finally {
     assert.equal(await venue.stop(), 0);
+  }
+  // The next start sizes the filters for what storage holds (302 commands and orders: 8192
+  // bits, rated for 819 keys), up to KEY_FILTER_BITS_MAX, and scans storage into them.
+  const sizedStart = async (env: Record<string, string>) => {
+    const restarted = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024', ...env });
+    const sized = restarted.log.split('\n').find((line) => line.includes('"storedKeys":302,'));
+    assert.ok(sized !== undefined, restarted.log);
+    assert.match(restarted.log, /"keyFilters":"scanned \(the filters' shape changed/, 'the filters saved at the stop are of another size');
+    return { restarted, sized: JSON.parse(sized) as { keyFilterBits: number; msg: string } };
+  };
+  const capped = await sizedStart({ KEY_FILTER_BITS_MAX: '2048' });
+  try {
+    assert.equal(capped.sized.keyFilterBits, 2048);
+    assert.match(capped.sized.msg, /at KEY_FILTER_BITS_MAX and rated for less than twice the stored keys/);
+  } finally {
+    assert.equal(await capped.restarted.stop(), 0);
+  }
+  const { restarted, sized } = await sizedStart({});
+  try {
+    assert.equal(sized.keyFilterBits, 8192);
+    assert.match(sized.msg, /key filters sized for the stored keys/);
+    for (const { body, key, answer } of sent) {
+      const replay = await restarted.order('/api/v1/orders/submit', body, { key });
+      assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer after the restart`);
+    }
+    // 300 replays take far longer than the 50 ms between the watch's looks: filters of 1024
+    // bits holding these keys would have warned by now.
+    assert.doesNotMatch(restarted.log, /a key filter holds more keys than it is rated for/);
+  } finally {
+    assert.equal(await restarted.stop(), 0);
     VenueProcess.removeDataDir(tinyDir);
   }
 });

@@ -1,5 +1,5 @@
 // Configuration bounds that involve two settings at once (each setting's own range is
-// checked where it is read): the tape view's shared memory.
+// checked where it is read): the tape view's shared memory, the key filters' floor and maximum.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -20,4 +20,13 @@ test('engine checkpoints: every 250,000 commands by default, 0 turns them off, b
   assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: '-1' }), /ENGINE_CHECKPOINT_COMMANDS must be an integer, got "-1"/);
   assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: String(2 ** 30 + 1) }), /ENGINE_CHECKPOINT_COMMANDS must be between 0 and 1073741824/);
   assert.throws(() => loadConfig({ ENGINE_CHECKPOINT_COMMANDS: 'often' }), /ENGINE_CHECKPOINT_COMMANDS/);
+});
+
+test('the key filters: KEY_FILTER_BITS is the floor, KEY_FILTER_BITS_MAX the most the start may size them to, and not below the floor', () => {
+  const defaults = loadConfig({});
+  assert.deepEqual([defaults.keyFilterBits, defaults.keyFilterBitsMax], [1 << 27, 1 << 30]);
+  assert.deepEqual([loadConfig({ KEY_FILTER_BITS: '1024', KEY_FILTER_BITS_MAX: '1024' }).keyFilterBitsMax], [1024]);
+  assert.throws(() => loadConfig({ KEY_FILTER_BITS_MAX: String(1 << 26) }), /KEY_FILTER_BITS_MAX must be at least KEY_FILTER_BITS \(134217728\), got 67108864/);
+  assert.throws(() => loadConfig({ KEY_FILTER_BITS_MAX: String(3 << 20) }), /KEY_FILTER_BITS_MAX must be a power of two/);
+  assert.throws(() => loadConfig({ KEY_FILTER_BITS_MAX: String(2 ** 31) }), /KEY_FILTER_BITS_MAX must be between 1024 and 1073741824/);
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
-import { loadKeyFilters, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
+import { loadKeyFilters, savedFilterBits, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 const BITS = 1 << 12;
@@ -103,9 +103,23 @@ test('refused, filters left empty: storage changed since, a damaged, foreign or 
       rmSync(other, { recursive: true, force: true });
     }
     const larger = { idempotency: createKeyFilter(BITS * 2), commandIds: createKeyFilter(BITS * 2), orderDirectory: createKeyFilter(BITS * 2) };
-    await refused(() => undefined, /^the filters' shape changed \(KEY_FILTER_BITS\)/, larger);
+    await refused(() => undefined, /^the filters' shape changed \(sized for the stored keys: KEY_FILTER_BITS, KEY_FILTER_BITS_MAX\): 3 of 576 bytes saved, 3 of 1088 now$/, larger);
     // And after all of that, a good file still loads.
     await saveKeyFilters(dir, client, SHARDS, filledFilters());
     assert.equal(await loadKeyFilters(dir, client, SHARDS, emptyFilters()), null);
+  });
+});
+
+test('savedFilterBits: the size of the filters the last stop saved (the start sizes them no smaller), or null without a readable file', async () => {
+  await withClient(url, async (client) => {
+    const sized = (bits: number) => ({ idempotency: createKeyFilter(bits), commandIds: createKeyFilter(bits), orderDirectory: createKeyFilter(bits) });
+    await saveKeyFilters(dir, client, SHARDS, sized(BITS * 4));
+    assert.equal(savedFilterBits(dir), BITS * 4);
+    await saveKeyFilters(dir, client, SHARDS, sized(BITS));
+    assert.equal(savedFilterBits(dir), BITS);
+    writeFileSync(snapshotPath(dir), Buffer.alloc(4096));
+    assert.equal(savedFilterBits(dir), null, 'not a key filter file');
+    rmSync(snapshotPath(dir));
+    assert.equal(savedFilterBits(dir), null, 'no file');
   });
 });

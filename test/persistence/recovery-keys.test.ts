@@ -1,12 +1,14 @@
 // The start-up scan of every stored command's keys (persistence/recovery.ts
 // storedCommandKeys) on a real PostgreSQL: every row once, whatever the chunking of
-// the binary COPY stream.
+// the binary COPY stream; and the estimate of how many there are that sizes the key
+// filters before it (storedKeyEstimate).
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type pg from 'pg';
 import { formatUuid } from '../../core/uuid.ts';
 import { migrate } from '../../persistence/migrations.ts';
-import { storedCommandKeys } from '../../persistence/recovery.ts';
+import { storedCommandKeys, storedKeyEstimate } from '../../persistence/recovery.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -18,18 +20,46 @@ after(async () => {
   await database.remove();
 });
 
+const insertCommands = (client: pg.ClientBase, from: number, to: number) =>
+  client.query(
+    `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, received_at,
+       stream_sequence, batch_first_sequence, shard_batch, result_status, occurred_at)
+     SELECT gen_random_uuid(), substring(sha256(n::text::bytea) FROM 1 FOR 16), sha256(n::text::bytea), 'p', 'c', 'k' || n, 0, 0, 0, now(), n, n, 1, 1, now()
+       FROM generate_series($1::int, $2::int) AS n`,
+    [from, to],
+  );
+
+test('the key filters are sized on the stored keys: counted exactly up to a bound, then the planner\'s estimate scaled to the table\'s pages now', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    assert.equal(await storedKeyEstimate(client), 0);
+    await insertCommands(client, 1, 5_000);
+    assert.equal(await storedKeyEstimate(client), 5_000, 'counted');
+    // Orders count too when there are more of them than commands.
+    await client.query(
+      `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+         limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+       SELECT gen_random_uuid(), 'r', 's', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'BUY', 'LIMIT', 'DAY', 'OPEN', 1, 'USD', 1, 1, 0, n::text, 0, n, now(), now()
+         FROM generate_series(1, 7000) AS n`,
+    );
+    assert.equal(await storedKeyEstimate(client), 7_000, 'the larger of the two');
+    // Past the counted bound: the estimate, which follows the table's growth since its last ANALYZE.
+    await client.query('TRUNCATE runtime.order_lifecycle_state');
+    await client.query('ANALYZE runtime.command_log');
+    assert.equal(await storedKeyEstimate(client, 1_000), 5_000, 'a small table\'s ANALYZE counts every row');
+    await insertCommands(client, 5_001, 10_000);
+    const estimate = await storedKeyEstimate(client, 1_000);
+    assert.ok(estimate >= 9_000 && estimate <= 11_000, `10,000 rows estimated at ${estimate}`);
+  });
+});
+
 test('the key scan yields each stored command once, with its scope digest and commandId as words', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
     await migrate(client);
     const rows = 5_000; // ~210 KB of COPY data: several stream chunks, rows cut across them
-    await client.query(
-      `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, received_at,
-         stream_sequence, batch_first_sequence, shard_batch, result_status, occurred_at)
-       SELECT gen_random_uuid(), substring(sha256(n::text::bytea) FROM 1 FOR 16), sha256(n::text::bytea), 'p', 'c', 'k' || n, 0, 0, 0, now(), n, n, 1, 1, now()
-         FROM generate_series(1, $1) AS n`,
-      [rows],
-    );
+    await insertCommands(client, 1, rows);
     const expected = new Map(
       (await client.query<{ id: string; scope: string }>("SELECT command_id::text AS id, encode(scope_digest, 'hex') AS scope FROM runtime.command_log")).rows.map((row) => [row.id, row.scope]),
     );
