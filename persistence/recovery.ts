@@ -139,9 +139,12 @@ export const STORED_KEYS_COUNTED_MAX = 100_000;
 /**
  * About how many keys the key filters must hold for storage: the stored commands (a
  * scope and a commandId each) or the stored orders, whichever is more. Up to
- * STORED_KEYS_COUNTED_MAX rows of each table are counted exactly; past that the
- * planner's estimate is taken (the last ANALYZE's rows per page times the pages the table
- * has now), so the answer costs no scan of a table of millions.
+ * STORED_KEYS_COUNTED_MAX rows of each table are counted exactly; past that the larger
+ * of two estimates is taken, so the answer costs no scan of a table of millions: the
+ * planner's (the last ANALYZE's rows per page times the pages the table has now; on a
+ * table never analyzed, rows per page guessed from the columns' types, which on the
+ * command log came out 25% low) and the statistics' live rows (counted as rows are
+ * written, and exact after a graceful stop; a crash resets them to 0).
  */
 export async function storedKeyEstimate(client: pg.ClientBase, countedMax: number = STORED_KEYS_COUNTED_MAX): Promise<number> {
   let most = 0;
@@ -150,7 +153,8 @@ export async function storedKeyEstimate(client: pg.ClientBase, countedMax: numbe
     let rows = counted.rows[0]!.n;
     if (rows === countedMax) {
       const plan = await client.query<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${table}`);
-      rows = Math.max(rows, Math.round(plan.rows[0]!['QUERY PLAN'][0].Plan['Plan Rows']));
+      const live = await client.query<{ n: string | null }>('SELECT n_live_tup::text AS n FROM pg_stat_user_tables WHERE relid = $1::regclass', [table]);
+      rows = Math.max(rows, Math.round(plan.rows[0]!['QUERY PLAN'][0].Plan['Plan Rows']), Number(live.rows[0]?.n ?? 0));
     }
     most = Math.max(most, rows);
   }
