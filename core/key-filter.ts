@@ -60,6 +60,7 @@ function validBits(bits: number): boolean {
 export class KeyFilter {
   private readonly words: Int32Array;
   private readonly blockMask: number;
+  readonly bits: number;
   /** Keys the filter holds at about 1% false positives. */
   readonly ratedKeys: number;
   /** The last located key (locate()): scratch, so that a lookup allocates nothing. */
@@ -69,9 +70,9 @@ export class KeyFilter {
 
   constructor(buffer: SharedArrayBuffer) {
     this.words = new Int32Array(buffer);
-    const bits = (this.words.length - HEADER_WORDS) * 32;
-    this.blockMask = bits / 512 - 1;
-    this.ratedKeys = Math.floor(bits / BITS_PER_KEY);
+    this.bits = (this.words.length - HEADER_WORDS) * 32;
+    this.blockMask = this.bits / 512 - 1;
+    this.ratedKeys = Math.floor(this.bits / BITS_PER_KEY);
   }
 
   get added(): number {

@@ -208,7 +208,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     flow.persistenceStatus().then(
       (answer) =>
         answer.ok
-          ? reply.send(200, JSON.stringify({ ...(answer.payload as object), queues: flow.queueReport() }))
+          ? reply.send(200, JSON.stringify({ ...(answer.payload as object), queues: flow.queueReport(), keyFilters: flow.keyFilterReport() }))
           : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS),
       (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
     );

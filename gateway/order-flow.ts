@@ -1028,6 +1028,17 @@ export class OrderFlow {
     return rows;
   }
 
+  /** The key filters' size, rating and load (core/key-filter.ts). Shown by GET /admin/v1/persistence/status. */
+  keyFilterReport(): { name: string; bits: number; ratedKeys: number; keys: number }[] {
+    return (
+      [
+        ['idempotency', this.forgottenScopes],
+        ['commandIds', this.forgottenCommandIds],
+        ['orderIds', this.forgottenOrders],
+      ] as const
+    ).map(([name, filter]) => ({ name, bits: filter.bits, ratedKeys: filter.ratedKeys, keys: filter.added }));
+  }
+
   /** POST /admin/v1/projections/order-lifecycle/rebuild, run by the persistence thread. */
   async rebuildLifecycle(): Promise<AdminAnswer> {
     return this.admin.request({ type: 'rebuild-lifecycle' });

@@ -337,8 +337,19 @@ export const persistenceStatusSchema = {
         required: ['name', 'capacity', 'now', 'highWater'],
       },
     },
+    keyFilters: {
+      type: 'array',
+      description:
+        "the filters of keys the shared tables forgot (idempotency scopes, commandIds, orderIds): their size (sized at start for the stored keys), the keys they are rated for at about 1% false positives and the keys they hold; past the rating more new commands are checked in storage",
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { name: { type: 'string', enum: ['idempotency', 'commandIds', 'orderIds'] }, bits: count, ratedKeys: count, keys: count },
+        required: ['name', 'bits', 'ratedKeys', 'keys'],
+      },
+    },
   },
-  required: ['database', 'shards', 'journal', 'projections', 'queues'],
+  required: ['database', 'shards', 'journal', 'projections', 'queues', 'keyFilters'],
 } as const;
 
 // ---- read-plane query parameters (all strings; ranges are checked after the schema) ----

@@ -12,7 +12,8 @@ import { loadKeyFilters } from '../../persistence/key-filter-snapshot.ts';
 import { storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { cancelBody, submitBody, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { cancelBody, submitBody, TOKENS, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { assertShape } from '../support/response-schemas.ts';
 
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
 const dir = VenueProcess.makeDataDir();
@@ -138,6 +139,14 @@ test('the order directory forgets, storage remembers: a reused orderId on anothe
   }
 });
 
+/** The key filters as GET /admin/v1/persistence/status shows them. */
+async function filterReport(venue: VenueProcess): Promise<{ name: string; bits: number; ratedKeys: number; keys: number }[]> {
+  const status = await venue.get('/admin/v1/persistence/status', TOKENS.operator);
+  assert.equal(status.status, 200, status.text);
+  assertShape('PersistenceStatus', status.json);
+  return status.json.keyFilters;
+}
+
 /** A fresh instrument on the wanted shard of two. */
 function instrumentOn(shard: number): string {
   for (;;) {
@@ -179,6 +188,10 @@ test('past their rated load the key filters still give no wrong answer (old comm
     const fresh = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' }));
     assert.ok(fresh.status === 200 && fresh.json.outcome.accepted !== undefined, fresh.text);
     assert.equal((await warnings()).length, 3, 'and only once');
+    // Operators see the filters' size, rating and load.
+    const overloaded = await filterReport(venue);
+    assert.deepEqual(overloaded.map((f) => [f.name, f.bits, f.ratedKeys]), [['idempotency', 1024, 102], ['commandIds', 1024, 102], ['orderIds', 1024, 102]]);
+    for (const filter of overloaded) assert.ok(filter.keys > 102 && filter.keys <= 303, JSON.stringify(filter));
   } finally {
     assert.equal(await venue.stop(), 0);
   }
@@ -209,6 +222,9 @@ test('past their rated load the key filters still give no wrong answer (old comm
     // 300 replays take far longer than the 50 ms between the watch's looks: filters of 1024
     // bits holding these keys would have warned by now.
     assert.doesNotMatch(restarted.log, /a key filter holds more keys than it is rated for/);
+    for (const filter of await filterReport(restarted)) {
+      assert.ok(filter.bits === 8192 && filter.ratedKeys === 819 && filter.keys >= 300 && filter.keys <= 819, JSON.stringify(filter));
+    }
   } finally {
     assert.equal(await restarted.stop(), 0);
     VenueProcess.removeDataDir(tinyDir);
