@@ -133,7 +133,7 @@ export async function recentCommands(client: pg.ClientBase, limit: number, onCom
   );
 }
 
-/** Rows counted exactly before the planner's estimate is used instead. */
+/** Rows of each table counted exactly before the estimates are used instead. */
 export const STORED_KEYS_COUNTED_MAX = 100_000;
 
 /**
