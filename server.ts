@@ -34,6 +34,7 @@ import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread
 import { Principals } from './gateway/principals.ts';
 import {
   attachForgotten,
+  namedKeyFilters,
   createVenueMemory,
   rememberTableKeys,
   StoredMemory,
@@ -253,7 +254,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // sends a new command to a storage check: said once per filter, when it happens (at the
     // start's scan of storage or later, as the tables forget keys).
     const filterWatch = ratedLoadWatch(
-      { idempotency: attachForgotten(memory, 'idempotency'), commandIds: attachForgotten(memory, 'commandIds'), orderIds: attachForgotten(memory, 'orderDirectory') },
+      namedKeyFilters(memory),
       (filter, added, ratedKeys) =>
         logger.warn(
           { filter, added, ratedKeys },

@@ -37,9 +37,10 @@ const BLOCK_WORDS = 16;
  * `short` is true when even `maxBits` is rated for fewer than twice the stored keys.
  */
 export function filterBitsFor(storedKeys: number, floorBits: number, maxBits: number): { bits: number; short: boolean } {
+  const wanted = storedKeys * 2 * BITS_PER_KEY;
   let bits = floorBits;
-  while (bits < maxBits && storedKeys * 2 * BITS_PER_KEY > bits) bits *= 2;
-  return { bits, short: storedKeys * 2 * BITS_PER_KEY > bits };
+  while (bits < maxBits && wanted > bits) bits *= 2;
+  return { bits, short: wanted > bits };
 }
 
 export function createKeyFilter(bits: number): SharedArrayBuffer {

@@ -70,7 +70,7 @@ import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
-import { attachForgotten, attachTable, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_CONNECTION_LIMIT_WORD, type VenueMemory } from './venue-memory.ts';
+import { attachForgotten, attachTable, namedKeyFilters, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_CONNECTION_LIMIT_WORD, type VenueMemory } from './venue-memory.ts';
 import type { KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { TapeView } from '../core/tape-view.ts';
@@ -1030,13 +1030,7 @@ export class OrderFlow {
 
   /** The key filters' size, rating and load (core/key-filter.ts). Shown by GET /admin/v1/persistence/status. */
   keyFilterReport(): { name: string; bits: number; ratedKeys: number; keys: number }[] {
-    return (
-      [
-        ['idempotency', this.forgottenScopes],
-        ['commandIds', this.forgottenCommandIds],
-        ['orderIds', this.forgottenOrders],
-      ] as const
-    ).map(([name, filter]) => ({ name, bits: filter.bits, ratedKeys: filter.ratedKeys, keys: filter.added }));
+    return Object.entries(namedKeyFilters(this.memory)).map(([name, filter]) => ({ name, bits: filter.bits, ratedKeys: filter.ratedKeys, keys: filter.added }));
   }
 
   /** POST /admin/v1/projections/order-lifecycle/rebuild, run by the persistence thread. */

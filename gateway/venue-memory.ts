@@ -135,6 +135,11 @@ export function attachForgotten(memory: VenueMemory, name: ForgettingTable): Key
   return new KeyFilter(memory.forgotten[name]);
 }
 
+/** The three key filters by the names the log and the persistence status give them. */
+export function namedKeyFilters(memory: VenueMemory): { idempotency: KeyFilter; commandIds: KeyFilter; orderIds: KeyFilter } {
+  return { idempotency: attachForgotten(memory, 'idempotency'), commandIds: attachForgotten(memory, 'commandIds'), orderIds: attachForgotten(memory, 'orderDirectory') };
+}
+
 /** A record reference valid in every gateway thread: gateway in the top byte. */
 export function recordRef(gateway: number, index: number): number {
   return (gateway << 24) | index;

@@ -199,8 +199,9 @@ test('past their rated load the key filters still give no wrong answer (old comm
   // bits, rated for 819 keys), up to KEY_FILTER_BITS_MAX, and scans storage into them.
   const sizedStart = async (env: Record<string, string>) => {
     const restarted = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024', ...env });
-    const sized = restarted.log.split('\n').find((line) => line.includes('"storedKeys":302,'));
+    const sized = restarted.log.split('\n').find((line) => line.includes('"keyFilterBits":'));
     assert.ok(sized !== undefined, restarted.log);
+    assert.match(sized, /"storedKeys":302,/, 'sized for the 300 commands and the two after them');
     assert.match(restarted.log, /"keyFilters":"scanned \(the filters' shape changed/, 'the filters saved at the stop are of another size');
     return { restarted, sized: JSON.parse(sized) as { keyFilterBits: number; msg: string } };
   };
