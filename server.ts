@@ -47,11 +47,11 @@ import {
 import { SessionRegistry } from './gateway/sessions.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceCaughtUp, PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, knownOrders, openSession, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds } from './persistence/recovery.ts';
+import { checkSettings, knownOrders, openSession, projectionsBehind, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, savedFilterBits, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
 import { filterBitsFor, ratedLoadWatch } from './core/key-filter.ts';
 
@@ -332,6 +332,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }, 'persistence');
     venue.persistence = persistence;
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
+    const caughtUp = once<PersistenceCaughtUp>(persistence, (m) => m.type === 'caughtUp', 'persistence');
+    caughtUp.catch(() => undefined); // awaited only when the projections lag; a failure also fails `loaded`
 
     const readData: ReadThreadData = {
       databaseUrl,
@@ -392,10 +394,13 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',
       );
     };
-    // Started now, beside the replay: what it learns is all there is unless the persistence
-    // thread has commands to materialize or re-drive (after a crash); then it runs again
-    // once those are in storage.
-    const learnedEarly = learnStorage(true);
+    // Run beside the replay. When the projections lag the journal (a crash under load), the
+    // persistence thread first materializes what they lack, and the pass starts once it has:
+    // a pass started before would miss those commands and have to run again in full after the
+    // catch-up (1.5 s with a million stored orders). Commands re-driven later still need one
+    // more pass.
+    const behind = await projectionsBehind(client, journalEnd);
+    const learnedEarly = (behind ? caughtUp : Promise.resolve()).then(() => learnStorage(true));
 
     // -- shards: restored from the last stop, or each book rebuilt from its journal, every shard at once, each on its own connection --
     const shardsReady = await Promise.all(venue.shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
@@ -462,7 +467,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }
     await learnedEarly;
     started('tables');
-    if (redriven > 0 || projectedBatches > 0) await learnStorage(false);
+    if (redriven > 0 || (projectedBatches > 0 && !behind)) await learnStorage(false);
 
     await client.end();
     await readReady;

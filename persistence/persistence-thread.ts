@@ -28,6 +28,12 @@ import { TapeView } from '../core/tape-view.ts';
  * recovery must re-drive. It then waits for { type: 'journal', journalDurable } (the
  * last sequence per shard the replay reached), starts writing and says { type: 'ready' }.
  */
+/** Sent once the projections hold every journaled command (before the books and tape views load): a storage pass after it sees them all. */
+export interface PersistenceCaughtUp {
+  type: 'caughtUp';
+  projectedBatches: number;
+}
+
 export interface PersistenceLoaded {
   type: 'loaded';
   redrive: RedriveShard[];
@@ -459,6 +465,7 @@ async function main(): Promise<void> {
   const openOrders = await phase('openOrders', projector.load(client, data.openOrders));
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const caughtUp = await phase('catchUp', catchUp(client));
+  parentPort!.postMessage({ type: 'caughtUp', projectedBatches: caughtUp } satisfies PersistenceCaughtUp);
   await phase('analyze', analyzed.catch(() => [])); // only faster reads: its failure is logged above, the start goes on
   await phase('books', loadBooks(client)); // storage now holds everything ingested
   const tapeWasFull = tapeView.full;
