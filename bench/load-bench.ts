@@ -14,6 +14,7 @@
 // Results: bench/results/load.json. Everything is bounded in time.
 
 import { spawn } from 'node:child_process';
+import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -184,7 +185,19 @@ async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | 
  * during the fill and replays the journal after it, storage is scanned). The figures are
  * the medians of the times to /readyz; every start is in `starts`.
  */
-async function restartBench(orders: number, times: number): Promise<Record<string, unknown>> {
+/** PostgreSQL's WAL since its last checkpoint's redo point: what its crash recovery replays. */
+async function walSinceCheckpoint(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const row = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::int8::text AS bytes FROM pg_control_checkpoint()');
+    return Number(row.rows[0]!.bytes);
+  } finally {
+    await client.end();
+  }
+}
+
+async function restartBench(orders: number, times: number, crashLoadMs: number): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-restart-'));
   try {
     const env = { PROCESSING_MODE: 'accepted-async', ORDER_CAPACITY: String(Math.max(1 << 21, orders * 2)) };
@@ -204,7 +217,7 @@ async function restartBench(orders: number, times: number): Promise<Record<strin
       keyFilters: /"keyFilters":"([^"]*)"/.exec(log)?.[1] ?? null,
     });
     const graceful: { readyMs: number; booksRestored: boolean; steps: ReturnType<typeof steps> }[] = [];
-    const crashed: { readyMs: number; steps: ReturnType<typeof steps> }[] = [];
+    const crashed: { readyMs: number; loadAnswered: number | null; walMiB: number; steps: ReturnType<typeof steps> }[] = [];
     let ownOrdersReadStatus = 0;
     let last: Awaited<ReturnType<typeof startBenchVenue>> | null = null;
     for (let k = 0; k < times; k++) {
@@ -214,10 +227,22 @@ async function restartBench(orders: number, times: number): Promise<Record<strin
       graceful.push({ readyMs: Math.round(last.readyMs), booksRestored: /"books":\["saved at the last stop"(,"saved at the last stop")*\]/.test(log), steps: steps(log) });
       if (k === 0) ownOrdersReadStatus = await fetch(`${last.baseUrl}/api/v1/orders/current?limit=1`, { headers: { authorization: 'Bearer dev-token-trader-a' } }).then((r) => r.status);
     }
+    // A crash under load, as a machine's crash would come: an order load runs, then the venue
+    // and its PostgreSQL are killed (kill -9, every process) in the middle of it. The next start
+    // has PostgreSQL's WAL to replay, each shard's journal after its last checkpoint, and the
+    // projections' lag to catch up (a crash of an idle venue has none of that).
     for (let k = 0; k < times; k++) {
-      await last!.kill();
+      const venueNow = last!;
+      const load = runLoad({
+        baseUrl: venueNow.baseUrl, mode: 'accepted-async', threads: 1, connections: 64, warmupMs: 0, durationMs: crashLoadMs + 2_000, ratePerSecond: 0, seed: 300 + k, // ends 2 s after the kill below
+        record: false, quiet: true, label: `load before crash ${k + 1}`,
+      });
+      await new Promise((resolve) => setTimeout(resolve, crashLoadMs));
+      const walBytes = await walSinceCheckpoint(venueNow.databaseUrl);
+      await venueNow.kill({ database: true });
+      const loaded = await load.catch(() => null);
       last = await startBenchVenue(env, dataDir);
-      crashed.push({ readyMs: Math.round(last.readyMs), steps: steps(last.log()) });
+      crashed.push({ readyMs: Math.round(last.readyMs), loadAnswered: loaded === null ? null : (loaded.statuses['202'] ?? 0) + (loaded.statuses['200'] ?? 0), walMiB: Math.round(walBytes / 2 ** 20), steps: steps(last.log()) });
     }
     await last!.stop({ keepData: true });
     const accepted = fill.statuses['202'] ?? 0;
@@ -376,7 +401,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     }
   }
 
-  const restart = await restartBench(quick ? 2_000 : 1_000_000, repeats);
+  const restart = await restartBench(quick ? 2_000 : 1_000_000, repeats, quick ? 1_000 : 5_000);
 
   const at = (mode: string) => runs.find((r) => r.mode === mode && r.gatewayThreads === 2 && r.shards === 2)!;
   const sync = at('sync-result');

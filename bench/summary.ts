@@ -24,6 +24,11 @@ const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined)
   starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
     ? "each shard's last checkpoint and the journal after it"
     : 'the whole journals replayed (a start without a checkpoint)';
+/** How the crashes came: the venue and its PostgreSQL killed under an order load, and the WAL PostgreSQL had to replay. */
+const crashOf = (starts: { walMiB?: number }[] | undefined) => {
+  const wal = (starts ?? []).flatMap((start) => (start.walMiB === undefined ? [] : [start.walMiB]));
+  return `the venue and its PostgreSQL killed (kill -9) amid an order load${wal.length > 0 ? `, PostgreSQL's WAL since its last checkpoint ${wal.join(', ')} MiB` : ''}`;
+};
 /** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
@@ -83,7 +88,7 @@ export function buildSummary(): string {
     '< 10 s',
     restart
       ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders, after a graceful stop${restart.booksRestored === false ? ' (books replayed: nothing saved was used)' : ''}${startsOf(restart.starts?.afterGracefulStop)}` +
-        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash (kill -9: ${crashBooks(restart.starts?.afterCrash)}, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
+        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash under load (${crashOf(restart.starts?.afterCrash)}: ${crashBooks(restart.starts?.afterCrash)}, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
       : '—',
     restart && restart.restingOrders >= 1e6
       ? restart.readyMs < 10_000 && restart.readyAfterCrashMs !== undefined && restart.readyAfterCrashMs >= 10_000

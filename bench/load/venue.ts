@@ -2,7 +2,7 @@
 // benchmarks: its URL, its database URL (the embedded server it started), a stop.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +18,12 @@ export interface BenchVenue {
   readyMs: number;
   /** SIGTERM, wait for the exit; removes the data folder unless keepData. */
   stop(options?: { keepData?: boolean }): Promise<void>;
-  /** kill -9, wait for the exit; the data folder is kept (its embedded database too: the next start on it stops it). */
-  kill(): Promise<void>;
+  /**
+   * kill -9, wait for the exit; the data folder is kept (its embedded database too: the next
+   * start on it stops it). `database`: its embedded PostgreSQL's postmaster is killed too, as a
+   * machine's crash would stop both (the next start's PostgreSQL then replays its WAL).
+   */
+  kill(options?: { database?: boolean }): Promise<void>;
   /** What the venue printed (its last 64 KiB at least). */
   log(): string;
 }
@@ -78,7 +82,40 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
       await end('SIGTERM');
       if (!options.keepData && dataDir === undefined) rmSync(dir, { recursive: true, force: true });
     },
-    kill: () => end('SIGKILL'),
+    kill: async (options = {}) => {
+      const postmaster = options.database ? Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) : 0;
+      await end('SIGKILL');
+      if (postmaster > 0) {
+        // The postmaster and every process it started, all at once, as a power cut would.
+        const all = [postmaster, ...childrenOf(postmaster)];
+        for (const pid of all) process.kill(pid, 'SIGKILL');
+        while (all.some(alive)) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
     log: () => seen,
   };
+}
+
+/** Running (a zombie, dead but not yet reaped, is not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) children.push(Number(entry));
+    } catch {
+      // gone already
+    }
+  }
+  return children;
 }
