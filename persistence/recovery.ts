@@ -130,21 +130,56 @@ export async function projectionsBehind(client: pg.ClientBase, journalEnd: reado
  * oldest of them first, streamed binary: the scope digest, the first 16 bytes of the
  * payload hash and the commandId, as four words each. Returns how many.
  */
-export async function recentCommands(client: pg.ClientBase, limit: number, onCommand: (scope: Int32Array, payloadHead: Int32Array, commandId: Int32Array) => void): Promise<number> {
+export async function recentCommands(client: pg.ClientBase, limit: number, onCommand: OnStoredCommand): Promise<number> {
+  return readCommands(
+    client,
+    `SELECT scope_digest, payload_hash, command_id FROM (SELECT scope_digest, payload_hash, command_id, received_at FROM runtime.command_log ORDER BY received_at DESC LIMIT ${Math.floor(limit)}) recent ORDER BY received_at`,
+    onCommand,
+  );
+}
+
+/** Ids given to one query by the reads of commands and orders by id: a bounded statement. */
+export const IDS_PER_QUERY_MAX = 10_000;
+
+/**
+ * The stored commands among `commandIds` (RFC 4122 text, as formatUuid writes it), as
+ * recentCommands gives them, oldest first within each group of IDS_PER_QUERY_MAX.
+ * Returns how many were found.
+ */
+export async function commandsById(client: pg.ClientBase, commandIds: readonly string[], onCommand: OnStoredCommand): Promise<number> {
+  let found = 0;
+  for (let at = 0; at < commandIds.length; at += IDS_PER_QUERY_MAX) {
+    const ids = uuidArrayLiteral(commandIds.slice(at, at + IDS_PER_QUERY_MAX));
+    found += await readCommands(client, `SELECT scope_digest, payload_hash, command_id FROM runtime.command_log WHERE command_id = ANY(${ids}) ORDER BY received_at`, onCommand);
+  }
+  return found;
+}
+
+export type OnStoredCommand = (scope: Int32Array, payloadHead: Int32Array, commandId: Int32Array) => void;
+
+/** Rows of (scope_digest, payload_hash, command_id), streamed binary. */
+function readCommands(client: pg.ClientBase, query: string, onCommand: OnStoredCommand): Promise<number> {
   const scope = new Int32Array(4);
   const payload = new Int32Array(4);
   const commandId = new Int32Array(4);
-  return copyOut(
-    client,
-    `SELECT scope_digest, payload_hash, command_id FROM (SELECT scope_digest, payload_hash, command_id, received_at FROM runtime.command_log ORDER BY received_at DESC LIMIT ${Math.floor(limit)}) recent ORDER BY received_at`,
-    (row) => {
-      row.words(0, scope, 0);
-      row.words(1, payload, 0);
-      row.words(2, commandId, 0);
-      onCommand(scope, payload, commandId);
-    },
-  );
+  return copyOut(client, query, (row) => {
+    row.words(0, scope, 0);
+    row.words(1, payload, 0);
+    row.words(2, commandId, 0);
+    onCommand(scope, payload, commandId);
+  });
 }
+
+/**
+ * A uuid[] literal of ids in RFC 4122 text (a COPY takes no parameters). Each id is
+ * checked against the uuid text form, so nothing else can reach the statement.
+ */
+function uuidArrayLiteral(ids: readonly string[]): string {
+  for (const id of ids) if (!UUID_TEXT.test(id)) throw new Error(`not a uuid: ${JSON.stringify(id)}`);
+  return `'{${ids.join(',')}}'::uuid[]`;
+}
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Rows of each table counted exactly before the estimates are used instead. */
 export const STORED_KEYS_COUNTED_MAX = 100_000;
@@ -206,32 +241,44 @@ export interface KnownOrder {
  * Returns how many.
  */
 export async function knownOrders(client: pg.ClientBase, limit: number, onOrder: (order: KnownOrder) => void): Promise<number> {
-  const order: KnownOrder = { ids: new Int32Array(12), shard: 0, participantId: '', clientOrderId: null, runId: '', venueSessionId: '' };
-  const participant = new Int32Array(4);
-  const read = (where: string) =>
-    copyOut(client, `SELECT order_id, instrument_id, account_id, shard_id, participant_id, client_order_id, run_id, venue_session_id FROM runtime.order_lifecycle_state ${where}`, (row) => {
-      for (let k = 0; k < 3; k++) row.words(k, order.ids, k * 4);
-      order.shard = row.int16(3);
-      if (row.isNull(5)) {
-        order.clientOrderId = null;
-      } else {
-        order.clientOrderId = row.text(5);
-        row.words(4, participant, 0);
-        order.participantId = formatUuid(participant, 0);
-        order.runId = row.text(6);
-        order.venueSessionId = row.text(7);
-      }
-      onOrder(order);
-    });
   const limited = Math.floor(limit);
   const closed = await client.query<{ n: number }>(
     `SELECT greatest(0, $1 - (SELECT count(*) FROM (SELECT 1 FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED') LIMIT $1) open))::int AS n`,
     [limited],
   );
   const room = closed.rows[0]!.n;
-  let count = room === 0 ? 0 : await read(`WHERE state NOT IN ('OPEN', 'PARTIALLY_FILLED') ORDER BY last_sequence DESC LIMIT ${room}`);
-  count += await read(`WHERE state IN ('OPEN', 'PARTIALLY_FILLED') LIMIT ${limited}`);
+  let count = room === 0 ? 0 : await readOrders(client, `WHERE state NOT IN ('OPEN', 'PARTIALLY_FILLED') ORDER BY last_sequence DESC LIMIT ${room}`, onOrder);
+  count += await readOrders(client, `WHERE state IN ('OPEN', 'PARTIALLY_FILLED') LIMIT ${limited}`, onOrder);
   return count;
+}
+
+/** The stored orders among `orderIds` (RFC 4122 text), as knownOrders gives them. Returns how many were found. */
+export async function ordersById(client: pg.ClientBase, orderIds: readonly string[], onOrder: (order: KnownOrder) => void): Promise<number> {
+  let found = 0;
+  for (let at = 0; at < orderIds.length; at += IDS_PER_QUERY_MAX) {
+    found += await readOrders(client, `WHERE order_id = ANY(${uuidArrayLiteral(orderIds.slice(at, at + IDS_PER_QUERY_MAX))})`, onOrder);
+  }
+  return found;
+}
+
+/** Orders of order_lifecycle_state (`where`: the rest of the statement), streamed binary; text decoded only for those with a clientOrderId. */
+function readOrders(client: pg.ClientBase, where: string, onOrder: (order: KnownOrder) => void): Promise<number> {
+  const order: KnownOrder = { ids: new Int32Array(12), shard: 0, participantId: '', clientOrderId: null, runId: '', venueSessionId: '' };
+  const participant = new Int32Array(4);
+  return copyOut(client, `SELECT order_id, instrument_id, account_id, shard_id, participant_id, client_order_id, run_id, venue_session_id FROM runtime.order_lifecycle_state ${where}`, (row) => {
+    for (let k = 0; k < 3; k++) row.words(k, order.ids, k * 4);
+    order.shard = row.int16(3);
+    if (row.isNull(5)) {
+      order.clientOrderId = null;
+    } else {
+      order.clientOrderId = row.text(5);
+      row.words(4, participant, 0);
+      order.participantId = formatUuid(participant, 0);
+      order.runId = row.text(6);
+      order.venueSessionId = row.text(7);
+    }
+    onOrder(order);
+  });
 }
 
 /** Every stored order's id, as four words (the filter of order ids the directory does not hold). Returns how many. */

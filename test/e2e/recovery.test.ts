@@ -279,34 +279,41 @@ test('a command captured but never journaled (the process died in between) is re
   assert.equal((await venue.order('/api/v1/orders/submit', resting, { token: TOKENS.traderB })).status, 200);
   assert.equal(await venue.stop(), 0);
 
-  // The intake record a gateway wrote for a captured-ack submit that crosses the resting sell,
-  // committed (as tier 1 does, in an intake batch of its own commit) while its journal batch never was.
-  const body = submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '4' });
-  const key = `captured-${crypto.randomUUID()}`;
+  // The intake records a gateway wrote for two captured-ack submits, committed (as tier 1 does,
+  // in an intake batch of its own commit) while their journal batch never was: one crosses the
+  // resting sell, the other rests with a clientOrderId.
   const clientId = 'crash-client';
   const principal = Principals.load(DEFAULT_PRINCIPALS_FILE).authenticate(`Bearer ${TOKENS.traderA}`)!;
-  const slot = new ArrayBuffer(COMMAND_SLOT_BYTES);
-  encodeCommand(
-    {
-      opcode: Opcode.SUBMIT, side: Side.BUY, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, runNo: 1, sessionNo: 1,
-      commandId: body.commandId as string, orderId: body.orderId as string, instrumentId: instrument, participantId: TRADER_A.participantId,
-      accountId: TRADER_A.accountId, currency: 'USD', priceNanos: 50_000_000_000, quantityUnits: 4, timestampUs: 0,
-    },
-    slotViews(slot),
-    0,
-  );
-  const record = new ArrayBuffer(INTAKE_RECORD_BYTES);
-  writeIntake({ words: new Int32Array(record), floats: new Float64Array(record), bytes: new Uint8Array(record) }, 0, {
-    processingMode: 1, route: ROUTE_SUBMIT, shard: shardOf(uuidWords(instrument), 0, SHARDS), principal: principal.index, receivedAtUs: Date.now() * 1000,
-    commandId: uuidWords(body.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, key), payloadHash: payloadDigest(ROUTE_SUBMIT, body),
-    orderId: uuidWords(body.orderId as string), instrumentId: uuidWords(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey: key, clientOrderId: null,
-  });
+  const intakeRecord = (submit: Record<string, unknown>, idempotencyKey: string, clientOrderId: string | null): Uint8Array => {
+    const slot = new ArrayBuffer(COMMAND_SLOT_BYTES);
+    encodeCommand(
+      {
+        opcode: Opcode.SUBMIT, side: Side.BUY, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, runNo: 1, sessionNo: 1,
+        commandId: submit.commandId as string, orderId: submit.orderId as string, instrumentId: instrument, participantId: TRADER_A.participantId,
+        accountId: TRADER_A.accountId, currency: 'USD', priceNanos: Number(submit.limitPrice) * 1e9, quantityUnits: Number(submit.quantityUnits), timestampUs: 0,
+      },
+      slotViews(slot),
+      0,
+    );
+    const record = new ArrayBuffer(INTAKE_RECORD_BYTES);
+    writeIntake({ words: new Int32Array(record), floats: new Float64Array(record), bytes: new Uint8Array(record) }, 0, {
+      processingMode: 1, route: ROUTE_SUBMIT, shard: shardOf(uuidWords(instrument), 0, SHARDS), principal: principal.index, receivedAtUs: Date.now() * 1000,
+      commandId: uuidWords(submit.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, idempotencyKey), payloadHash: payloadDigest(ROUTE_SUBMIT, submit),
+      orderId: uuidWords(submit.orderId as string), instrumentId: uuidWords(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey, clientOrderId,
+    });
+    return new Uint8Array(record);
+  };
+  const body = submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '4' });
+  const key = `captured-${crypto.randomUUID()}`;
+  const clientOrderId = `redriven-${crypto.randomUUID()}`;
+  const restingBuy = submitBody({ instrumentId: instrument, side: 'BUY', price: '40', quantity: '3', clientOrderId });
+  const records = Buffer.concat([intakeRecord(body, key, null), intakeRecord(restingBuy, `captured-${crypto.randomUUID()}`, clientOrderId)]);
   const database = await startEmbeddedPostgres(dir, () => undefined);
   await withClient(database.url, (client) =>
     client.query(
       `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload)
-       SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) + 1, 0, 1, $1, $2`,
-      [crc32(new Uint8Array(record)), Buffer.from(record)],
+       SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) + 1, 0, 2, $1, $2`,
+      [crc32(records), records],
     ),
   );
   await database.stop();
@@ -334,7 +341,10 @@ test('a command captured but never journaled (the process died in between) is re
   assert.ok(seen.has('503 the venue is starting'), [...seen].join('; '));
   assert.ok(seen.has('order 503 1'), [...seen].join('; '));
   try {
-    assert.match(venue.log, /"commands":1,"msg":"captured commands re-driven to a terminal status"/);
+    assert.match(venue.log, /"commands":2,"msg":"captured commands re-driven to a terminal status"/);
+    // Learned by id, not by another pass over storage: the graceful stop's key filters were loaded, nothing scanned.
+    assert.match(venue.log, /"commands":2,"orders":2,"msg":"the re-driven commands and their orders learned by the shared tables and key filters"/);
+    assert.equal(venue.log.match(/the key filters hold every stored one/g)?.length, 1);
     const view = (await venue.get(`/api/v1/commands/${body.commandId as string}`, TOKENS.traderA)).json;
     const pointer = renderPointer(body.commandId as string, 'captured-ack');
     assert.deepEqual([view.status, view.processingMode, view.responseStatus, view.responsePayloadJson], ['COMPLETED', 'captured-ack', 202, pointer]);
@@ -345,6 +355,9 @@ test('a command captured but never journaled (the process died in between) is re
     );
     const replay = await venue.order('/api/v1/orders/submit', body, { key, clientId });
     assert.deepEqual([replay.status, replay.text], [202, pointer], 'the client retrying its lost answer gets the acknowledgement');
+    // The resting re-driven order's clientOrderId resolves (the shared tables hold its claim).
+    const cancelled = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody(clientOrderId), { mode: 'sync-result' });
+    assert.equal(cancelled.json.outcome.accepted?.orderId, restingBuy.orderId, cancelled.text);
     // The resting sell has 2 left: a second buy of 5 fills 2 of it.
     const next = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '5' }), { mode: 'sync-result' });
     assert.deepEqual(next.json.trades.map((trade: any) => trade.quantity.units), ['2']);

@@ -1,14 +1,15 @@
 // The start-up scan of every stored command's keys (persistence/recovery.ts
 // storedCommandKeys) on a real PostgreSQL: every row once, whatever the chunking of
 // the binary COPY stream; and the estimate of how many there are that sizes the key
-// filters before it (storedKeyEstimate).
+// filters before it (storedKeyEstimate); the reads of given commands and orders by id
+// (commandsById, ordersById) that teach the start the commands it re-drove.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { formatUuid } from '../../core/uuid.ts';
 import { migrate } from '../../persistence/migrations.ts';
-import { storedCommandKeys, storedKeyEstimate } from '../../persistence/recovery.ts';
+import { commandsById, IDS_PER_QUERY_MAX, ordersById, storedCommandKeys, storedKeyEstimate } from '../../persistence/recovery.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -75,5 +76,40 @@ test('the key scan yields each stored command once, with its scope digest and co
     });
     assert.equal(count, rows);
     assert.deepEqual(seen, expected);
+  });
+});
+
+test('commands and orders read by id: each stored one once, in groups of a bounded size, none that is not stored, and only uuids reach the statement', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    const stored = IDS_PER_QUERY_MAX + 2_000; // two groups
+    await insertCommands(client, 1, stored);
+    await client.query(
+      `INSERT INTO runtime.order_lifecycle_state (order_id, client_order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+         limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+       SELECT gen_random_uuid(), CASE WHEN n % 2 = 0 THEN 'coid-' || n END, 'run-1', 'session-1', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'BUY', 'LIMIT', 'DAY', 'OPEN', 1, 'USD', 1, 1, 0, n::text, n % 3, n, now(), now()
+         FROM generate_series(1, 10) AS n`,
+    );
+    const commands = (await client.query<{ id: string; scope: Buffer }>('SELECT command_id::text AS id, scope_digest AS scope FROM runtime.command_log')).rows;
+    const unknown = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
+    const seen = new Map<string, string>();
+    const found = await commandsById(client, [...unknown, ...commands.map((row) => row.id)], (scope, _payloadHead, commandId) => {
+      const id = formatUuid(commandId, 0);
+      assert.ok(!seen.has(id), `${id} once`);
+      seen.set(id, formatUuid(scope, 0).replaceAll('-', '')); // the words read as the bytes' big-endian numbers
+    });
+    assert.equal(found, stored);
+    for (const row of commands) assert.equal(seen.get(row.id), row.scope.toString('hex'), `${row.id} with its own scope`);
+
+    const orders = (await client.query<{ id: string; coid: string | null; shard: number; participant: string }>('SELECT order_id::text AS id, client_order_id AS coid, shard_id AS shard, participant_id::text AS participant FROM runtime.order_lifecycle_state ORDER BY last_sequence')).rows;
+    const wanted = orders.slice(0, 4); // two with a clientOrderId, two without
+    const read: [string, string | null, number, string][] = [];
+    assert.equal(await ordersById(client, [...wanted.map((row) => row.id), ...unknown], (order) => read.push([formatUuid(order.ids, 0), order.clientOrderId, order.shard, order.clientOrderId === null ? '' : order.participantId])), 4);
+    assert.deepEqual(read.sort(), wanted.map((row) => [row.id, row.coid, row.shard, row.coid === null ? '' : row.participant]).sort());
+
+    assert.equal(await commandsById(client, [], () => assert.fail('no rows for no ids')), 0);
+    await assert.rejects(commandsById(client, ["00000000-0000-4000-8000-000000000001}'::uuid[]); DROP TABLE runtime.command_log; --"], () => undefined), /not a uuid/);
+    await assert.rejects(ordersById(client, ['not-a-uuid'], () => undefined), /not a uuid/);
   });
 });
