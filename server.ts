@@ -46,6 +46,7 @@ import {
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
 import { slotIds } from './core/command-slot.ts';
+import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
 import type { PersistenceCaughtUp, PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
@@ -375,6 +376,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       const scopes = attachForgotten(memory, 'idempotency');
       const commandIds = attachForgotten(memory, 'commandIds');
       const orderIds = attachForgotten(memory, 'orderDirectory');
+      const clientOrders = attachForgotten(memory, 'clientOrders');
       const [remembered, , storedKeys, storedOrders] = await Promise.all([
         withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
@@ -386,34 +388,29 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
                 commandIds.add(commandId, 0);
               }),
             ),
-        notKept === null ? -1 : withReader((reader) => storedOrderIds(reader, (orderId) => orderIds.add(orderId, 0))),
+        notKept === null
+          ? -1
+          : withReader((reader) =>
+              storedOrderIds(
+                reader,
+                (orderId) => orderIds.add(orderId, 0),
+                (participantId, clientOrderId) => clientOrders.add(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0),
+              ),
+            ),
       ]);
       logger.info(
         { remembered, storedKeys, storedOrders, keyFilters: notKept === null ? 'saved at the last stop' : `scanned (${notKept})` },
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',
       );
     };
-    // The commands re-driven below enter storage after every pass above: the tables and the
-    // filters learn them (and their orders, as stored) by id, not by another pass over all
-    // of storage (2.7-3.0 s with a million stored orders, measured in a crash under load).
+    // The commands re-driven below enter storage after every pass above: the tables learn them
+    // (and their orders, as stored) by id, not by another pass over all of storage (2.7-3.0 s
+    // with a million stored orders, measured in a crash under load). What the tables hold needs
+    // no filter: a key they evict goes into it.
     const learnRedriven = async (ids: { commandIds: string[]; orderIds: string[] }) => {
       const stored = new StoredMemory(memory);
-      const scopes = attachForgotten(memory, 'idempotency');
-      const commandIds = attachForgotten(memory, 'commandIds');
-      const orderIds = attachForgotten(memory, 'orderDirectory');
-      const commands = await withReader((reader) =>
-        commandsById(reader, ids.commandIds, (scope, payloadHead, commandId) => {
-          stored.command(scope, payloadHead, commandId);
-          scopes.add(scope, 0);
-          commandIds.add(commandId, 0);
-        }),
-      );
-      const orders = await withReader((reader) =>
-        ordersById(reader, ids.orderIds, (order) => {
-          learnOrder(stored, order);
-          orderIds.add(order.ids, 0);
-        }),
-      );
+      const commands = await withReader((reader) => commandsById(reader, ids.commandIds, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId)));
+      const orders = await withReader((reader) => ordersById(reader, ids.orderIds, (order) => learnOrder(stored, order)));
       logger.info({ commands, orders }, 'the re-driven commands and their orders learned by the shared tables and key filters');
     };
     // Run beside the replay. When the projections lag the journal (a crash under load), the

@@ -100,6 +100,15 @@ export interface StoredCommand {
   responseBody: string | null;
 }
 
+/** An order a clientOrderId resolves to in storage: what the clientOrderId table keeps of it. */
+export interface StoredClientOrder {
+  orderId: string;
+  instrumentId: string;
+  accountId: string;
+  runId: string;
+  venueSessionId: string;
+}
+
 export type ReadRequest =
   | { id: number; type: 'command'; commandId: string }
   | { id: number; type: 'replay'; scopeDigest: string }
@@ -107,11 +116,13 @@ export type ReadRequest =
   | { id: number; type: 'claims'; scopeDigest: string; commandId: string }
   /** Which shard holds this order, if storage knows it (for orderIds the directory may have forgotten). */
   | { id: number; type: 'order-shard'; orderId: string }
+  /** The newest stored order of this participant with this clientOrderId (for claims the clientOrderId table may have forgotten). */
+  | { id: number; type: 'client-order'; participantId: string; clientOrderId: string }
   | { id: number; type: 'plane'; read: PlaneRead };
 
 /** command (and match) answer the command requests; answer the read-plane ones. */
 export type ReadAnswer =
-  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null }
+  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null; clientOrder?: StoredClientOrder | null }
   | { id: number; ok: false; message: string };
 
 

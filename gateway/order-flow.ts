@@ -60,9 +60,9 @@ import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
-import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredCommand } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
-import { PortClient } from './storage-client.ts';
+import { PortClient, type WithoutId } from './storage-client.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
@@ -198,6 +198,8 @@ export class OrderFlow {
   private readonly forgottenCommandIds: KeyFilter;
   /** OrderIds the order directory forgot, or that storage held at start. */
   private readonly forgottenOrders: KeyFilter;
+  /** (participant, clientOrderId) claims the clientOrderId table forgot, or that storage held at start. */
+  private readonly forgottenClientOrders: KeyFilter;
   private readonly depthView: DepthView;
   private readonly tapeView: TapeView;
   private readonly snapshotView: SnapshotView;
@@ -243,6 +245,7 @@ export class OrderFlow {
     this.forgottenScopes = attachForgotten(memory, 'idempotency');
     this.forgottenCommandIds = attachForgotten(memory, 'commandIds');
     this.forgottenOrders = attachForgotten(memory, 'orderDirectory');
+    this.forgottenClientOrders = attachForgotten(memory, 'clientOrders');
     this.depthView = new DepthView(memory.depthView);
     this.tapeView = new TapeView(memory.tapeView);
     this.snapshotView = new SnapshotView(memory.snapshotView);
@@ -471,26 +474,38 @@ export class OrderFlow {
     extra.set(command.accountId, 8);
     extra[12] = runNo;
     extra[13] = sessionNo;
-    const existingExtra = new Int32Array(14);
-    const existing = this.clientOrders.insertIfAbsent(key, 0, ref, extra, existingExtra);
-    if (existing === NOT_FOUND) {
-      proceed(key);
-      return;
-    }
+    const holderExtra = new Int32Array(14);
+    const existing = this.clientOrders.insertIfAbsent(key, 0, ref, extra, holderExtra);
     const duplicate = () =>
       this.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_CLIENT_ORDER_ID') }, undoClaims);
-    const replaceClaim = () => (this.clientOrders.replace(key, 0, existing, ref, extra) ? proceed(key) : duplicate());
-    // Is the order holding this clientOrderId still open? Its record says so while it
-    // has no result; afterwards only its shard knows.
-    const heldOrder = existingExtra.subarray(0, 4);
-    const held = this.stores[refGateway(existing)]?.read(refIndex(existing));
-    if (held !== undefined && held !== null && held.orderId !== null && sameWords(uuidWords(held.orderId), heldOrder)) {
-      if (held.resultStatus === RESULT.NONE) return duplicate();
-      if (held.resultStatus === RESULT.REJECTED) return replaceClaim();
-    }
-    this.shardHolding(heldOrder, existingExtra.subarray(4, 8), request.reply, undoClaims, (shard) =>
-      this.query(shard, heldOrder, (state) => (state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim())),
-    );
+    // Another order holds the claim (`holder`): a duplicate while that order is open, else the claim is this order's.
+    const settle = (holder: number) => {
+      const replaceClaim = () => (this.clientOrders.replace(key, 0, holder, ref, extra) ? proceed(key) : duplicate());
+      // Is the order holding this clientOrderId still open? Its record says so while it
+      // has no result; afterwards only its shard knows.
+      const heldOrder = holderExtra.subarray(0, 4);
+      const held = this.stores[refGateway(holder)]?.read(refIndex(holder));
+      if (held !== undefined && held !== null && held.orderId !== null && sameWords(uuidWords(held.orderId), heldOrder)) {
+        if (held.resultStatus === RESULT.NONE) return duplicate();
+        if (held.resultStatus === RESULT.REJECTED) return replaceClaim();
+      }
+      this.shardHolding(heldOrder, holderExtra.subarray(4, 8), request.reply, undoClaims, (shard) =>
+        this.query(shard, heldOrder, (state) => (state === STATE_OPEN || state === STATE_PARTIALLY_FILLED ? duplicate() : replaceClaim())),
+      );
+    };
+    if (existing !== NOT_FOUND) return settle(existing);
+    if (!this.forgottenClientOrders.mightContain(key, 0)) return proceed(key);
+    // The table may have forgotten the order that holds it: storage says which (the newest), if any.
+    const undoAll = () => {
+      this.clientOrders.remove(key, 0, ref);
+      undoClaims();
+    };
+    this.storedClientOrder(body.participantId, body.clientOrderId, request.reply, undoAll, (stored) => {
+      if (stored === null) return proceed(key);
+      this.clientOrderExtra(stored, holderExtra);
+      this.clientOrders.replace(key, 0, ref, STORAGE_REF, holderExtra); // the claim is the stored order's until settled
+      settle(STORAGE_REF);
+    });
   }
 
   private target(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void): void {
@@ -526,10 +541,9 @@ export class OrderFlow {
     const body = request.body as CancelByClientOrderBody;
     const participant = uuidWords(body.participantId);
     const extra = new Int32Array(14);
-    const found = this.clientOrders.get(wordsOf(clientOrderDigest(body.participantId, body.clientOrderId)), 0, extra);
-    if (found === NOT_FOUND) {
-      const shard = shardOf(participant, 0, this.memory.shardCount);
-      const pending = this.newPending(request, intake, index, shard, '', '', body.commandId);
+    const key = wordsOf(clientOrderDigest(body.participantId, body.clientOrderId));
+    const notFound = () => {
+      const pending = this.newPending(request, intake, index, shardOf(participant, 0, this.memory.shardCount), '', '', body.commandId);
       pending.rejectedOrderIdNull = true;
       this.dispatch(
         pending,
@@ -550,8 +564,23 @@ export class OrderFlow {
         },
         undoClaims,
       );
-      return;
-    }
+    };
+    if (this.clientOrders.get(key, 0, extra) !== NOT_FOUND) return this.cancelResolved(request, intake, index, commandId, undoClaims, extra);
+    if (!this.forgottenClientOrders.mightContain(key, 0)) return notFound();
+    // The table may have forgotten it: storage says which order holds it (the newest), if any.
+    this.storedClientOrder(body.participantId, body.clientOrderId, request.reply, undoClaims, (stored) => {
+      if (stored === null) return notFound();
+      this.clientOrderExtra(stored, extra);
+      // Kept for the next lookup; a claim that came meanwhile is newer, and the resolver follows the newest (its extra replaces ours).
+      this.clientOrders.insertIfAbsent(key, 0, STORAGE_REF, extra, extra);
+      this.cancelResolved(request, intake, index, commandId, undoClaims, extra);
+    });
+  }
+
+  /** The cancel of the order a clientOrderId resolved to (`extra`: the claim's orderId, instrumentId, accountId, runNo, sessionNo). */
+  private cancelResolved(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void, extra: Int32Array): void {
+    const body = request.body as CancelByClientOrderBody;
+    const participant = uuidWords(body.participantId);
     const orderId = extra.slice(0, 4);
     const instrument = extra.slice(4, 8);
     const account = extra.slice(8, 12);
@@ -582,6 +611,19 @@ export class OrderFlow {
     ));
   }
 
+  /** Asks storage for the newest order of a participant with a clientOrderId (null: none); a 503 (claims undone) if storage does not answer. */
+  private storedClientOrder(participantId: string, clientOrderId: string, reply: Reply, undoClaims: () => void, then: (stored: StoredClientOrder | null) => void): void {
+    this.askStorage({ type: 'client-order', participantId: participantId.toLowerCase(), clientOrderId }, reply, undoClaims, (answer) => then(answer.clientOrder ?? null));
+  }
+
+  /** A stored order as the clientOrderId table keeps it: orderId, instrumentId, accountId (words), runNo, sessionNo. */
+  private clientOrderExtra(stored: StoredClientOrder, extra: Int32Array): void {
+    extra.set(uuidWords(stored.orderId), 0);
+    extra.set(uuidWords(stored.instrumentId), 4);
+    extra.set(uuidWords(stored.accountId), 8);
+    [extra[12], extra[13]] = this.sessions.numbersOf(stored.runId, stored.venueSessionId);
+  }
+
   /**
    * The shard that holds an order: the directory's answer; else, if the directory may
    * have forgotten it, storage's; else its instrument's shard (where a new order goes).
@@ -596,13 +638,18 @@ export class OrderFlow {
 
   /** Asks storage which shard holds an order (null: none); a 503 (claims undone) if storage does not answer. */
   private storedShardOf(orderId: Int32Array, reply: Reply, undoClaims: () => void, then: (shard: number | null) => void): void {
-    this.reads.request({ type: 'order-shard', orderId: formatUuid(orderId, 0) }).then(
+    this.askStorage({ type: 'order-shard', orderId: formatUuid(orderId, 0) }, reply, undoClaims, (answer) => then(answer.shard ?? null));
+  }
+
+  /** A question for storage about a key the shared tables may have forgotten; a 503 (claims undone) if storage does not answer. */
+  private askStorage(request: WithoutId<ReadRequest>, reply: Reply, undoClaims: () => void, then: (answer: Extract<ReadAnswer, { ok: true }>) => void): void {
+    this.reads.request(request).then(
       (answer) => {
         if (!answer.ok) {
           undoClaims();
           return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
         }
-        then(answer.shard ?? null);
+        then(answer);
       },
       () => {
         undoClaims();

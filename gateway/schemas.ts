@@ -340,11 +340,11 @@ export const persistenceStatusSchema = {
     keyFilters: {
       type: 'array',
       description:
-        "the filters of keys the shared tables forgot (idempotency scopes, commandIds, orderIds): their size (sized at start for the stored keys), the keys they are rated for at about 1% false positives and the keys they hold; past the rating more new commands are checked in storage",
+        "the filters of keys the shared tables forgot (idempotency scopes, commandIds, orderIds, clientOrderIds per participant): their size (sized at start for the stored keys), the keys they are rated for at about 1% false positives and the keys they hold; past the rating more new commands are checked in storage",
       items: {
         type: 'object',
         additionalProperties: false,
-        properties: { name: { type: 'string', enum: ['idempotency', 'commandIds', 'orderIds'] }, bits: count, ratedKeys: count, keys: count },
+        properties: { name: { type: 'string', enum: ['idempotency', 'commandIds', 'orderIds', 'clientOrderIds'] }, bits: count, ratedKeys: count, keys: count },
         required: ['name', 'bits', 'ratedKeys', 'keys'],
       },
     },

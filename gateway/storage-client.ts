@@ -6,7 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { errorBody } from './error-catalog.ts';
 
 /** Omit over each member of a union (a request without its id). */
-type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
+export type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 
 interface Waiting<T> {
   resolve: (answer: T) => void;

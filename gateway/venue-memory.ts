@@ -33,8 +33,8 @@ export const TABLE_EXTRA_WORDS = {
 
 export type TableName = keyof typeof TABLE_EXTRA_WORDS;
 /** The tables whose forgotten keys are kept in a filter: a miss there may be in storage. */
-export type ForgettingTable = 'idempotency' | 'commandIds' | 'orderDirectory';
-const FORGETTING: readonly TableName[] = ['idempotency', 'commandIds', 'orderDirectory'];
+export type ForgettingTable = 'idempotency' | 'commandIds' | 'orderDirectory' | 'clientOrders';
+const FORGETTING: readonly TableName[] = ['idempotency', 'commandIds', 'orderDirectory', 'clientOrders'];
 
 /** Words of the venue control block. */
 export const VENUE_READY_WORD = 0;
@@ -56,7 +56,7 @@ export interface VenueMemory {
   gatewayDoorbells: SharedArrayBuffer[];
   shardControls: SharedArrayBuffer[];
   tables: Record<TableName, SharedArrayBuffer>;
-  /** Keys the idempotency, commandId and order tables forgot, or that storage held at start (core/key-filter.ts). */
+  /** Keys the idempotency, commandId, order and clientOrderId tables forgot, or that storage held at start (core/key-filter.ts). */
   forgotten: Record<ForgettingTable, SharedArrayBuffer>;
   /** [gateway] */
   commandStores: SharedArrayBuffer[];
@@ -102,7 +102,12 @@ export function createVenueMemory(config: VenueConfig, keyFilterBits: number): V
       orderDirectory: createSharedKeyTable(shape('orderDirectory')),
       clientOrders: createSharedKeyTable(shape('clientOrders')),
     },
-    forgotten: { idempotency: createKeyFilter(keyFilterBits), commandIds: createKeyFilter(keyFilterBits), orderDirectory: createKeyFilter(keyFilterBits) },
+    forgotten: {
+      idempotency: createKeyFilter(keyFilterBits),
+      commandIds: createKeyFilter(keyFilterBits),
+      orderDirectory: createKeyFilter(keyFilterBits),
+      clientOrders: createKeyFilter(keyFilterBits),
+    },
     commandStores: range(gateways).map(
       () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
     ),
@@ -123,7 +128,7 @@ export function attachTable(memory: VenueMemory, name: TableName): SharedKeyTabl
   return new SharedKeyTable(memory.tables[name], { bucketCount: memory.tableBuckets, extraWords: TABLE_EXTRA_WORDS[name] }, forgotten);
 }
 
-/** Adds every key the idempotency, commandId and order tables hold to their filters (at a graceful stop); returns how many were new to them. */
+/** Adds every key the idempotency, commandId, order and clientOrderId tables hold to their filters (at a graceful stop); returns how many were new to them. */
 export function rememberTableKeys(memory: VenueMemory): number {
   let added = 0;
   for (const name of FORGETTING) added += attachTable(memory, name).addKeysTo(attachForgotten(memory, name as ForgettingTable));
@@ -135,9 +140,14 @@ export function attachForgotten(memory: VenueMemory, name: ForgettingTable): Key
   return new KeyFilter(memory.forgotten[name]);
 }
 
-/** The three key filters by the names the log and the persistence status give them. */
-export function namedKeyFilters(memory: VenueMemory): { idempotency: KeyFilter; commandIds: KeyFilter; orderIds: KeyFilter } {
-  return { idempotency: attachForgotten(memory, 'idempotency'), commandIds: attachForgotten(memory, 'commandIds'), orderIds: attachForgotten(memory, 'orderDirectory') };
+/** The four key filters by the names the log and the persistence status give them. */
+export function namedKeyFilters(memory: VenueMemory): { idempotency: KeyFilter; commandIds: KeyFilter; orderIds: KeyFilter; clientOrderIds: KeyFilter } {
+  return {
+    idempotency: attachForgotten(memory, 'idempotency'),
+    commandIds: attachForgotten(memory, 'commandIds'),
+    orderIds: attachForgotten(memory, 'orderDirectory'),
+    clientOrderIds: attachForgotten(memory, 'clientOrders'),
+  };
 }
 
 /** A record reference valid in every gateway thread: gateway in the top byte. */

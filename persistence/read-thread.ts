@@ -25,6 +25,7 @@ import {
   type ReadAnswer,
   type ReadAnswerBody,
   type ReadRequest,
+  type StoredClientOrder,
   type StoredCommand,
 } from '../core/storage-protocol.ts';
 import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots, storedSnapshots, type SnapshotRow } from './market-data.ts';
@@ -203,7 +204,7 @@ async function projectorLoop(): Promise<void> {
   }
 }
 
-async function answer(request: ReadRequest): Promise<{ command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null }> {
+async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { ok: true }>, 'id' | 'ok'>> {
   // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
   // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
   if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot' || request.read.kind === 'settlement-read')) {
@@ -219,6 +220,15 @@ async function answer(request: ReadRequest): Promise<{ command: StoredCommand | 
   if (request.type === 'order-shard') {
     const found = await pool.query<{ shard_id: number }>('SELECT shard_id FROM runtime.order_lifecycle_state WHERE order_id = $1', [request.orderId]);
     return { command: null, shard: found.rows[0]?.shard_id ?? null };
+  }
+  if (request.type === 'client-order') {
+    // The newest holder (the resolver's rule); an index on (participant, clientOrderId) serves it (migration 012).
+    const found = await pool.query<StoredClientOrder>(
+      `SELECT order_id AS "orderId", instrument_id AS "instrumentId", account_id AS "accountId", run_id AS "runId", venue_session_id AS "venueSessionId"
+         FROM runtime.order_lifecycle_state WHERE participant_id = $1 AND client_order_id = $2 ORDER BY created_at DESC, last_sequence DESC LIMIT 1`,
+      [request.participantId, request.clientOrderId],
+    );
+    return { command: null, clientOrder: found.rows[0] ?? null };
   }
   const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);
   if (request.type === 'replay' || byScope !== null) return { command: byScope, match: 'scope' };

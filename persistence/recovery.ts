@@ -281,11 +281,20 @@ function readOrders(client: pg.ClientBase, where: string, onOrder: (order: Known
   });
 }
 
-/** Every stored order's id, as four words (the filter of order ids the directory does not hold). Returns how many. */
-export async function storedOrderIds(client: pg.ClientBase, onOrder: (orderId: Int32Array) => void): Promise<number> {
+/**
+ * Every stored order's id, as four words (the filter of order ids the directory does not
+ * hold), and for each order with a clientOrderId, its participant and clientOrderId (the
+ * filter of claims the clientOrderId table does not hold; text decoded for those rows
+ * only). Returns how many orders.
+ */
+export async function storedOrderIds(client: pg.ClientBase, onOrder: (orderId: Int32Array) => void, onClientOrder: (participantId: string, clientOrderId: string) => void = () => undefined): Promise<number> {
   const orderId = new Int32Array(4);
-  return copyOut(client, 'SELECT order_id FROM runtime.order_lifecycle_state', (row) => {
+  const participant = new Int32Array(4);
+  return copyOut(client, 'SELECT order_id, participant_id, client_order_id FROM runtime.order_lifecycle_state', (row) => {
     row.words(0, orderId, 0);
     onOrder(orderId);
+    if (row.isNull(2)) return;
+    row.words(1, participant, 0);
+    onClientOrder(formatUuid(participant, 0), row.text(2));
   });
 }

@@ -12,7 +12,8 @@ import { loadKeyFilters } from '../../persistence/key-filter-snapshot.ts';
 import { storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { cancelBody, submitBody, TOKENS, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { clientOrderDigest, wordsOf } from '../../gateway/keys.ts';
+import { cancelBody, cancelByClientOrderBody, submitBody, TOKENS, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 import { assertShape } from '../support/response-schemas.ts';
 
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
@@ -30,16 +31,22 @@ async function everyStoredKeyIsSaved(dataDir: string): Promise<void> {
   await withClient(server.url, async (client) => {
     const note = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
     assert.equal(note.rows.length, 1, 'the graceful stop noted its filters');
-    const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS) };
+    const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS), clientOrders: createKeyFilter(FILTER_BITS) };
     assert.equal(await loadKeyFilters(dataDir, client, 2, buffers), null);
-    const [scopes, commandIds, orders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory].map((buffer) => new KeyFilter(buffer));
+    const [scopes, commandIds, orders, clientOrders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory, buffers.clientOrders].map((buffer) => new KeyFilter(buffer));
     let missing = 0;
     const commands = await storedCommandKeys(client, (scope, commandId) => {
       if (!scopes!.mightContain(scope, 0) || !commandIds!.mightContain(commandId, 0)) missing++;
     });
-    const orderCount = await storedOrderIds(client, (orderId) => {
-      if (!orders!.mightContain(orderId, 0)) missing++;
-    });
+    const orderCount = await storedOrderIds(
+      client,
+      (orderId) => {
+        if (!orders!.mightContain(orderId, 0)) missing++;
+      },
+      (participantId, clientOrderId) => {
+        if (!clientOrders!.mightContain(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0)) missing++;
+      },
+    );
     assert.ok(commands > 0 && orderCount > 0);
     assert.equal(missing, 0, `every stored key is in the saved filters (${commands} commands, ${orderCount} orders)`);
     await client.query("INSERT INTO runtime.venue_settings (name, value) VALUES ('key_filter_snapshot', $1)", [note.rows[0]!.value]);
@@ -155,6 +162,50 @@ function instrumentOn(shard: number): string {
   }
 }
 
+test('the clientOrderId table forgets, storage remembers: an open order\'s clientOrderId stays taken and cancel-by-client-order finds the newest order holding it, before and after a restart and a crash', async () => {
+  const tinyDir = VenueProcess.makeDataDir();
+  const env = { DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16' }; // 128 claims remembered
+  let venue = await VenueProcess.start(env);
+  try {
+    const instrumentId = instrumentOn(0);
+    const resting: Record<string, unknown>[] = [];
+    for (let k = 0; k < 300; k++) {
+      const body = submitBody({ instrumentId, side: 'BUY', price: '9', quantity: '1', clientOrderId: `held-${k}` });
+      const answer = await venue.order('/api/v1/orders/submit', body);
+      assert.ok(answer.json.outcome.accepted !== undefined, answer.text);
+      resting.push(body);
+    }
+    const check = async (label: string, k: number) => {
+      // The claims of the first orders left the table long ago; the orders are still open.
+      const reused = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '8', quantity: '1', clientOrderId: `held-${k}` }));
+      assert.equal(reused.json.outcome.rejected?.code, 'DUPLICATE_CLIENT_ORDER_ID', `${label}: ${reused.text}`);
+      const cancelled = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody(`held-${k}`));
+      assert.equal(cancelled.json.outcome.accepted?.orderId, resting[k]!.orderId, `${label}: ${cancelled.text}`);
+      // Once that order is closed its clientOrderId is free again.
+      const again = submitBody({ instrumentId, side: 'BUY', price: '8', quantity: '1', clientOrderId: `held-${k}` });
+      const taken = await venue.order('/api/v1/orders/submit', again);
+      assert.ok(taken.json.outcome.accepted !== undefined, `${label}: ${taken.text}`);
+      return again.orderId;
+    };
+    const reused = await check('after evictions', 0);
+    await check('after evictions', 1);
+    assert.equal(await venue.stop(), 0);
+    venue = await VenueProcess.start(env);
+    await check('after a restart', 100); // the start reloads 32 open orders' claims, the first ones it reads
+    await venue.kill();
+    venue = await VenueProcess.start(env);
+    await check('after a crash', 200);
+    // Two orders of held-0 are stored, the first cancelled: the resolver follows the newest.
+    const newest = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('held-0'));
+    assert.equal(newest.json.outcome.accepted?.orderId, reused, newest.text);
+    const unknown = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('never-used'));
+    assert.equal(unknown.json.outcome.rejected?.code, 'ORDER_NOT_FOUND', unknown.text);
+  } finally {
+    assert.equal(await venue.stop(), 0);
+    VenueProcess.removeDataDir(tinyDir);
+  }
+});
+
 test('past their rated load the key filters still give no wrong answer (old commands replay, an old orderId is a duplicate, new ones are taken), and each warns once; the next start sizes them for the stored keys, up to KEY_FILTER_BITS_MAX', async () => {
   const tinyDir = VenueProcess.makeDataDir();
   // 128 entries per table and filters of 1024 bits, rated for 102 keys each: 300 commands
@@ -190,8 +241,9 @@ test('past their rated load the key filters still give no wrong answer (old comm
     assert.equal((await warnings()).length, 3, 'and only once');
     // Operators see the filters' size, rating and load.
     const overloaded = await filterReport(venue);
-    assert.deepEqual(overloaded.map((f) => [f.name, f.bits, f.ratedKeys]), [['idempotency', 1024, 102], ['commandIds', 1024, 102], ['orderIds', 1024, 102]]);
-    for (const filter of overloaded) assert.ok(filter.keys > 102 && filter.keys <= 303, JSON.stringify(filter));
+    assert.deepEqual(overloaded.map((f) => [f.name, f.bits, f.ratedKeys]), [['idempotency', 1024, 102], ['commandIds', 1024, 102], ['orderIds', 1024, 102], ['clientOrderIds', 1024, 102]]);
+    for (const filter of overloaded.slice(0, 3)) assert.ok(filter.keys > 102 && filter.keys <= 303, JSON.stringify(filter));
+    assert.equal(overloaded[3]!.keys, 0, 'no order had a clientOrderId');
   } finally {
     assert.equal(await venue.stop(), 0);
   }
@@ -224,7 +276,8 @@ test('past their rated load the key filters still give no wrong answer (old comm
     // bits holding these keys would have warned by now.
     assert.doesNotMatch(restarted.log, /a key filter holds more keys than it is rated for/);
     for (const filter of await filterReport(restarted)) {
-      assert.ok(filter.bits === 8192 && filter.ratedKeys === 819 && filter.keys >= 300 && filter.keys <= 819, JSON.stringify(filter));
+      const keys = filter.name === 'clientOrderIds' ? filter.keys === 0 : filter.keys >= 300 && filter.keys <= 819; // no order had a clientOrderId
+      assert.ok(filter.bits === 8192 && filter.ratedKeys === 819 && keys, JSON.stringify(filter));
     }
   } finally {
     assert.equal(await restarted.stop(), 0);
