@@ -45,15 +45,14 @@ import {
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
-import { slotIds } from './core/command-slot.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceCaughtUp, PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, commandsById, knownOrders, openSession, ordersById, projectionsBehind, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
+import { checkSettings, commandsById, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, savedFilterBits, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
 import { filterBitsFor, ratedLoadWatch } from './core/key-filter.ts';
 
@@ -334,8 +333,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }, 'persistence');
     venue.persistence = persistence;
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
-    const caughtUp = once<PersistenceCaughtUp>(persistence, (m) => m.type === 'caughtUp', 'persistence');
-    caughtUp.catch(() => undefined); // awaited only when the projections lag; a failure also fails `loaded`
 
     const readData: ReadThreadData = {
       databaseUrl,
@@ -366,18 +363,18 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     };
     const learnOrder = (stored: StoredMemory, order: KnownOrder) =>
       stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId));
-    const learnStorage = async (first: boolean) => {
+    const learnStorage = async () => {
       const stored = new StoredMemory(memory);
       // Every stored command's keys (and order's id) go into the filters of forgotten keys: a later miss
       // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
       // After a graceful stop the filters saved then already hold them all (persistence/key-filter-snapshot.ts);
       // loaded before the tables, whose loading may evict into the filters.
-      const notKept = !first ? 'again, after the start-up catch-up' : config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, config.matchingShards, memory.forgotten));
+      const notKept = config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, config.matchingShards, memory.forgotten));
       const scopes = attachForgotten(memory, 'idempotency');
       const commandIds = attachForgotten(memory, 'commandIds');
       const orderIds = attachForgotten(memory, 'orderDirectory');
       const clientOrders = attachForgotten(memory, 'clientOrders');
-      const [remembered, , storedKeys, storedOrders] = await Promise.all([
+    const [remembered, , storedKeys, storedOrders] = await Promise.all([
         withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
         notKept === null
@@ -403,23 +400,20 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',
       );
     };
-    // The commands re-driven below enter storage after every pass above: the tables learn them
-    // (and their orders, as stored) by id, not by another pass over all of storage (2.7-3.0 s
-    // with a million stored orders, measured in a crash under load). What the tables hold needs
-    // no filter: a key they evict goes into it.
-    const learnRedriven = async (ids: { commandIds: string[]; orderIds: string[] }) => {
+    // What storage held at start, read beside the replay. The commands taken but not yet in the
+    // command log (a crash) enter storage during the start, as the persistence thread projects
+    // what the journal holds and the re-drive below the rest: the tables learn those by id once
+    // they are in (and their orders, as stored), not by a second pass over all of storage (2.7-
+    // 3.0 s with a million stored orders, measured in a crash under load), nor by holding this
+    // pass until the projections caught up (they first load the open orders: 2.5-4 s). What
+    // the tables hold needs no filter: a key they evict goes into it.
+    const learnedAtStart = learnStorage();
+    const learnPending = async (ids: { commandIds: string[]; orderIds: string[] }) => {
       const stored = new StoredMemory(memory);
       const commands = await withReader((reader) => commandsById(reader, ids.commandIds, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId)));
       const orders = await withReader((reader) => ordersById(reader, ids.orderIds, (order) => learnOrder(stored, order)));
-      logger.info({ commands, orders }, 'the re-driven commands and their orders learned by the shared tables and key filters');
+      logger.info({ commands, orders }, 'the commands the start put in storage, and their orders, learned by the shared tables');
     };
-    // Run beside the replay. When the projections lag the journal (a crash under load), the
-    // persistence thread first materializes what they lack, and the pass starts once it has:
-    // a pass started before would miss those commands and have to run again in full after the
-    // catch-up (1.5 s with a million stored orders). Commands re-driven later still need one
-    // more pass.
-    const behind = await projectionsBehind(client, journalEnd);
-    const learnedEarly = (behind ? caughtUp : Promise.resolve()).then(() => learnStorage(true));
 
     // -- shards: restored from the last stop, or each book rebuilt from its journal, every shard at once, each on its own connection --
     const shardsReady = await Promise.all(venue.shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
@@ -464,14 +458,13 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     );
 
     // -- persistence: once loaded and caught up, it takes the journal positions and starts writing --
-    const { redrive, projectedBatches } = await loaded;
+    const { redrive, pendingIds } = await loaded;
     started('persistenceLoaded');
     persistence.postMessage({ type: 'journal', journalDurable: [...journalDurable] });
     await once<{ type: string }>(persistence, (m) => m.type === 'ready', 'persistence');
 
     // -- re-drive what was captured (maybe acknowledged) but never journaled --
     let redriven = 0;
-    const redrivenIds = slotIds(redrive); // before the slots go to the shards
     for (const { shard, slots, count } of redrive) {
       const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
       if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
@@ -485,10 +478,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       );
       logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
     }
-    await learnedEarly;
+    await learnedAtStart;
+    if (pendingIds.commandIds.length > 0) await learnPending(pendingIds); // after the pass: these are the newest
     started('tables');
-    if (projectedBatches > 0 && !behind) await learnStorage(false); // projected what it was not told of: learn all again
-    else if (redriven > 0) await learnRedriven(redrivenIds);
 
     await client.end();
     await readReady;

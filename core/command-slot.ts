@@ -147,18 +147,3 @@ export function decodeCommand(views: SlotViews, byteOffset: number): Required<Co
     timestampUs: floats[f + COMMAND_TIMESTAMP_US_FLOAT]!,
   };
 }
-
-/** The commandIds of slots packed one after another, and their orderIds that are not all zero (RFC 4122 text). */
-export function slotIds(groups: readonly { slots: ArrayBufferLike; count: number }[]): { commandIds: string[]; orderIds: string[] } {
-  const commandIds: string[] = [];
-  const orderIds: string[] = [];
-  for (const { slots, count } of groups) {
-    const words = new Int32Array(slots, 0, count * COMMAND_SLOT_WORDS);
-    for (let w = 0; w < words.length; w += COMMAND_SLOT_WORDS) {
-      commandIds.push(formatUuid(words, w + COMMAND_ID_WORD));
-      const o = w + COMMAND_ORDER_ID_WORD;
-      if ((words[o]! | words[o + 1]! | words[o + 2]! | words[o + 3]!) !== 0) orderIds.push(formatUuid(words, o));
-    }
-  }
-  return { commandIds, orderIds };
-}

@@ -28,17 +28,13 @@ import { TapeView } from '../core/tape-view.ts';
  * recovery must re-drive. It then waits for { type: 'journal', journalDurable } (the
  * last sequence per shard the replay reached), starts writing and says { type: 'ready' }.
  */
-/** Sent once the projections hold every journaled command (before the books and tape views load): a storage pass after it sees them all. */
-export interface PersistenceCaughtUp {
-  type: 'caughtUp';
-  projectedBatches: number;
-}
-
 export interface PersistenceLoaded {
   type: 'loaded';
   redrive: RedriveShard[];
   /** Journal batches the projections lacked and now hold. */
   projectedBatches: number;
+  /** The commands taken but not in the command log at start (the catch-up projected them, the re-drive will): ids for the tables. */
+  pendingIds: { commandIds: string[]; orderIds: string[] };
 }
 
 /**
@@ -464,8 +460,8 @@ async function main(): Promise<void> {
     .finally(() => analyzer.then((reader) => reader.end()).catch(() => undefined));
   const openOrders = await phase('openOrders', projector.load(client, data.openOrders));
   const pending = await phase('pendingIntake', projector.loadPending(client));
+  const pendingIds = projector.pendingIds(); // before the catch-up takes the journaled ones
   const caughtUp = await phase('catchUp', catchUp(client));
-  parentPort!.postMessage({ type: 'caughtUp', projectedBatches: caughtUp } satisfies PersistenceCaughtUp);
   await phase('analyze', analyzed.catch(() => [])); // only faster reads: its failure is logged above, the start goes on
   await phase('books', loadBooks(client)); // storage now holds everything ingested
   const tapeWasFull = tapeView.full;
@@ -475,7 +471,7 @@ async function main(): Promise<void> {
   await client.end();
   const redrive = projector.redrivePlan();
   log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, openOrders, phaseMs });
-  parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
+  parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp, pendingIds } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
   const journalDurable = await new Promise<number[]>((resolve) => {
     const onMessage = (message: { type: string; journalDurable?: number[] }) => {
       if (message.type !== 'journal') return;

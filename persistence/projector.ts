@@ -484,6 +484,21 @@ export class Projector {
     return this.pending.size;
   }
 
+  /**
+   * The commandIds of the commands still pending (taken, not in the command log), and their
+   * orderIds: what the start puts in storage after it read storage (the projections' catch-up,
+   * then the re-drive), for the gateways' tables to learn by id.
+   */
+  pendingIds(): { commandIds: string[]; orderIds: string[] } {
+    const commandIds: string[] = [];
+    const orderIds: string[] = [];
+    for (const entry of this.pending.values()) {
+      commandIds.push(formatUuid(wordsOfBytes(entry.bytes, entry.at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0));
+      if ((entry.words[(entry.at >> 2) + INTAKE_FLAGS_WORD]! & INTAKE_HAS_ORDER_ID) !== 0) orderIds.push(formatUuid(wordsOfBytes(entry.bytes, entry.at + INTAKE_ORDER_ID_BYTE, SCRATCH), 0));
+    }
+    return { commandIds, orderIds };
+  }
+
   /** What is still pending, per shard in the order taken: to be re-driven (recovery). */
   redrivePlan(): RedriveShard[] {
     const byShard = new Map<number, PendingIntake[]>();

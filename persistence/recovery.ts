@@ -11,7 +11,6 @@ import type pg from 'pg';
 import { formatUuid } from '../core/uuid.ts';
 import { copyOut } from './copy-binary.ts';
 import type { NumberedSession } from '../core/storage-protocol.ts';
-import { PROJECTION_NAME } from './projector.ts';
 
 
 /** Settings fixed by the first start: they decide where instruments live. */
@@ -111,18 +110,6 @@ export async function readJournal(client: pg.ClientBase, shard: number, after: n
   );
   await flush();
   return last;
-}
-
-/**
- * Whether the projections lack some of the journal (`journalEnd`: each shard's last
- * journaled sequence): a crash under load leaves commands journaled but not yet in the
- * command log or the order tables, which the persistence thread materializes at start.
- */
-export async function projectionsBehind(client: pg.ClientBase, journalEnd: readonly number[]): Promise<boolean> {
-  const marks = await client.query<{ shard_id: number; sequence: string }>('SELECT shard_id, sequence::text FROM runtime.projection_watermarks WHERE projection = $1', [PROJECTION_NAME]);
-  const projected = journalEnd.map(() => 0);
-  for (const row of marks.rows) if (row.shard_id < projected.length) projected[row.shard_id] = Number(row.sequence);
-  return journalEnd.some((end, shard) => projected[shard]! < end);
 }
 
 /**

@@ -6,7 +6,6 @@ import {
   decodeCommand,
   encodeCommand,
   packCurrency,
-  slotIds,
   slotViews,
   unpackCurrency,
   type CommandInput,
@@ -58,17 +57,4 @@ test('currency codes pack to three ASCII letters and back; anything else is -1',
 test('a non-UUID id is refused by the encoder', () => {
   const views = slotViews(new ArrayBuffer(COMMAND_SLOT_BYTES));
   assert.throws(() => encodeCommand({ ...command, orderId: 'not-a-uuid' }, views, 0), /orderId is not a UUID/);
-});
-
-test('slotIds lists every commandId of each group and the orderIds that are not all zero, reading only `count` slots', () => {
-  const first = new ArrayBuffer(COMMAND_SLOT_BYTES * 2);
-  encodeCommand(command, slotViews(first), 0);
-  encodeCommand({ ...command, commandId: '22222222-2222-4222-8222-222222222222', orderId: '00000000-0000-0000-0000-000000000000' }, slotViews(first), COMMAND_SLOT_BYTES);
-  const second = new ArrayBuffer(COMMAND_SLOT_BYTES * 2); // a slot past `count` is not read
-  encodeCommand({ ...command, commandId: '33333333-3333-4333-8333-333333333333', orderId: '44444444-4444-4444-8444-444444444444' }, slotViews(second), 0);
-  encodeCommand({ ...command, commandId: '55555555-5555-4555-8555-555555555555' }, slotViews(second), COMMAND_SLOT_BYTES);
-  assert.deepEqual(slotIds([{ slots: first, count: 2 }, { slots: second, count: 1 }]), {
-    commandIds: [command.commandId, '22222222-2222-4222-8222-222222222222', '33333333-3333-4333-8333-333333333333'],
-    orderIds: [command.orderId, '44444444-4444-4444-8444-444444444444'],
-  });
 });

@@ -343,7 +343,7 @@ test('a command captured but never journaled (the process died in between) is re
   try {
     assert.match(venue.log, /"commands":2,"msg":"captured commands re-driven to a terminal status"/);
     // Learned by id, not by another pass over storage: the graceful stop's key filters were loaded, nothing scanned.
-    assert.match(venue.log, /"commands":2,"orders":2,"msg":"the re-driven commands and their orders learned by the shared tables and key filters"/);
+    assert.match(venue.log, /"commands":2,"orders":2,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
     assert.equal(venue.log.match(/the key filters hold every stored one/g)?.length, 1);
     const view = (await venue.get(`/api/v1/commands/${body.commandId as string}`, TOKENS.traderA)).json;
     const pointer = renderPointer(body.commandId as string, 'captured-ack');
