@@ -24,10 +24,15 @@ const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined)
   starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
     ? "each shard's last checkpoint and the journal after it"
     : 'the whole journals replayed (a start without a checkpoint)';
-/** How the crashes came: the venue and its PostgreSQL killed under an order load, and the WAL PostgreSQL had to replay. */
-const crashOf = (starts: { walMiB?: number }[] | undefined) => {
+/** How the crashes came: the venue and its PostgreSQL killed under an order load late in a checkpoint cycle, and the WAL PostgreSQL had to replay. */
+const crashOf = (starts: { walMiB?: number; maxWalMiB?: number; loadMs?: number }[] | undefined) => {
   const wal = (starts ?? []).flatMap((start) => (start.walMiB === undefined ? [] : [start.walMiB]));
-  return `the venue and its PostgreSQL killed (kill -9) amid an order load${wal.length > 0 ? `, PostgreSQL's WAL since its last checkpoint ${wal.join(', ')} MiB` : ''}`;
+  const max = starts?.[0]?.maxWalMiB;
+  const loads = (starts ?? []).flatMap((start) => (start.loadMs === undefined ? [] : [(start.loadMs / 1000).toFixed(0)]));
+  return (
+    `the venue and its PostgreSQL killed (kill -9) amid an order load${loads.length > 0 ? ` (${loads.join(', ')} s of it)` : ''}` +
+    (wal.length > 0 ? `, PostgreSQL's WAL since its last checkpoint ${wal.join(', ')} MiB${max === undefined ? '' : ` of a ${max} MiB max_wal_size`}` : '')
+  );
 };
 /** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 const startsOf = (starts: { readyMs: number }[] | undefined) =>

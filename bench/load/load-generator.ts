@@ -29,6 +29,8 @@ export interface LoadOptions {
   maxRequests?: number;
   label: string;
   quiet?: boolean;
+  /** Ends the run early when aborted (each thread stops sending; its window ends there). */
+  signal?: AbortSignal;
 }
 
 export interface Percentiles {
@@ -121,6 +123,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       };
       return new Promise<WorkerReport>((resolve, reject) => {
         const worker = spawnWorker(WORKER, { ...data });
+        options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
         worker.on('message', (message: { type: 'progress'; completed: number } | { type: 'done'; report: WorkerReport }) => {
           if (message.type === 'progress') completed[k] = message.completed;
           else resolve(message.report);
@@ -168,7 +171,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       for (const item of report.recorded[key]) into.push(item);
     }
   }
-  const seconds = options.durationMs / 1000;
+  const seconds = (options.signal?.aborted ? Math.min(options.durationMs, performance.now() - started - options.warmupMs) : options.durationMs) / 1000;
   const ok = Object.entries(statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const all = Object.values(statuses).reduce((a, b) => a + b, 0);
   return {

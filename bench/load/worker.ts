@@ -83,7 +83,12 @@ const idle = [...connections];
 const modeHeader = options.mode === null ? '' : `X-Processing-Mode: ${options.mode}\r\n`;
 const started = performance.now();
 const measureFrom = started + options.warmupMs;
-const deadline = measureFrom + options.durationMs;
+let deadline = measureFrom + options.durationMs;
+// 'stop': the run ends now (its window too), as a crash test stops its load before the kill.
+parentPort!.on('message', (message: { type: string }) => {
+  if (message.type === 'stop') deadline = Math.min(deadline, performance.now());
+});
+parentPort!.unref(); // the listener alone does not keep the thread: it exits once its run is over
 const flow = new OrderFlow(options.seed, options.session);
 
 const progress = setInterval(() => parentPort!.postMessage({ type: 'progress', completed }), 1000);
