@@ -17,7 +17,8 @@
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,6 +96,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/** A process that exited but that its parent has not reaped (Linux: state Z in /proc/<pid>/stat); false where /proc does not say. */
+function exitedUnreaped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] === 'Z';
+  } catch {
+    return false;
+  }
+}
+
 async function exists(file: string): Promise<boolean> {
   return stat(file).then(
     () => true,
@@ -166,6 +177,14 @@ async function stopLeftover(bin: Binaries, dataDir: string, owner: RunAs, log: (
   if (!(await exists(pidFile))) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
   if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  if (exitedUnreaped(pid)) {
+    // Killed with the venue (kill -9, a crash) and not yet reaped by init: it holds nothing, but
+    // pg_ctl cannot stop it and the server would not start beside its lock file. The server's own
+    // check of its shared memory still refuses a folder that a live backend uses.
+    log(`the PostgreSQL server on ${dataDir} died (pid ${pid} exited, not reaped yet): its lock file is removed`);
+    await rm(pidFile, { force: true });
+    return;
+  }
   log(`stopping a PostgreSQL server left running on ${dataDir} (pid ${pid})`);
   await run(bin.pg_ctl, ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60'], owner);
 }

@@ -5,7 +5,8 @@
 // connection as the start did.
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -57,5 +58,34 @@ test('a data folder too deep for a socket address uses TCP on 127.0.0.1', async 
     });
   } finally {
     rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('a lock file naming a server that died but is not reaped yet (a zombie) does not stop the start', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  const first = await startEmbeddedPostgres(root, () => undefined);
+  await first.stop();
+  // A process that exited while its parent does not reap it: `sleep 0.05` under an exec'd `sleep 30`
+  // (as a killed server's processes stay until the machine's init reaps them).
+  const holder = spawn('sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    const pid = Number(await new Promise<string>((resolve) => holder.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
+    for (let waited = 0; readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z'; waited += 10) {
+      assert.ok(waited < 5_000, 'the child became a zombie');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const pidFile = path.join(root, 'postgres', 'postmaster.pid');
+    writeFileSync(pidFile, `${pid}\n${path.join(root, 'postgres')}\n`);
+    const logged: string[] = [];
+    const second = await startEmbeddedPostgres(root, (message) => logged.push(message));
+    try {
+      assert.ok(logged.some((line) => line.includes(`pid ${pid}`) && line.includes('not reaped')), logged.join('\n'));
+      assert.equal(await withClient(second.url, async (client) => (await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one), 1);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    holder.kill();
+    rmSync(root, { recursive: true, force: true });
   }
 });
