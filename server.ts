@@ -54,7 +54,7 @@ import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persis
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { checkSettings, commandsById, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, savedFilterBits, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
-import { filterBitsFor, ratedLoadWatch } from './core/key-filter.ts';
+import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -370,10 +370,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       // After a graceful stop the filters saved then already hold them all (persistence/key-filter-snapshot.ts);
       // loaded before the tables, whose loading may evict into the filters.
       const notKept = config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, config.matchingShards, memory.forgotten));
-      const scopes = attachForgotten(memory, 'idempotency');
-      const commandIds = attachForgotten(memory, 'commandIds');
-      const orderIds = attachForgotten(memory, 'orderDirectory');
-      const clientOrders = attachForgotten(memory, 'clientOrders');
+      // Fed in groups: millions of keys, each a cache miss (core/key-filter.ts addMany).
+      const scopes = new KeyFilterFeed(attachForgotten(memory, 'idempotency'));
+      const commandIds = new KeyFilterFeed(attachForgotten(memory, 'commandIds'));
+      const orderIds = new KeyFilterFeed(attachForgotten(memory, 'orderDirectory'));
+      const clientOrders = new KeyFilterFeed(attachForgotten(memory, 'clientOrders'));
     const [remembered, , storedKeys, storedOrders] = await Promise.all([
         withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
@@ -381,8 +382,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
           ? -1
           : withReader((reader) =>
               storedCommandKeys(reader, (scope, commandId) => {
-                scopes.add(scope, 0);
-                commandIds.add(commandId, 0);
+                scopes.push(scope, 0);
+                commandIds.push(commandId, 0);
               }),
             ),
         notKept === null
@@ -390,11 +391,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
           : withReader((reader) =>
               storedOrderIds(
                 reader,
-                (orderId) => orderIds.add(orderId, 0),
-                (participantId, clientOrderId) => clientOrders.add(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0),
+                (orderId) => orderIds.push(orderId, 0),
+                (participantId, clientOrderId) => clientOrders.push(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0),
               ),
             ),
       ]);
+      for (const feed of [scopes, commandIds, orderIds, clientOrders]) feed.flush();
       logger.info(
         { remembered, storedKeys, storedOrders, keyFilters: notKept === null ? 'saved at the last stop' : `scanned (${notKept})` },
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',

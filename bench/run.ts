@@ -5,6 +5,7 @@
 import { runBookModelBench } from './book-model-bench.ts';
 import { runCoreBench } from './core-bench.ts';
 import { runCoreCompareBench } from './core-compare-bench.ts';
+import { runKeyFilterBench } from './key-filter-bench.ts';
 import { runLoadBench } from './load-bench.ts';
 import { runMemoryLatencyBench } from './memory-latency-bench.ts';
 import { runPersistenceBench } from './persistence-bench.ts';
@@ -23,6 +24,7 @@ await timed('memory latency', () => runMemoryLatencyBench(quick));
 await timed('core', () => runCoreBench(quick));
 await timed('core against nodejs-order-book', () => runCoreCompareBench(quick));
 await timed('displayed books', () => runBookModelBench(quick));
+await timed('key filters', () => runKeyFilterBench(quick));
 await timed('persistence', () => runPersistenceBench(quick));
 await timed('snapshot refresh', () => runSnapshotRefreshBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.

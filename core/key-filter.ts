@@ -29,6 +29,8 @@ const HEADER_WORDS = 16;
 const PROBES = 7;
 const BITS_PER_KEY = 10;
 const BLOCK_WORDS = 16;
+/** Keys addMany locates before it sets their bits (one group's misses overlap). */
+const ADD_MANY_GROUP = 256;
 
 /**
  * The bits each filter gets at start, for `storedKeys` keys already in storage: the
@@ -68,6 +70,11 @@ export class KeyFilter {
   private block = 0;
   private first = 0;
   private step = 1;
+  /** addMany's scratch: each key's block and first probe, for a group of keys. */
+  private readonly batchBlocks = new Int32Array(ADD_MANY_GROUP);
+  private readonly batchFirsts = new Int32Array(ADD_MANY_GROUP);
+  /** What addMany's reads gave (kept, so that they are not optimized away). */
+  private touched = 0;
 
   constructor(buffer: SharedArrayBuffer) {
     this.words = new Int32Array(buffer);
@@ -89,6 +96,39 @@ export class KeyFilter {
     Atomics.add(this.words, 0, 1);
   }
 
+  /**
+   * Adds `count` keys packed four words each in `keys` (what a start's scan of storage adds,
+   * millions at a time): each key's block is located and its first word read for all of them
+   * first, so that their cache misses overlap instead of each add waiting for its own, and
+   * the count is raised once. 225 -> 165 ns a key for 3 M random keys into a 2^27-bit filter
+   * (bench/key-filter-bench.ts, medians of 5 alternating rounds).
+   */
+  addMany(keys: Int32Array, count: number): void {
+    const blocks = this.batchBlocks;
+    const firsts = this.batchFirsts;
+    for (let from = 0; from < count; from += blocks.length) {
+      const n = Math.min(blocks.length, count - from);
+      let touched = 0;
+      for (let j = 0; j < n; j++) {
+        this.locate(keys, (from + j) * 4);
+        blocks[j] = this.block;
+        firsts[j] = this.first;
+        touched ^= this.words[this.block]!; // a plain read: brings the block's line in, alongside the others
+      }
+      this.touched = touched;
+      for (let j = 0; j < n; j++) {
+        const block = blocks[j]!;
+        const first = firsts[j]!;
+        const step = (first >>> 16) | 1;
+        for (let i = 0; i < PROBES; i++) {
+          const bit = (first + Math.imul(i, step)) & 511;
+          Atomics.or(this.words, block + (bit >>> 5), 1 << (bit & 31));
+        }
+      }
+      Atomics.add(this.words, 0, n);
+    }
+  }
+
   /** False: the key was never added. True: it may have been (more often a false positive past the rated load). */
   mightContain(key: Int32Array, at: number): boolean {
     this.locate(key, at);
@@ -106,6 +146,31 @@ export class KeyFilter {
     this.block = HEADER_WORDS + (h1 & this.blockMask) * BLOCK_WORDS;
     this.first = h2;
     this.step = (h2 >>> 16) | 1;
+  }
+}
+
+/** Keys gathered for KeyFilter.addMany from a stream of them (a scan's rows): each push copies a key; a full group goes in at once; flush() the rest. */
+export class KeyFilterFeed {
+  private readonly keys = new Int32Array(ADD_MANY_GROUP * 4);
+  private count = 0;
+  private readonly filter: KeyFilter;
+
+  constructor(filter: KeyFilter) {
+    this.filter = filter;
+  }
+
+  push(key: Int32Array, at: number): void {
+    const to = this.count * 4;
+    this.keys[to] = key[at]!;
+    this.keys[to + 1] = key[at + 1]!;
+    this.keys[to + 2] = key[at + 2]!;
+    this.keys[to + 3] = key[at + 3]!;
+    if (++this.count === ADD_MANY_GROUP) this.flush();
+  }
+
+  flush(): void {
+    if (this.count > 0) this.filter.addMany(this.keys, this.count);
+    this.count = 0;
   }
 }
 

@@ -1,10 +1,11 @@
 // The filter of forgotten keys (core/key-filter.ts): no false negatives, few false
 // positives at its rated load and gradually more past it, the warning when it passes
-// that load, and every key a shared table evicts ends up in it.
+// that load, and every key a shared table evicts ends up in it; adding keys in groups
+// (addMany, KeyFilterFeed) sets exactly the bits adding them one by one sets.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createKeyFilter, filterBitsFor, KeyFilter, keyFilterBitsOf, ratedLoadWatch } from '../../core/key-filter.ts';
+import { createKeyFilter, filterBitsFor, KeyFilter, KeyFilterFeed, keyFilterBitsOf, ratedLoadWatch } from '../../core/key-filter.ts';
 import { createSharedKeyTable, NOT_FOUND, SharedKeyTable } from '../../core/shared-key-table.ts';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 
@@ -44,6 +45,20 @@ test('an empty filter holds nothing; past its rated load its false positives gro
   assert.ok(atOneAndAHalf > 0.03 && atOneAndAHalf < 0.09, `1.5 times the rated load: ${atOneAndAHalf}`);
   assert.ok(atTwo > 0.1 && atTwo < 0.2, `twice the rated load: ${atTwo}`);
   assert.ok(atFour > 0.55 && atFour < 0.75, `4 times the rated load: ${atFour}`);
+});
+
+test('keys fed in groups (KeyFilterFeed, addMany) set the very bits and count that adding them one by one does', () => {
+  const keys = Array.from({ length: 1000 }, randomKey); // three full groups of 256 and a part, flushed
+  const one = createKeyFilter(1 << 14);
+  const fed = createKeyFilter(1 << 14);
+  for (const key of keys) new KeyFilter(one).add(key, 0);
+  const feed = new KeyFilterFeed(new KeyFilter(fed));
+  for (const key of keys) feed.push(key, 0);
+  assert.equal(new KeyFilter(fed).added, 768, 'full groups go in as they fill');
+  feed.flush();
+  feed.flush(); // nothing left: adds nothing
+  assert.deepEqual(new Uint8Array(fed), new Uint8Array(one));
+  assert.equal(new KeyFilter(fed).added, 1000);
 });
 
 test('ratedLoadWatch says once per filter that it passed its rated load, and nothing before', () => {
