@@ -2,7 +2,8 @@
 // Unix socket in <DATA_DIR>/run (cheaper than loopback TCP), the server still listens on
 // 127.0.0.1 for operators, and a DATA_DIR too deep for a socket address falls back to
 // TCP. embeddedUrl (what operators and the tests use on a running venue) names the same
-// connection as the start did.
+// connection as the start did; its crash recovery is bounded (max_wal_size), and a lock
+// file left by a killed server not yet reaped does not stop a start.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -42,6 +43,14 @@ test('the venue connects over a Unix socket in its data folder; 127.0.0.1 still 
     const tcp = new URL(server.url);
     tcp.hostname = '127.0.0.1';
     assert.equal(await clientAddress(tcp.toString()), '127.0.0.1', 'TCP on 127.0.0.1 still answers (psql, operators)');
+  });
+});
+
+test('the server keeps its WAL since a checkpoint to 512 MB, which bounds what its crash recovery replays', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  await withServer(root, async (server) => {
+    const walSize = await withClient(server.url, async (client) => (await client.query<{ max_wal_size: string }>('SHOW max_wal_size')).rows[0]!.max_wal_size);
+    assert.equal(walSize, '512MB');
   });
 });
 
