@@ -375,7 +375,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       const commandIds = new KeyFilterFeed(attachForgotten(memory, 'commandIds'));
       const orderIds = new KeyFilterFeed(attachForgotten(memory, 'orderDirectory'));
       const clientOrders = new KeyFilterFeed(attachForgotten(memory, 'clientOrders'));
-    const [remembered, , storedKeys, storedOrders] = await Promise.all([
+      const [remembered, , storedKeys, storedOrders] = await Promise.all([
         withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
         notKept === null
@@ -410,6 +410,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // pass until the projections caught up (they first load the open orders: 2.5-4 s). What
     // the tables hold needs no filter: a key they evict goes into it.
     const learnedAtStart = learnStorage();
+    learnedAtStart.catch(() => undefined); // awaited below, where its failure fails the start
     const learnPending = async (ids: { commandIds: string[]; orderIds: string[] }) => {
       const stored = new StoredMemory(memory);
       const commands = await withReader((reader) => commandsById(reader, ids.commandIds, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId)));
