@@ -13,7 +13,7 @@ import { storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { clientOrderDigest, wordsOf } from '../../gateway/keys.ts';
-import { cancelBody, cancelByClientOrderBody, submitBody, TOKENS, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { cancelBody, cancelByClientOrderBody, submitBody, TOKENS, stopAfter, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 import { assertShape } from '../support/response-schemas.ts';
 
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
@@ -57,7 +57,7 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
   const env = { DATA_DIR: dir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: String(FILTER_BITS) }; // 128 entries per table
   let venue = await VenueProcess.start(env);
   const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
-  try {
+  await stopAfter(() => venue, async () => {
     for (let k = 0; k < 300; k++) {
       const body = submitBody({ instrumentId: INSTRUMENT, side: k % 2 === 0 ? 'BUY' : 'SELL', price: k % 2 === 0 ? '10' : '11', quantity: '1' });
       const key = `bounded-${k}`;
@@ -118,15 +118,13 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], 'a command of the crashed run replays its original answer');
     }
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 test('the order directory forgets, storage remembers: a reused orderId on another shard is a duplicate, a misquoted cancel is a context mismatch', async () => {
   const tinyDir = VenueProcess.makeDataDir();
   const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16' }); // 128 orderIds remembered
-  try {
+  await stopAfter(() => venue, async () => {
     const home = instrumentOn(0);
     const elsewhere = instrumentOn(1);
     const first = submitBody({ instrumentId: home, side: 'BUY', price: '10', quantity: '1' });
@@ -144,10 +142,7 @@ test('the order directory forgets, storage remembers: a reused orderId on anothe
     assert.equal(misquoted.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH', misquoted.text);
     const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: first.orderId as string, instrumentId: home }));
     assert.ok(cancel.json.outcome.accepted !== undefined, cancel.text);
-  } finally {
-    assert.equal(await venue.stop(), 0);
-    VenueProcess.removeDataDir(tinyDir);
-  }
+  }, { after: () => VenueProcess.removeDataDir(tinyDir) });
 });
 
 /** The key filters as GET /admin/v1/persistence/status shows them. */
@@ -170,7 +165,7 @@ test('the clientOrderId table forgets, storage remembers: an open order\'s clien
   const tinyDir = VenueProcess.makeDataDir();
   const env = { DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16' }; // 128 claims remembered
   let venue = await VenueProcess.start(env);
-  try {
+  await stopAfter(() => venue, async () => {
     const instrumentId = instrumentOn(0);
     const resting: Record<string, unknown>[] = [];
     for (let k = 0; k < 300; k++) {
@@ -204,10 +199,7 @@ test('the clientOrderId table forgets, storage remembers: an open order\'s clien
     assert.equal(newest.json.outcome.accepted?.orderId, reused, newest.text);
     const unknown = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('never-used'));
     assert.equal(unknown.json.outcome.rejected?.code, 'ORDER_NOT_FOUND', unknown.text);
-  } finally {
-    assert.equal(await venue.stop(), 0);
-    VenueProcess.removeDataDir(tinyDir);
-  }
+  }, { after: () => VenueProcess.removeDataDir(tinyDir) });
 });
 
 test('past their rated load the key filters still give no wrong answer (old commands replay, an old orderId is a duplicate, new ones are taken), and each warns once; the next start sizes them for the stored keys, up to KEY_FILTER_BITS_MAX', async () => {
@@ -216,7 +208,7 @@ test('past their rated load the key filters still give no wrong answer (old comm
   // push each filter past its rated load, where its false positives grow (core/key-filter.ts).
   const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024' });
   const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
-  try {
+  await stopAfter(() => venue, async () => {
     for (let k = 0; k < 300; k++) {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' });
       const key = `overload-${k}`;
@@ -248,9 +240,7 @@ test('past their rated load the key filters still give no wrong answer (old comm
     assert.deepEqual(overloaded.map((f) => [f.name, f.bits, f.ratedKeys]), [['idempotency', 1024, 102], ['commandIds', 1024, 102], ['orderIds', 1024, 102], ['clientOrderIds', 1024, 102]]);
     for (const filter of overloaded.slice(0, 3)) assert.ok(filter.keys > 102 && filter.keys <= 303, JSON.stringify(filter));
     assert.equal(overloaded[3]!.keys, 0, 'no order had a clientOrderId');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
   // The next start sizes the filters for what storage holds (302 commands and orders: 8192
   // bits, rated for 819 keys), up to KEY_FILTER_BITS_MAX, and scans storage into them.
   const sizedStart = async (env: Record<string, string>) => {
@@ -262,14 +252,12 @@ test('past their rated load the key filters still give no wrong answer (old comm
     return { restarted, sized: JSON.parse(sized) as { keyFilterBits: number; msg: string } };
   };
   const capped = await sizedStart({ KEY_FILTER_BITS_MAX: '2048' });
-  try {
+  await stopAfter(() => capped.restarted, async () => {
     assert.equal(capped.sized.keyFilterBits, 2048);
     assert.match(capped.sized.msg, /at KEY_FILTER_BITS_MAX and rated for less than twice the stored keys/);
-  } finally {
-    assert.equal(await capped.restarted.stop(), 0);
-  }
+  });
   const { restarted, sized } = await sizedStart({});
-  try {
+  await stopAfter(() => restarted, async () => {
     assert.equal(sized.keyFilterBits, 8192);
     assert.match(sized.msg, /key filters sized for the stored keys/);
     for (const { body, key, answer } of sent) {
@@ -283,10 +271,7 @@ test('past their rated load the key filters still give no wrong answer (old comm
       const keys = filter.name === 'clientOrderIds' ? filter.keys === 0 : filter.keys >= 300 && filter.keys <= 819; // no order had a clientOrderId
       assert.ok(filter.bits === 8192 && filter.ratedKeys === 819 && keys, JSON.stringify(filter));
     }
-  } finally {
-    assert.equal(await restarted.stop(), 0);
-    VenueProcess.removeDataDir(tinyDir);
-  }
+  }, { after: () => VenueProcess.removeDataDir(tinyDir) });
 });
 
 // A crash with the projections behind the journal: the start materializes what they lack
@@ -297,7 +282,7 @@ test('after a crash with the projections behind the journal, the commands the st
   const crashDir = VenueProcess.makeDataDir();
   const env = { DATA_DIR: crashDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: String(FILTER_BITS) }; // the tables keep 32
   let venue = await VenueProcess.start(env);
-  try {
+  await stopAfter(() => venue, async () => {
     for (let k = 0; k < 20; k++) {
       const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, side: 'SELL', price: '50', quantity: '1' }), { key: `projected-${k}` });
       assert.equal(answer.status, 200);
@@ -340,8 +325,5 @@ test('after a crash with the projections behind the journal, the commands the st
       const rows = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM runtime.command_log');
       assert.equal(rows.rows[0]!.n, 120, 'each command once: none ran again');
     });
-  } finally {
-    assert.equal(await venue.stop(), 0);
-    VenueProcess.removeDataDir(crashDir);
-  }
+  }, { after: () => VenueProcess.removeDataDir(crashDir) });
 });

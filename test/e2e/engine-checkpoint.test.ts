@@ -25,7 +25,7 @@ import {
 } from '../support/crash-checks.ts';
 import { withClient } from '../support/database.ts';
 import { committedHistory } from '../support/journal.ts';
-import { dataDirs, storageUrl, submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
+import { dataDirs, storageUrl, submitBody, TOKENS, stopAfter, VenueProcess } from '../support/venue-process.ts';
 
 const dataDir = dataDirs();
 
@@ -91,16 +91,14 @@ test('after a kill -9 each shard loads its last checkpoint and replays only the 
     assert.match(books[0]!, new RegExp(`^checkpoint at ${notes[0]!.sequence}, then`));
     assert.equal(books[1], 'replayed (a checksum mismatch)');
   });
-  try {
+  await stopAfter(() => venue, async () => {
     // The engines (not only the projections) hold the replayed books: IOCs sweep them in the replay's order.
     await withClient(await storageUrl(dir), async (client) => {
       const history = await committedHistory(client, SHARDS);
       const { engines } = await assertBooksEqualReplay(client, venue, history);
       await sweepAgainstReplay(venue, engines);
     });
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 test('a checkpoint is named only once its journal is durable; a crash before that starts from the one named before it', async () => {
@@ -111,7 +109,7 @@ test('a checkpoint is named only once its journal is durable; a crash before tha
   const instrumentId = INSTRUMENTS.find((id) => shardOf(uuidWords(id), 0, SHARDS) === 0)!;
   const bids = (count: number, from: number) =>
     Array.from({ length: count }, (_, k) => submitBody({ instrumentId, side: 'BUY', price: String(10 + ((from + k) % 30)), quantity: '1' }));
-  try {
+  await stopAfter(() => venue, async () => {
     // Some durable commands and a first checkpoint of shard 0.
     for (const body of bids(50, 0)) assert.equal((await venue.order('/api/v1/orders/submit', body, { mode: 'sync-result' })).status, 200);
     const first = await until(async () => (await withClient(url, (client) => readCheckpointNotes(client, SHARDS)))[0], 'a first checkpoint');
@@ -146,9 +144,7 @@ test('a checkpoint is named only once its journal is durable; a crash before tha
       assert.ok(resting >= 50, `the durable bids rest (${resting})`);
       await sweepAgainstReplay(venue, engines);
     });
-  } finally {
-    await venue.stop();
-  }
+  });
 });
 
 function statOrNull(file: string) {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { assertShape } from '../support/response-schemas.ts';
-import { submitBody, cancelBody, TOKENS, TRADER_A, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { submitBody, cancelBody, TOKENS, TRADER_A, TRADER_B, stopAfter, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const X = '9e000000-0000-4000-8000-000000000001'; // the main book
 const Y = '9e000000-0000-4000-8000-000000000002'; // only hidden sell orders
@@ -354,7 +354,7 @@ test('every read route: 401 without a token; own-order reads are for traders onl
 
 test('with the snapshot loop on, snapshots follow the book by themselves', async () => {
   const looped = await VenueProcess.start({ MARKET_DATA_PROJECTOR_ENABLED: 'true', MARKET_DATA_PROJECTOR_INTERVAL_MS: '50' });
-  try {
+  await stopAfter(() => looped, async () => {
     const order = submitBody({ instrumentId: X, side: 'SELL', price: '77', quantity: '3', ...B });
     assert.equal((await looped.order('/api/v1/orders/submit', order, { token: TOKENS.traderB })).status, 200);
     let snapshot: HttpAnswer | null = null;
@@ -370,14 +370,12 @@ test('with the snapshot loop on, snapshots follow the book by themselves', async
     assert.ok(status.refreshes >= 1 && status.lastRefreshAt !== null);
     assert.deepEqual(status.watermark, status.sourceWatermark);
     assert.equal(status.lagSequences, 0);
-  } finally {
-    assert.equal(await looped.stop(), 0);
-  }
+  });
 });
 
 test('depth and the tape view are bounded by MARKET_DATA_INSTRUMENTS: depth past it answers 503 with Retry-After, the tape comes from storage, the others keep theirs', async () => {
   const small = await VenueProcess.start({ MARKET_DATA_INSTRUMENTS: '1' });
-  try {
+  await stopAfter(() => small, async () => {
     const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
     for (const instrumentId of [first, second]) {
       assert.equal((await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '10', quantity: '3' }))).status, 200);
@@ -402,7 +400,5 @@ test('depth and the tape view are bounded by MARKET_DATA_INSTRUMENTS: depth past
         `the tape of ${instrumentId === first ? 'the instrument in the view' : 'the instrument past the bound'}`,
       );
     }
-  } finally {
-    assert.equal(await small.stop(), 0);
-  }
+  });
 });

@@ -56,6 +56,7 @@ import {
   TRADER_B,
   dataDirs,
   storageUrl,
+  stopAfter,
   VenueProcess,
   type HttpAnswer,
 } from '../support/venue-process.ts';
@@ -124,7 +125,7 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   assert.equal(await venue.stop(), 0);
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
-  try {
+  await stopAfter(() => venue, async () => {
     assert.equal((await venue.get('/readyz')).status, 200);
     // Both shards' engines came from the files saved at the stop (core/engine-snapshot.ts), not a replay:
     // everything below about priority, claims and matching is true of the restored engines.
@@ -176,9 +177,7 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
     const byName = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('restart-coid-1'));
     assert.equal(byName.status, 200);
     assert.equal(byName.json.outcome.rejected.orderId, named.orderId);
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 test('a damaged saved book is rebuilt from its journal instead, that shard only; open orders that cannot be loaded are read from storage', async () => {
@@ -189,11 +188,9 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
     const instrumentId = INSTRUMENTS.find((id) => shardOf(uuidWords(id), 0, SHARDS) === shard)!;
     return submitBody({ instrumentId, side: 'BUY', price: '50', quantity: '9' });
   });
-  try {
+  await stopAfter(() => venue, async () => {
     for (const bid of bids) assert.equal((await venue.order('/api/v1/orders/submit', bid, { mode: 'sync-result' })).status, 200);
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
   const shardFile = path.join(dir, 'shard-1.bin');
   const bytes = readFileSync(shardFile);
   bytes[bytes.length - 64]! ^= 0x01;
@@ -206,7 +203,7 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
   writeOpenOrders(ordersFile, header.token, header.watermarks, 2, (visit) => [twice, twice].forEach(visit));
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
-  try {
+  await stopAfter(() => venue, async () => {
     assert.match(venue.log, /"books":\["saved at the last stop","replayed \(a checksum mismatch\)"\][^\n]*order books restored/);
     assert.match(venue.log, /"openOrders":"read from storage \(the file could not be loaded: a resting order loaded twice\)"/);
     // Both books hold their bid: a crossing sell on each trades against it.
@@ -223,9 +220,7 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
       );
       assert.deepEqual(rows.rows.map((row) => [row.state, row.filled]), [['PARTIALLY_FILLED', '4'], ['PARTIALLY_FILLED', '4']]);
     });
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 const BURST = 800;
@@ -245,7 +240,7 @@ for (const [index, mode] of MODES.entries()) {
     assert.ok(burst.killedMidLoad, 'the venue was killed during the burst');
 
     venue = await VenueProcess.start(env);
-    try {
+    await stopAfter(() => venue, async () => {
       assert.equal((await venue.get('/readyz')).status, 200);
       const recovered = (pattern: RegExp) => Number(pattern.exec(venue.log)?.[1] ?? 0);
       t.diagnostic(
@@ -265,9 +260,7 @@ for (const [index, mode] of MODES.entries()) {
         assert.ok(resting > 0, 'the burst left resting orders');
         await sweepAgainstReplay(venue, engines);
       });
-    } finally {
-      assert.equal(await venue.stop(), 0);
-    }
+    });
   });
 }
 
@@ -340,7 +333,7 @@ test('a command captured but never journaled (the process died in between) is re
   venue = await starting;
   assert.ok(seen.has('503 the venue is starting'), [...seen].join('; '));
   assert.ok(seen.has('order 503 1'), [...seen].join('; '));
-  try {
+  await stopAfter(() => venue, async () => {
     assert.match(venue.log, /"commands":2,"msg":"captured commands re-driven to a terminal status"/);
     // Learned by id, not by another pass over storage: the graceful stop's key filters were loaded, nothing scanned.
     assert.match(venue.log, /"commands":2,"orders":2,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
@@ -370,7 +363,5 @@ test('a command captured but never journaled (the process died in between) is re
       assert.deepEqual(trades.rows.map((row) => row.quantity_units), ['4', '2']);
     });
     t.diagnostic('re-driven once, answered by replay, not re-driven again');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { percentileOfBuckets } from '../../persistence/latency-histogram.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 import { assertShape } from '../support/response-schemas.ts';
-import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
+import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_B, stopAfter, VenueProcess } from '../support/venue-process.ts';
 
 const INSTRUMENT = '6b000000-0000-4000-8000-000000000001';
 let database: TestDatabase;
@@ -27,7 +27,7 @@ after(async () => {
 test('PostgreSQL going away: 503 with Retry-After, then the venue resumes without a restart', async () => {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '1500' });
-  try {
+  await stopAfter(() => venue, async () => {
     assert.equal((await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT }))).status, 200);
     await database.stopServer();
 
@@ -69,9 +69,7 @@ test('PostgreSQL going away: 503 with Retry-After, then the venue resumes withou
       const rows = await client.query('SELECT count(*)::int AS n FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [during.map((body) => body.commandId)]);
       assert.equal(rows.rows[0].n, 2, 'both are in the command log, once each');
     });
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 async function projectionsCaughtUp(url: string): Promise<void> {
@@ -96,7 +94,7 @@ const LIFECYCLE = 'SELECT * FROM runtime.order_lifecycle_state ORDER BY order_id
 test('the operator rebuild of order_lifecycle_state equals the incrementally maintained table', async () => {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url });
-  try {
+  await stopAfter(() => venue, async () => {
     const session = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
     const seller = { participantId: TRADER_B.participantId, accountId: TRADER_B.accountId };
     const a = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '10', clientOrderId: 'rebuild-a' });
@@ -205,9 +203,7 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     const connections = status.queues.find((queue: any) => queue.name.startsWith('open connections'));
     assert.ok(connections.now >= 1 && connections.capacity > 0 && connections.capacity <= 10_000, JSON.stringify(connections));
     assert.ok(mark('tier 2 groups') >= 1, 'tier 2 sealed groups');
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });
 
 /** Starts the operator's rebuild and holds it at its TRUNCATE, on a lock `lock` takes (the caller commits it to let the rebuild go on). */
@@ -238,7 +234,7 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: '2000' });
   const lock = new pg.Client({ connectionString: url });
   await lock.connect();
-  try {
+  await stopAfter(() => venue, async () => {
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url); // so the rebuild's own flush has nothing to write under the lock
@@ -265,10 +261,7 @@ test('commands committed while a rebuild holds the ingest are answered, then pro
     assert.deepEqual(rows, [first, ...during].map((body) => ({ order_id: String(body.orderId), state: 'OPEN' })).sort((p, q) => (p.order_id < q.order_id ? -1 : 1)));
     const depth = (await venue.get(`/api/v1/market-data/depth/${INSTRUMENT}?levels=10`, TOKENS.viewer)).json;
     assert.deepEqual(depth.bids.map((level: any) => level.price.nanos), ['25000000000', '24000000000', '23000000000', '22000000000', '21000000000', '20000000000', '10000000000']);
-  } finally {
-    await lock.end();
-    assert.equal(await venue.stop(), 0);
-  }
+  }, { before: () => lock.end() });
 });
 
 // The commits a rebuild holds are bounded (REBUILD_HELD_BYTES_MAX): once they reach it the
@@ -282,7 +275,7 @@ test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX c
   const lock = new pg.Client({ connectionString: url });
   await lock.connect();
   const heldRow = async () => (await venue.get('/admin/v1/persistence/status', TOKENS.operator)).json.queues.find((queue: any) => queue.name.startsWith('bytes of commits whose ingest a running rebuild holds'));
-  try {
+  await stopAfter(() => venue, async () => {
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url);
@@ -318,10 +311,7 @@ test('a rebuild holds a bounded number of commits: past REBUILD_HELD_BYTES_MAX c
     const rows = await withClient(url, async (client) => (await client.query('SELECT order_id FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
     assert.deepEqual(rows.map((row) => row.order_id), [first, ...answered, refused.body].map((body) => String(body.orderId)).sort());
     assert.equal((await heldRow()).now, 0, 'the held commits were ingested');
-  } finally {
-    await lock.end();
-    assert.equal(await venue.stop(), 0);
-  }
+  }, { before: () => lock.end() });
 });
 
 // A rebuild waits for its lock on the table at most REBUILD_LOCK_TIMEOUT_MS (readers of
@@ -333,7 +323,7 @@ test('a rebuild that cannot lock order_lifecycle_state within REBUILD_LOCK_TIMEO
   const lock = new pg.Client({ connectionString: url });
   await lock.connect();
   const lifecycle = () => withClient(url, async (client) => (await client.query('SELECT order_id, state FROM runtime.order_lifecycle_state ORDER BY order_id')).rows);
-  try {
+  await stopAfter(() => venue, async () => {
     const first = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
     await projectionsCaughtUp(url);
@@ -355,8 +345,5 @@ test('a rebuild that cannot lock order_lifecycle_state within REBUILD_LOCK_TIMEO
     const rebuilt = await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
     assert.equal(rebuilt.status, 200, rebuilt.text);
     assert.equal(rebuilt.json.rowsRebuilt, 2);
-  } finally {
-    await lock.end();
-    assert.equal(await venue.stop(), 0);
-  }
+  }, { before: () => lock.end() });
 });

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { readTape } from '../../persistence/market-data.ts';
 import { TestDatabase } from '../support/database.ts';
-import { submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
+import { submitBody, TOKENS, TRADER_B, stopAfter, VenueProcess } from '../support/venue-process.ts';
 
 const T1 = '7a000000-0000-4000-8000-000000000001';
 const T2 = '7a000000-0000-4000-8000-000000000002';
@@ -98,7 +98,7 @@ test('tape pages from the view equal storage\'s, before and after a kill -9, a s
   const client = new pg.Client({ connectionString: url });
   const locker = new pg.Client({ connectionString: url });
   let venue = await start();
-  try {
+  await stopAfter(() => venue, async () => {
     await client.connect();
     await locker.connect();
     await trade(venue, T1, 2 * ROWS + 3);
@@ -136,9 +136,5 @@ test('tape pages from the view equal storage\'s, before and after a kill -9, a s
     await assertEqualToStorage(venue, client, T1);
     await assertEqualToStorage(venue, client, T2);
     await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
-  } finally {
-    await venue.stop();
-    await client.end().catch(() => undefined);
-    await locker.end().catch(() => undefined);
-  }
+  }, { after: async () => { await client.end().catch(() => undefined); await locker.end().catch(() => undefined); } });
 });

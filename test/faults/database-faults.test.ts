@@ -21,7 +21,7 @@ import { uuidWords } from '../../core/uuid.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 import { committedHistory, replayHistory } from '../support/journal.ts';
 import { assertShape } from '../support/response-schemas.ts';
-import { cancelBody, submitBody, TOKENS, TRADER_A, TRADER_B, VenueProcess } from '../support/venue-process.ts';
+import { cancelBody, submitBody, TOKENS, TRADER_A, TRADER_B, stopAfter, VenueProcess } from '../support/venue-process.ts';
 
 const SHARDS = 2;
 const MODES = ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] as const;
@@ -344,7 +344,7 @@ async function faultUnderLoad(
 ): Promise<void> {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS), ...env });
-  try {
+  await stopAfter(() => venue, async () => {
     const load = new Load(venue);
     await sleep(700);
     await fault(venue, url, load);
@@ -353,9 +353,7 @@ async function faultUnderLoad(
     const figures = await verify(t, venue, url, load.commands, name);
     if (brief && figures.answered503 === 0) assert.match(venue.log, /journal commit failed; retrying/, `${name}: the venue saw the fault`);
     else assert.ok(figures.answered503 > 0, `${name}: the fault was seen by the clients as 503s`);
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 }
 
 test('PostgreSQL stopped while orders flow, then started: 503 + Retry-After within the bound, resume without a restart, nothing lost or duplicated', (t) =>

@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import { runLoad } from '../../bench/load/load-generator.ts';
 import { verifyLoad } from '../../bench/load/verify.ts';
 import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
-import { TOKENS, VenueProcess } from '../support/venue-process.ts';
+import { TOKENS, stopAfter, VenueProcess } from '../support/venue-process.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const RATE = Number(process.env.SOAK_RATE ?? 300);
@@ -42,7 +42,7 @@ test(`memory stays bounded and every queue reports its high-water mark under ${S
   // no longer grows the resident set during the run; the small arena is kept so that this
   // test does not depend on that.)
   const venue = await VenueProcess.start({ PROCESSING_MODE: 'sync-result', COMMAND_STORE_ARENA_BYTES: String(4 * MiB) });
-  try {
+  await stopAfter(() => venue, async () => {
     const pid = venue.child.pid!;
     const samples: number[] = [];
     const sampler = setInterval(() => samples.push(memoryOf(pid).rss), 1000);
@@ -100,7 +100,5 @@ test(`memory stays bounded and every queue reports its high-water mark under ${S
         queues: queues.map((queue) => `${queue.name}: ${queue.highWater}/${queue.capacity}`),
       })}`,
     );
-  } finally {
-    assert.equal(await venue.stop(), 0);
-  }
+  });
 });

@@ -1,6 +1,7 @@
 // Starts the real venue (`server.ts`) as a child process on a free port, talks to it
 // over real HTTP, and stops it. End-to-end tests use one per file.
 
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -217,6 +218,56 @@ export class VenueProcess {
     this.child.kill('SIGKILL');
     await once(this.child, 'exit');
   }
+}
+
+/** What stopAfter stops: a venue, or anything with its stop() and log. */
+interface Stoppable {
+  stop(): Promise<number | null>;
+  readonly log: string;
+}
+
+/**
+ * Runs a test's body, then stops the venue (named by a getter: bodies restart venues) and
+ * asserts that it exited cleanly. A failing body's own error is what the test reports (the
+ * venue's exit code added to its message), never replaced by the assertion on the stop,
+ * as `try { body } finally { assert.equal(await venue.stop(), 0) }` would. `before` runs
+ * ahead of the stop (to release a lock the venue would wait for), `after` once it exited.
+ */
+export async function stopAfter(
+  venue: () => Stoppable,
+  body: () => Promise<void>,
+  steps: { before?: () => unknown; after?: () => unknown } = {},
+): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  try {
+    await body();
+  } catch (error) {
+    failure = { error };
+  }
+  let code: number | null | undefined;
+  let log = '';
+  let stopFailure: { error: unknown } | undefined;
+  for (const step of [
+    async () => steps.before?.(),
+    async () => {
+      const stopped = venue();
+      code = await stopped.stop();
+      log = stopped.log;
+    },
+    async () => steps.after?.(),
+  ]) {
+    try {
+      await step();
+    } catch (error) {
+      stopFailure ??= { error };
+    }
+  }
+  if (failure !== undefined) {
+    if (failure.error instanceof Error) failure.error.message += ` (the venue then stopped with exit code ${code})`;
+    throw failure.error;
+  }
+  if (stopFailure !== undefined) throw stopFailure.error;
+  assert.equal(code, 0, `the venue stops cleanly; its log ends:\n${log.slice(-2000)}`);
 }
 
 // ---- bodies ----
