@@ -88,7 +88,13 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
       if (postmaster > 0) {
         // The postmaster and every process it started, all at once, as a power cut would.
         const all = [postmaster, ...childrenOf(postmaster)];
-        for (const pid of all) process.kill(pid, 'SIGKILL');
+        for (const pid of all) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error; // a backend that ended since it was listed
+          }
+        }
         while (all.some(alive)) await new Promise((resolve) => setTimeout(resolve, 10));
       }
     },

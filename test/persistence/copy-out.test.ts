@@ -51,3 +51,80 @@ test('an int8 beyond 2^32 and a negative one read exactly; an empty result is ze
     assert.equal(await copyOut(client, 'SELECT 1 WHERE false', () => assert.fail('no row')), 0);
   });
 });
+
+test('two hundred thousand small rows of uneven sizes: every row once, in order, exact (message headers fall across socket reads)', async () => {
+  await withClient(url, async (client) => {
+    let expected = 1;
+    let bytes = 0;
+    const count = await copyOut(client, "SELECT n::int8, repeat('x', (n * 7919) % 61) FROM generate_series(1, 200000) n", (row) => {
+      assert.equal(row.int8(0), expected);
+      assert.equal(row.lengths[1], (expected * 7919) % 61);
+      bytes += row.lengths[1]!;
+      expected++;
+    });
+    assert.equal(count, 200_000);
+    assert.equal(expected, 200_001);
+    assert.equal(bytes, Number((await client.query("SELECT sum((n * 7919) % 61)::int8::text AS s FROM generate_series(1, 200000) n")).rows[0].s));
+  });
+});
+
+test('an onRow that returns a promise holds the stream until it settles: rows stay in order, none lost', async () => {
+  await withClient(url, async (client) => {
+    const seen: number[] = [];
+    let inside = 0;
+    const count = await copyOut(client, 'SELECT n::int8 FROM generate_series(1, 20000) n', async (row) => {
+      inside++;
+      assert.equal(inside, 1, 'one onRow at a time');
+      const n = row.int8(0);
+      if (n % 1000 === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+      else await Promise.resolve();
+      seen.push(n);
+      inside--;
+    });
+    assert.equal(count, 20_000);
+    assert.deepEqual(seen, Array.from({ length: 20_000 }, (_, k) => k + 1));
+  });
+});
+
+test('a failing onRow, a server error in the middle of the COPY and a bad query each reject, and the client stays usable', async () => {
+  await withClient(url, async (client) => {
+    const usable = async () => assert.deepEqual((await client.query('SELECT 41 + 1 AS n')).rows, [{ n: 42 }]);
+    let delivered = 0;
+    await assert.rejects(
+      copyOut(client, 'SELECT n::int8 FROM generate_series(1, 100000) n', (row) => {
+        delivered++;
+        if (row.int8(0) === 500) throw new Error('row 500 refused');
+      }),
+      /row 500 refused/,
+    );
+    assert.equal(delivered, 500, 'no row after the failing one');
+    await usable();
+    delivered = 0;
+    await assert.rejects(
+      copyOut(client, 'SELECT n::int8 FROM generate_series(1, 100000) n', async (row) => {
+        delivered++;
+        if (row.int8(0) === 700) throw new Error('row 700 refused later');
+      }),
+      /row 700 refused later/,
+    );
+    assert.equal(delivered, 700);
+    await usable();
+    // Division by zero at row 50,000: the rows before it were already streamed.
+    let before = 0;
+    await assert.rejects(copyOut(client, 'SELECT 1 / (50000 - n) FROM generate_series(1, 100000) n', () => void before++), /division by zero/);
+    assert.ok(before < 50_000, `${before} rows before the error`);
+    await usable();
+    await assert.rejects(copyOut(client, 'SELECT FROM WHERE', () => assert.fail('no row')), /syntax error/);
+    await usable();
+  });
+});
+
+test('notices sent in the middle of the COPY are skipped, the rows around them intact', async () => {
+  await withClient(url, async (client) => {
+    await client.query("CREATE FUNCTION noisy(n int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF n % 10 = 0 THEN RAISE NOTICE 'row %', n; END IF; RETURN n; END $$");
+    const values: number[] = [];
+    const count = await copyOut(client, 'SELECT noisy(n) FROM generate_series(1, 300) n', (row) => void values.push(row.int32(0)));
+    assert.equal(count, 300);
+    assert.deepEqual(values, Array.from({ length: 300 }, (_, k) => k + 1));
+  });
+});
