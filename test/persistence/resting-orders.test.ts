@@ -39,3 +39,41 @@ test('the same order loaded twice is refused', () => {
   store.add(order(1));
   assert.throws(() => store.add(order(1)), /loaded twice/);
 });
+
+test('takes between adds, across growth of the columns and the index: the orders left are exactly those not taken, each with its values', () => {
+  const store = new RestingOrders(10);
+  const left = new Set<number>();
+  let next = 0;
+  for (let round = 0; round < 6; round++) {
+    for (let k = 0; k < 1500; k++) {
+      store.add(order(next));
+      left.add(next++);
+    }
+    // Take every third order still here, and one that is not.
+    for (const n of [...left].filter((n) => n % 3 === round % 3)) {
+      const taken = store.take(order(n).ids, 0);
+      assert.ok(taken !== null, `order ${n}`);
+      assert.equal(taken.quantity, 10 + n);
+      left.delete(n);
+    }
+    assert.equal(store.take(order(next + 1).ids, 0), null);
+    assert.equal(store.size, left.size);
+  }
+  // An order taken can be added again.
+  const again = [...Array(next).keys()].find((n) => !left.has(n))!;
+  store.add(order(again));
+  left.add(again);
+  assert.throws(() => store.add(order(again)), /loaded twice/);
+  const seen = new Set<number>();
+  store.forEach((o) => {
+    const n = o.quantity - 10;
+    assert.ok(left.has(n) && !seen.has(n), `order ${n} once, and not taken`);
+    const { ids, ...values } = order(n);
+    assert.deepEqual([...o.ids], [...ids]);
+    assert.deepEqual({ ...o, ids: undefined }, { ...values, ids: undefined });
+    seen.add(n);
+  });
+  assert.equal(seen.size, left.size);
+  for (const n of left) assert.ok(store.take(order(n).ids, 0) !== null, `order ${n} still found`);
+  assert.equal(store.size, 0);
+});
