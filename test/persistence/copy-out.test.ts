@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import { copyOut } from '../../persistence/copy-binary.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 
@@ -126,5 +127,26 @@ test('notices sent in the middle of the COPY are skipped, the rows around them i
     const count = await copyOut(client, 'SELECT noisy(n) FROM generate_series(1, 300) n', (row) => void values.push(row.int32(0)));
     assert.equal(count, 300);
     assert.deepEqual(values, Array.from({ length: 300 }, (_, k) => k + 1));
+  });
+});
+
+test('a backend terminated in the middle of the COPY rejects it, with the rows before it delivered (no hang)', async () => {
+  await withClient(url, async (killer) => {
+    const victim = new pg.Client({ connectionString: url });
+    await victim.connect();
+    victim.on('error', () => undefined); // the terminated connection's own event
+    try {
+      const pid = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      let rows = 0;
+      const copying = copyOut(victim, 'SELECT n::int8 FROM generate_series(1, 20000000) n', async (row) => {
+        rows++;
+        assert.equal(row.int8(0), rows);
+        if (rows === 1000) await killer.query('SELECT pg_terminate_backend($1)', [pid]);
+      });
+      await assert.rejects(copying, /terminat|Connection terminated|ECONNRESET/);
+      assert.ok(rows >= 1000 && rows < 20_000_000, `${rows} rows before the end`);
+    } finally {
+      await victim.end().catch(() => undefined);
+    }
   });
 });
