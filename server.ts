@@ -42,6 +42,7 @@ import {
   VENUE_CONNECTION_LIMIT_WORD,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
+  type ForgettingTable,
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
@@ -52,8 +53,19 @@ import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceT
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
-import { checkSettings, commandsById, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
-import { BOOK_SNAPSHOT_SETTING, journalSequences, loadKeyFilters, noteSnapshot, saveKeyFilters, savedFilterBits, storageMark, takeSnapshotNote } from './persistence/key-filter-snapshot.ts';
+import { checkSettings, commandsById, intakeKeysSince, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
+import {
+  BOOK_SNAPSHOT_SETTING,
+  intakeCommit,
+  journalSequences,
+  KeyFilterCheckpoints,
+  loadKeyFilters,
+  noteSnapshot,
+  saveKeyFilters,
+  savedFilterBits,
+  storageMark,
+  takeSnapshotNote,
+} from './persistence/key-filter-snapshot.ts';
 import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
@@ -92,6 +104,10 @@ interface Venue {
   startedMs: Record<string, number>;
   /** The engines' checkpoints while running; null without DATA_DIR or with ENGINE_CHECKPOINT_COMMANDS=0. */
   checkpoints: EngineCheckpoints | null;
+  /** The key filters' saves while running (persistence/key-filter-snapshot.ts); null until ready, or without DATA_DIR. */
+  keyFilterCheckpoints: KeyFilterCheckpoints | null;
+  /** Each shared table's stamp at the last save of the key filters: the next adds only the entries written since (rememberTableKeys). */
+  tableSince: Partial<Record<ForgettingTable, number>>;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -215,7 +231,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
   const memory = createVenueMemory(config, filterBits.bits);
   started('migrated');
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {} };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -265,6 +281,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     venue.guardTimer = setInterval(() => {
       guard.update(openFiles());
       filterWatch();
+      venue.keyFilterCheckpoints?.poll();
     }, GUARD_INTERVAL_MS);
     started('listening');
 
@@ -363,22 +380,27 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     };
     const learnOrder = (stored: StoredMemory, order: KnownOrder) =>
       stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId));
+    // Commands in storage that no saved key filter file covers: the next save comes when
+    // KEY_FILTER_CHECKPOINT_COMMANDS more than these were journaled since the start.
+    let uncovered = 0;
     const learnStorage = async () => {
       const stored = new StoredMemory(memory);
       // Every stored command's keys (and order's id) go into the filters of forgotten keys: a later miss
       // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
-      // After a graceful stop the filters saved then already hold them all (persistence/key-filter-snapshot.ts);
-      // loaded before the tables, whose loading may evict into the filters.
-      const notKept = config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, config.matchingShards, memory.forgotten));
+      // The filters saved at a storage mark (a graceful stop, or a checkpoint while running: persistence/
+      // key-filter-snapshot.ts) hold every key up to it, the intake records after it the rest; else
+      // every stored command and order is scanned. Loaded before the tables, whose loading may evict into the filters.
+      const saved = config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, memory.forgotten));
       // Fed in groups: millions of keys, each a cache miss (core/key-filter.ts addMany).
       const scopes = new KeyFilterFeed(attachForgotten(memory, 'idempotency'));
       const commandIds = new KeyFilterFeed(attachForgotten(memory, 'commandIds'));
       const orderIds = new KeyFilterFeed(attachForgotten(memory, 'orderDirectory'));
       const clientOrders = new KeyFilterFeed(attachForgotten(memory, 'clientOrders'));
-      const [remembered, , storedKeys, storedOrders] = await Promise.all([
+      const scanned = typeof saved === 'string';
+      const [remembered, , storedKeys, storedOrders, takenAfter] = await Promise.all([
         withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
-        notKept === null
+        !scanned
           ? -1
           : withReader((reader) =>
               storedCommandKeys(reader, (scope, commandId) => {
@@ -386,7 +408,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
                 commandIds.push(commandId, 0);
               }),
             ),
-        notKept === null
+        !scanned
           ? -1
           : withReader((reader) =>
               storedOrderIds(
@@ -395,10 +417,21 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
                 (participantId, clientOrderId) => clientOrders.push(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0),
               ),
             ),
+        scanned
+          ? -1
+          : withReader((reader) =>
+              intakeKeysSince(reader, intakeCommit(saved.mark), (keys) => {
+                scopes.push(keys.scope, 0);
+                commandIds.push(keys.commandId, 0);
+                if (keys.orderId !== null) orderIds.push(keys.orderId, 0);
+                if (keys.clientOrder !== null) clientOrders.push(wordsOf(clientOrderDigest(keys.clientOrder.participantId, keys.clientOrder.clientOrderId)), 0);
+              }),
+            ),
       ]);
       for (const feed of [scopes, commandIds, orderIds, clientOrders]) feed.flush();
+      uncovered = scanned ? storedKeys : takenAfter;
       logger.info(
-        { remembered, storedKeys, storedOrders, keyFilters: notKept === null ? 'saved at the last stop' : `scanned (${notKept})` },
+        { remembered, storedKeys, storedOrders, takenAfter, keyFilters: scanned ? `scanned (${saved})` : `saved at ${saved.mark}` },
         'shared tables reloaded with the most recent commands; the key filters hold every stored one',
       );
     };
@@ -510,6 +543,19 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         void venue.stopDatabase().finally(() => process.exit(1));
       });
     }
+    if (config.dataDir !== '') {
+      venue.keyFilterCheckpoints = new KeyFilterCheckpoints({
+        every: config.keyFilterCheckpointCommands,
+        journaled: () => {
+          let sum = 0;
+          for (let shard = 0; shard < config.matchingShards; shard++) sum += control.journalCommitted(shard);
+          return sum;
+        },
+        uncovered,
+        save: () => checkpointKeyFilters(venue),
+        onFailure: (error) => logger.warn({ err: error.message }, 'the key filters could not be saved: a start after a crash reads more of storage (the next save tries again)'),
+      });
+    }
     Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
     started('ready');
     // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
@@ -568,6 +614,7 @@ async function stopVenue(venue: Venue): Promise<void> {
   }
   // Every command is journaled now: a checkpoint being written is named (or dropped) before the stop goes on.
   await venue.checkpoints?.close();
+  await venue.keyFilterCheckpoints?.close(); // the stop saves the filters itself, below
   // A stop during recovery keeps nothing: the books and filters may not be whole yet.
   const keep = venue.config.dataDir !== '' && Atomics.load(control, VENUE_READY_WORD) === 1;
   const books = keep ? await saveBooks(venue) : null;
@@ -620,11 +667,32 @@ async function keepForNextStart(venue: Venue, books: { token: string; sequences:
         logger.info({ mark, bytes: books.bytes, openOrders: books.openOrders }, 'order books and open orders saved for the next start');
       } else logger.warn({ mark, sequences: books.sequences }, 'the saved order books are not at the journal\'s end: the next start replays the journals');
     }
-    const tableKeys = rememberTableKeys(venue.memory);
-    const { file, mark } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten);
+    const { file, mark, tableKeys } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten, () =>
+      rememberTableKeys(venue.memory, venue.tableSince),
+    );
     logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
   } catch (error) {
     logger.warn({ err: (error as Error).message }, 'what the next start could reuse was not saved: it replays the journals and scans storage');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * A save of the key filters while the venue runs (persistence/key-filter-snapshot.ts): the
+ * tables' keys written since the last save go into the filters, on this thread between
+ * pauses, then the filters go to DATA_DIR/key-filters.bin on the thread pool.
+ */
+async function checkpointKeyFilters(venue: Venue): Promise<void> {
+  const began = performance.now();
+  const client = new pg.Client({ connectionString: venue.databaseUrl });
+  await client.connect();
+  try {
+    const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const { mark, tableKeys, bytes } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten, () =>
+      rememberTableKeys(venue.memory, venue.tableSince, pause),
+    );
+    logger.info({ mark, tableKeys, bytes, ms: Math.round(performance.now() - began) }, 'key filters saved (a checkpoint while running)');
   } finally {
     await client.end().catch(() => undefined);
   }

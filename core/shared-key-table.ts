@@ -152,18 +152,31 @@ export class SharedKeyTable {
     }
   }
 
+  /** The insertion stamp the next write takes (read it before addKeysTo, to pass as the next call's `since`). */
+  get stamp(): number {
+    return Atomics.load(this.words, 0);
+  }
+
   /**
-   * Adds every key the table holds to `filter`, skipping those it may hold already (so
-   * its count does not grow by the table's keys at every call). Returns how many it added.
+   * Adds the keys the table holds to `filter`, skipping those it may hold already (so its
+   * count does not grow by the table's keys at every call); returns how many it added.
+   * With `since` (a `stamp` read before an earlier call's scan), only entries written
+   * since then: an older entry was in its bucket when that scan locked it (so it was
+   * added then) or has been evicted into the table's filter since. The stamps wrap, so
+   * `since` must be less than 2^31 writes old; an entry that old comes back as written
+   * since, which costs a lookup only. Buckets [from, to), each under its lock.
    */
-  addKeysTo(filter: KeyFilter): number {
+  addKeysTo(filter: KeyFilter, since: number | null = null, from = 0, to = this.bucketCount): number {
+    const words = this.words;
     let added = 0;
-    for (let index = 0; index < this.bucketCount; index++) {
+    for (let index = from; index < to; index++) {
       const bucket = this.lockBucket(HEADER_WORDS + index * this.bucketStride);
       try {
         for (let k = 0, entry = bucket + LOCK_WORDS; k < ENTRIES_PER_BUCKET; k++, entry += this.stride) {
-          if (this.words[entry + USED] !== 1 || filter.mightContain(this.words, entry + KEY)) continue;
-          filter.add(this.words, entry + KEY);
+          if (words[entry + USED] !== 1) continue;
+          if (since !== null && ((words[entry + STAMP]! - since) | 0) < 0) continue;
+          if (filter.mightContain(words, entry + KEY)) continue;
+          filter.add(words, entry + KEY);
           added++;
         }
       } finally {

@@ -26,18 +26,26 @@ function filePrefix(magic: string, header: object): Buffer {
 /**
  * writeSnapshotFile on the thread pool: the calling thread computes the crc between
  * writes of CHUNK_BYTES. No fsync: a file lost or torn by a power loss is refused by
- * its length or crc at the next start, which then does without it.
+ * its length or crc at the next start, which then does without it. `changing`: other
+ * threads may write the sections meanwhile (only ever setting bits, say), so each chunk
+ * is copied first and its crc and write are of that copy (else the crc and the bytes on
+ * disk could disagree); the file then holds each chunk as it was when copied.
  */
-export async function writeSnapshotFileAsync(file: string, magic: string, header: object, sections: readonly Uint8Array[]): Promise<number> {
+export async function writeSnapshotFileAsync(file: string, magic: string, header: object, sections: readonly Uint8Array[], changing = false): Promise<number> {
   await mkdir(path.dirname(file), { recursive: true });
   const partial = `${file}.partial`;
   const handle = await open(partial, 'w');
+  const scratch = changing ? Buffer.allocUnsafe(CHUNK_BYTES) : null;
   let bytes = 0;
   try {
     let crc = 0;
     const write = async (view: Uint8Array) => {
       for (let at = 0; at < view.byteLength; at += CHUNK_BYTES) {
-        const chunk = view.subarray(at, Math.min(at + CHUNK_BYTES, view.byteLength));
+        let chunk = view.subarray(at, Math.min(at + CHUNK_BYTES, view.byteLength));
+        if (scratch !== null) {
+          scratch.set(chunk);
+          chunk = scratch.subarray(0, chunk.byteLength);
+        }
         for (let done = 0; done < chunk.byteLength; ) done += (await handle.write(chunk, done)).bytesWritten;
         crc = crc32(chunk, crc);
       }

@@ -29,6 +29,8 @@ export interface VenueConfig {
   orderCapacity: number;
   /** Commands a shard runs between checkpoints of its engine (persistence/engine-checkpoints.ts); 0: none. */
   engineCheckpointCommands: number;
+  /** Commands between two saves of the key filters while running (persistence/key-filter-snapshot.ts); 0: only at a graceful stop. */
+  keyFilterCheckpointCommands: number;
   /** Commands in flight per gateway thread before it answers 503. */
   maxInFlight: number;
   /** Requests a gateway thread lets wait for the read thread at once (reads, status, replays from storage) before it answers 503. */
@@ -137,6 +139,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     resultRingSlots: powerOfTwo(env, 'RESULT_RING_SLOTS', 16384, 16, 1 << 22),
     orderCapacity: integer(env, 'ORDER_CAPACITY', 1 << 21, 16, 1 << 24),
     engineCheckpointCommands: integer(env, 'ENGINE_CHECKPOINT_COMMANDS', 250_000, 0, 1 << 30),
+    keyFilterCheckpointCommands: integer(env, 'KEY_FILTER_CHECKPOINT_COMMANDS', 250_000, 0, 1 << 30),
     maxInFlight: integer(env, 'MAX_IN_FLIGHT', 16384, 1, 1 << 20),
     maxWaitingReads: integer(env, 'MAX_WAITING_READS', 4096, 1, 1 << 20),
     commandStoreRecords: powerOfTwo(env, 'COMMAND_STORE_RECORDS', 1 << 17, 16, 1 << 24),

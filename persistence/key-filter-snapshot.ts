@@ -1,28 +1,44 @@
-// The key filters (core/key-filter.ts) kept across a graceful stop, so that a restart
-// need not scan every stored command and order to rebuild them (with a million
-// resting orders those two scans were about 1.2 s of a 10-14 s restart, measured).
+// The key filters (core/key-filter.ts) saved at a storage mark, so that a start need not
+// scan every stored command and order to rebuild them (with a million resting orders
+// those scans, about 3 M keys, cost 2.6 s of the main thread's CPU beside PostgreSQL's
+// own, in a start after a crash that is CPU-bound on two cores, measured).
 //
-// At a graceful stop, once every command is committed and projected, the keys the
-// shared tables still hold are added to the filters (every key storage holds is then
-// in a filter: it was there at start, or was evicted into it, or is in a table now),
-// and the filters are written to DATA_DIR/key-filters.bin with the storage position
-// they cover; that position and a random token are then stored in the database. At
-// start the file is used only if the database names the same token and storage is
-// still at the same position (nothing was written since), the shapes match and the
-// checksum holds; the database's note is removed as it is read, so the file serves
-// one start only. Anything else (a crash, a file from another database, a partial
-// write) means the full scan, as before.
+// Saved at a graceful stop and, while the venue runs, every KEY_FILTER_CHECKPOINT_COMMANDS
+// commands (server.ts): first the storage mark is read (storageMark: the last intake
+// commit and each shard's last journaled sequence), then the keys the shared tables hold
+// are added to the filters (rememberTableKeys), then the filters are written to
+// DATA_DIR/key-filters.bin with that mark, and the mark and a random token are noted in
+// the database. The file then holds every key of every command in a commit up to the
+// mark: such a command claimed its keys in the tables before the mark was read, and a
+// key claimed then is in a table when the scan locks its bucket (added then) or was
+// evicted into its filter before (a table adds an evicted key to its filter under the
+// bucket's lock). The keys the start held in its filters were in them already. Bits are
+// only ever set, so a file written while gateways add keys holds at least the bits set
+// before the write began (each chunk is copied before its crc and write).
+//
+// At start the file is used if the database names its token and mark, the shapes match
+// and the checksum holds; the keys of every command taken after the mark are then read
+// from the intake records of the commits after it (persistence/recovery.ts
+// intakeKeysSince: nothing after a graceful stop, at most about
+// KEY_FILTER_CHECKPOINT_COMMANDS plus what was in flight after a crash). The note is not
+// consumed: storage only grows past the mark, and the next save replaces it. Anything
+// else (no note, a file from another database or an older save, a partial write, filters
+// sized otherwise) means the full scan, as before. A file written but not yet noted (a
+// crash between the two) is another token: the full scan. The intake records after the
+// noted mark must be kept (no retention removes them today; one that does must keep
+// those).
 //
 // File (core/snapshot-file.ts): "VKF1", the header (JSON: token, mark, names, bytes per
 // filter), each filter's buffer in the header's order, crc32.
 //
-// The note and the storage position serve the other things a graceful stop saves too
-// (the shards' engines and the projector's open orders: BOOK_SNAPSHOT_SETTING).
+// storageMark and the note also serve the other things a graceful stop saves (the
+// shards' engines and the projector's open orders: BOOK_SNAPSHOT_SETTING), which are
+// still consumed by the start that uses them.
 
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type pg from 'pg';
-import { SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
+import { SnapshotFileReader, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
 import { keyFilterBitsOf } from '../core/key-filter.ts';
 
 const MAGIC = 'VKF1';
@@ -61,22 +77,29 @@ export function snapshotPath(dataDir: string): string {
   return path.join(dataDir, FILE_NAME);
 }
 
-/** Writes the filters and notes them in the database. Call only when storage holds every command the filters' keys came from. */
+/**
+ * Saves the filters at a storage mark (see the top of this file): reads the mark, then
+ * calls `addTableKeys` (the keys the shared tables hold go into the filters; it returns
+ * how many were new), writes the file, notes it in the database.
+ */
 export async function saveKeyFilters(
   dataDir: string,
   client: pg.ClientBase,
   shardCount: number,
   filters: Record<string, SharedArrayBuffer>,
-): Promise<{ file: string; mark: string }> {
+  addTableKeys: () => Promise<number>,
+): Promise<{ file: string; mark: string; tableKeys: number; bytes: number }> {
   const names = Object.keys(filters);
-  const bytes = filters[names[0]!]!.byteLength;
-  if (names.some((name) => filters[name]!.byteLength !== bytes)) throw new Error('the key filters differ in size');
+  const bytesEach = filters[names[0]!]!.byteLength;
+  if (names.some((name) => filters[name]!.byteLength !== bytesEach)) throw new Error('the key filters differ in size');
   const token = randomUUID();
-  const mark = await storageMark(client, shardCount);
+  const mark = await storageMark(client, shardCount); // before the tables' keys: every command up to it claimed its keys before
+  const tableKeys = await addTableKeys();
   const file = snapshotPath(dataDir);
-  writeSnapshotFile(file, MAGIC, { token, mark, names, bytes } satisfies SnapshotHeader, names.map((name) => new Uint8Array(filters[name]!)));
+  const header: SnapshotHeader = { token, mark, names, bytes: bytesEach };
+  const bytes = await writeSnapshotFileAsync(file, MAGIC, header, names.map((name) => new Uint8Array(filters[name]!)), true);
   await noteSnapshot(client, SETTING, token, mark);
-  return { file, mark };
+  return { file, mark, tableKeys, bytes };
 }
 
 /** Notes in the database that the files of `token`, saved at storage position `mark`, may serve the next start. */
@@ -102,33 +125,38 @@ export function journalSequences(mark: string): number[] {
   return mark.slice(mark.indexOf('journal ') + 'journal '.length).split(',').map(Number);
 }
 
+/** The last intake commit in a storage mark. */
+export function intakeCommit(mark: string): number {
+  const found = /^intake (\d+);/.exec(mark);
+  if (found === null) throw new Error(`not a storage mark: ${mark}`);
+  return Number(found[1]);
+}
+
 /**
- * Fills the filters from the file written at the last graceful stop, if it is still
- * true of storage. Returns null when loaded, else why not (the caller scans storage,
- * the filters are left empty). Either way the database's note is removed: a file
- * serves one start.
+ * Fills the filters from the file the database names (the last save), if it is whole
+ * and of the filters' shape: returns the storage mark it holds every key up to (the
+ * caller adds the keys of the commands taken after it: intakeKeysSince), else why not
+ * (the caller scans storage; the filters are left empty). The note stays.
  */
-export async function loadKeyFilters(
-  dataDir: string,
-  client: pg.ClientBase,
-  shardCount: number,
-  filters: Record<string, SharedArrayBuffer>,
-): Promise<string | null> {
-  const noted = await takeSnapshotNote(client, SETTING, shardCount);
-  if (typeof noted === 'string') return noted;
+export async function loadKeyFilters(dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>): Promise<{ mark: string } | string> {
+  const noted = await client.query<{ value: string }>('SELECT value FROM runtime.venue_settings WHERE name = $1', [SETTING]);
+  if (noted.rows.length === 0) return 'no saved key filters noted in the database';
+  const [token, ...markWords] = noted.rows[0]!.value.split(' ');
+  const mark = markWords.join(' ');
   const views = Object.values(filters).map((buffer) => new Uint8Array(buffer));
   let why: string | null;
   try {
-    why = readFilterFile(snapshotPath(dataDir), noted.token, noted.mark, filters);
+    why = readFilterFile(snapshotPath(dataDir), token!, mark, filters);
   } catch (error) {
     why = `the file could not be read: ${(error as Error).message}`;
   }
-  if (why !== null) for (const view of views) view.fill(0);
+  if (why === null) return { mark };
+  for (const view of views) view.fill(0);
   return why;
 }
 
 /**
- * The bits of each filter in the file the last graceful stop saved, if there is one
+ * The bits of each filter in the file the last save wrote, if there is one
  * (its header only; whether it may serve this start is loadKeyFilters's question): the
  * start sizes the filters no smaller, so that an estimate of the stored keys a little
  * lower than the last start's does not cost a scan of storage.
@@ -161,5 +189,60 @@ function readFilterFile(file: string, token: string, mark: string, filters: Reco
     return reader.verify() ? null : 'a checksum mismatch';
   } finally {
     reader.close();
+  }
+}
+
+export interface KeyFilterCheckpointOptions {
+  /** Commands between two saves while running (KEY_FILTER_CHECKPOINT_COMMANDS; 0: none). */
+  every: number;
+  /** Commands journaled so far, all shards (a counter that only grows). */
+  journaled: () => number;
+  /** Commands storage took that no saved file covers at the start (the tail read after the file, or every command scanned). */
+  uncovered: number;
+  /** One save (saveKeyFilters with the tables' keys); its failure is logged, and the next one tries again. */
+  save: () => Promise<void>;
+  onFailure: (error: Error) => void;
+}
+
+/**
+ * The saves of the key filters while the venue runs: poll() (the main thread's guard
+ * timer) starts one when `every` commands were journaled since the last (counting the
+ * commands the start's filters did not cover from a file), one at a time; close() waits
+ * for the one in flight and starts no other (the stop saves its own).
+ */
+export class KeyFilterCheckpoints {
+  private readonly options: KeyFilterCheckpointOptions;
+  private base: number;
+  private running: Promise<void> | null = null;
+  private closed = false;
+  /** Saves finished and failed, for the tests and the logs. */
+  saved = 0;
+  failed = 0;
+
+  constructor(options: KeyFilterCheckpointOptions) {
+    this.options = options;
+    this.base = options.journaled() - options.uncovered;
+  }
+
+  poll(): void {
+    if (this.closed || this.running !== null || this.options.every === 0) return;
+    const journaled = this.options.journaled();
+    if (journaled - this.base < this.options.every) return;
+    this.base = journaled;
+    this.running = this.options
+      .save()
+      .then(
+        () => void this.saved++,
+        (error: Error) => {
+          this.failed++;
+          this.options.onFailure(error);
+        },
+      )
+      .finally(() => (this.running = null));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running;
   }
 }

@@ -9,6 +9,18 @@
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import { formatUuid } from '../core/uuid.ts';
+import { COMMAND_PARTICIPANT_ID_WORD } from '../core/command-slot.ts';
+import {
+  INTAKE_CLIENT_ORDER_ID_BYTE,
+  INTAKE_CLIENT_ORDER_ID_LENGTH_WORD,
+  INTAKE_COMMAND_ID_BYTE,
+  INTAKE_FLAGS_WORD,
+  INTAKE_HAS_ORDER_ID,
+  INTAKE_ORDER_ID_BYTE,
+  INTAKE_RECORD_BYTES,
+  INTAKE_SCOPE_BYTE,
+  INTAKE_SLOT_BYTE,
+} from '../core/intake-record.ts';
 import { copyOut } from './copy-binary.ts';
 import type { NumberedSession } from '../core/storage-protocol.ts';
 
@@ -208,6 +220,58 @@ export async function storedCommandKeys(client: pg.ClientBase, onKey: (scope: In
     row.words(1, commandId, 0);
     onKey(scope, commandId);
   });
+}
+
+/** The keys of one intake record (intakeKeysSince): views valid during the call only. */
+export interface IntakeKeys {
+  scope: Int32Array;
+  commandId: Int32Array;
+  /** A submit's orderId, or the order a cancel or modify names; null for none. */
+  orderId: Int32Array | null;
+  /** The participant and clientOrderId of a command naming one (a submit's, or the order a cancel names); else null. */
+  clientOrder: { participantId: string; clientOrderId: string } | null;
+}
+
+/**
+ * The keys of every command taken in a commit after `commitNo` (its intake record:
+ * core/intake-record.ts), streamed binary, each batch's checksum checked: what the key
+ * filters saved at a storage mark lack (persistence/key-filter-snapshot.ts). A record
+ * whose command never reached storage (a crash before its journal) gives its keys too:
+ * a filter holding a key storage lacks costs a storage check, never a wrong answer.
+ * Returns how many records.
+ */
+export async function intakeKeysSince(client: pg.ClientBase, commitNo: number, onKeys: (keys: IntakeKeys) => void): Promise<number> {
+  if (!Number.isSafeInteger(commitNo) || commitNo < 0) throw new Error(`not a commit number: ${commitNo}`);
+  const keys: IntakeKeys = { scope: new Int32Array(4), commandId: new Int32Array(4), orderId: null, clientOrder: null };
+  const orderId = new Int32Array(4);
+  const participant = new Int32Array(4);
+  const idsAt = (payload: Buffer, at: number, target: Int32Array) => {
+    for (let k = 0; k < 4; k++) target[k] = payload.readInt32BE(at + k * 4); // stored most significant first
+  };
+  let records = 0;
+  await copyOut(client, `SELECT commit_no, checksum, payload FROM runtime.intake_batches WHERE commit_no > ${commitNo}`, (row) => {
+    const payload = row.bytes(2);
+    if (crc32(payload) !== row.int8(1)) throw new Error(`the intake batch of commit ${row.int8(0)} fails its checksum`);
+    if (payload.byteLength % INTAKE_RECORD_BYTES !== 0) throw new Error(`the intake batch of commit ${row.int8(0)} is not whole records (${payload.byteLength} bytes)`);
+    for (let at = 0; at < payload.byteLength; at += INTAKE_RECORD_BYTES) {
+      const flags = payload.readInt32LE(at + INTAKE_FLAGS_WORD * 4); // the record's words are the writer's (little-endian) Int32Array
+      idsAt(payload, at + INTAKE_SCOPE_BYTE, keys.scope);
+      idsAt(payload, at + INTAKE_COMMAND_ID_BYTE, keys.commandId);
+      keys.orderId = (flags & INTAKE_HAS_ORDER_ID) === 0 ? null : (idsAt(payload, at + INTAKE_ORDER_ID_BYTE, orderId), orderId);
+      const clientOrderIdLength = payload.readInt32LE(at + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD * 4);
+      if (clientOrderIdLength === 0) {
+        keys.clientOrder = null;
+      } else {
+        const slotWords = at + INTAKE_SLOT_BYTE + COMMAND_PARTICIPANT_ID_WORD * 4; // the slot's words, as the shard reads them
+        for (let k = 0; k < 4; k++) participant[k] = payload.readInt32LE(slotWords + k * 4);
+        const text = at + INTAKE_CLIENT_ORDER_ID_BYTE;
+        keys.clientOrder = { participantId: formatUuid(participant, 0), clientOrderId: payload.toString('utf8', text, text + clientOrderIdLength) };
+      }
+      onKeys(keys);
+      records++;
+    }
+  });
+  return records;
 }
 
 export interface KnownOrder {

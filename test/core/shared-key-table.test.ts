@@ -65,6 +65,31 @@ test('addKeysTo puts every key the table holds (not the removed ones) into a fil
   assert.equal(filter.added, held);
 });
 
+test('addKeysTo since a stamp: only the entries written since (new keys, rewritten ones), in the bucket range asked; the stamps wrap', () => {
+  const t = table(64);
+  for (let n = 0; n < 100; n++) t.insertIfAbsent(keyOf(n), 0, n);
+  const since = t.stamp;
+  assert.equal(since, 100, 'one stamp per write');
+  for (let n = 100; n < 130; n++) t.insertIfAbsent(keyOf(n), 0, n);
+  t.put(keyOf(5), 0, 55); // rewritten: a new stamp
+  const filter = new KeyFilter(createKeyFilter(1 << 16));
+  assert.equal(t.addKeysTo(filter, since), 31);
+  for (let n = 0; n < 130; n++) assert.equal(filter.mightContain(keyOf(n), 0), n >= 100 || n === 5, `key ${n}`);
+  // A range of buckets: the two halves add what the whole does.
+  const halves = new KeyFilter(createKeyFilter(1 << 16));
+  assert.equal(t.addKeysTo(halves, null, 0, 32) + t.addKeysTo(halves, null, 32, 64), 130);
+  // Past 2^31 writes the stamp counter's sign flips; "since" still compares by distance.
+  const words = t.words;
+  Atomics.store(words, 0, 0x7ffffff0);
+  for (let n = 200; n < 210; n++) t.insertIfAbsent(keyOf(n), 0, n); // stamps 0x7ffffff0 .. 0x7ffffff9
+  const beforeWrap = t.stamp;
+  for (let n = 210; n < 230; n++) t.insertIfAbsent(keyOf(n), 0, n); // crosses to negative stamps
+  assert.ok(t.stamp < 0);
+  const wrapped = new KeyFilter(createKeyFilter(1 << 16));
+  assert.equal(t.addKeysTo(wrapped, beforeWrap), 20);
+  for (let n = 200; n < 230; n++) assert.equal(wrapped.mightContain(keyOf(n), 0), n >= 210, `key ${n} across the wrap`);
+});
+
 test('three threads racing to insert the same 20,000 keys: exactly one wins each key, all agree', async () => {
   const shape = { bucketCount: 65536, extraWords: 1 }; // roomy: no bucket overflows, so no eviction
   const buffer = createSharedKeyTable(shape);

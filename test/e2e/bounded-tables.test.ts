@@ -8,8 +8,8 @@ import { after, test } from 'node:test';
 import { embeddedUrl, startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
 import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
-import { loadKeyFilters } from '../../persistence/key-filter-snapshot.ts';
-import { storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts';
+import { intakeCommit, loadKeyFilters } from '../../persistence/key-filter-snapshot.ts';
+import { intakeKeysSince, storedCommandKeys, storedOrderIds } from '../../persistence/recovery.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { clientOrderDigest, wordsOf } from '../../gateway/keys.ts';
@@ -22,35 +22,47 @@ after(() => VenueProcess.removeDataDir(dir));
 const FILTER_BITS = 1 << 20;
 
 /**
- * The key filters saved at the graceful stop hold every key storage holds: the keys
- * evicted into them, and the keys the tables held at the stop. Reads the file as the
- * next start would (consuming the database's note), then notes it again for that start.
+ * The key filters the last save wrote (a graceful stop, or a checkpoint while running),
+ * with the keys of the intake records after its mark, hold every key storage holds: the
+ * keys evicted into them, the keys the tables held at the save, and those taken after it.
+ * Reads them as the next start would (the database's note stays). Returns the saved mark
+ * and how many records came after it.
  */
-async function everyStoredKeyIsSaved(dataDir: string): Promise<void> {
+async function everyStoredKeyIsSaved(dataDir: string): Promise<{ mark: string; takenAfter: number }> {
   const server = await startEmbeddedPostgres(dataDir, () => undefined); // the venue stopped its own
-  await withClient(server.url, async (client) => {
-    const note = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
-    assert.equal(note.rows.length, 1, 'the graceful stop noted its filters');
-    const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS), clientOrders: createKeyFilter(FILTER_BITS) };
-    assert.equal(await loadKeyFilters(dataDir, client, 2, buffers), null);
-    const [scopes, commandIds, orders, clientOrders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory, buffers.clientOrders].map((buffer) => new KeyFilter(buffer));
-    let missing = 0;
-    const commands = await storedCommandKeys(client, (scope, commandId) => {
-      if (!scopes!.mightContain(scope, 0) || !commandIds!.mightContain(commandId, 0)) missing++;
+  try {
+    return await withClient(server.url, async (client) => {
+      const buffers = { idempotency: createKeyFilter(FILTER_BITS), commandIds: createKeyFilter(FILTER_BITS), orderDirectory: createKeyFilter(FILTER_BITS), clientOrders: createKeyFilter(FILTER_BITS) };
+      const loaded = await loadKeyFilters(dataDir, client, buffers);
+      assert.equal(typeof loaded, 'object', `the saved filters load (${String(loaded)})`);
+      const { mark } = loaded as { mark: string };
+      const [scopes, commandIds, orders, clientOrders] = [buffers.idempotency, buffers.commandIds, buffers.orderDirectory, buffers.clientOrders].map((buffer) => new KeyFilter(buffer));
+      const takenAfter = await intakeKeysSince(client, intakeCommit(mark), (keys) => {
+        scopes!.add(keys.scope, 0);
+        commandIds!.add(keys.commandId, 0);
+        if (keys.orderId !== null) orders!.add(keys.orderId, 0);
+        if (keys.clientOrder !== null) clientOrders!.add(wordsOf(clientOrderDigest(keys.clientOrder.participantId, keys.clientOrder.clientOrderId)), 0);
+      });
+      let missing = 0;
+      const commands = await storedCommandKeys(client, (scope, commandId) => {
+        if (!scopes!.mightContain(scope, 0) || !commandIds!.mightContain(commandId, 0)) missing++;
+      });
+      const orderCount = await storedOrderIds(
+        client,
+        (orderId) => {
+          if (!orders!.mightContain(orderId, 0)) missing++;
+        },
+        (participantId, clientOrderId) => {
+          if (!clientOrders!.mightContain(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0)) missing++;
+        },
+      );
+      assert.ok(commands > 0 && orderCount > 0);
+      assert.equal(missing, 0, `every stored key is in the saved filters or after their mark (${commands} commands, ${orderCount} orders; ${takenAfter} records after ${mark})`);
+      return { mark, takenAfter };
     });
-    const orderCount = await storedOrderIds(
-      client,
-      (orderId) => {
-        if (!orders!.mightContain(orderId, 0)) missing++;
-      },
-      (participantId, clientOrderId) => {
-        if (!clientOrders!.mightContain(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0)) missing++;
-      },
-    );
-    assert.ok(commands > 0 && orderCount > 0);
-    assert.equal(missing, 0, `every stored key is in the saved filters (${commands} commands, ${orderCount} orders)`);
-    await client.query("INSERT INTO runtime.venue_settings (name, value) VALUES ('key_filter_snapshot', $1)", [note.rows[0]!.value]);
-  }).finally(() => server.stop());
+  } finally {
+    await server.stop();
+  }
 }
 
 test('a tiny table forgets, storage remembers: replays and conflicts hold across evictions and restarts', async () => {
@@ -84,12 +96,16 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
     await checkOld('after evictions');
     assert.equal(await venue.stop(), 0);
     assert.match(venue.log, /key filters saved for the next start/);
-    await everyStoredKeyIsSaved(dir);
+    const stop = await everyStoredKeyIsSaved(dir);
+    assert.equal(stop.takenAfter, 0, 'nothing after a graceful stop\'s mark');
 
     // The filters saved at the stop, not a scan of storage; the commands the tables held
     // at the stop (all but 32 of them forgotten by this start) replay from storage too.
     venue = await VenueProcess.start(env);
-    assert.match(venue.log, /"remembered":32,"storedKeys":-1,"storedOrders":-1,"keyFilters":"saved at the last stop"/, 'the tables hold the most recent, the key filters every stored command');
+    assert.ok(
+      venue.log.includes(`"remembered":32,"storedKeys":-1,"storedOrders":-1,"takenAfter":0,"keyFilters":"saved at ${stop.mark}"`),
+      'the tables hold the most recent, the key filters every stored command',
+    );
     await checkOld('after a restart');
     await venue.untilProjected();
     await withClient((await embeddedUrl(dir))!, async (client) => {
@@ -97,7 +113,7 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
       assert.equal(rows.rows[0]!.n, 302, 'the 300 commands and the two fresh ones, each once');
     });
 
-    // After a crash nothing was saved: the next start scans storage (the saved filters served one start).
+    // After a crash the filters saved at the stop still serve, with the keys of every command taken after it.
     const crashed: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
     for (let k = 0; k < 150; k++) {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '3', quantity: '1' });
@@ -107,13 +123,10 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
       crashed.push({ body, key, answer });
     }
     await venue.kill();
+    const crash = await everyStoredKeyIsSaved(dir);
+    assert.deepEqual(crash, { mark: stop.mark, takenAfter: 151 }, 'the stop\'s mark; after it the fresh command and the 150 of the crashed run');
     venue = await VenueProcess.start(env);
-    assert.match(venue.log, /"keyFilters":"scanned \(no graceful stop noted in the database\)"/);
-    // The pass over storage saw what the projections held at the kill; the start projected the rest and the tables learned those by id.
-    const seen = /"remembered":32,"storedKeys":(\d+),/.exec(venue.log);
-    const learned = /"commands":(\d+),"orders":\d+,"msg":"the commands the start put in storage/.exec(venue.log);
-    // (A command the start projected while the pass read may be in both.)
-    assert.ok(Number(seen?.[1]) <= 452 && Number(seen?.[1]) + Number(learned?.[1] ?? 0) >= 452, `every stored command: in the pass over storage or learned by id (${seen?.[1]} and ${learned?.[1]})`);
+    assert.ok(venue.log.includes(`"storedKeys":-1,"storedOrders":-1,"takenAfter":151,"keyFilters":"saved at ${stop.mark}"`), 'no scan of storage');
     for (const { body, key, answer } of crashed) {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], 'a command of the crashed run replays its original answer');
@@ -312,7 +325,7 @@ test('after a crash with the projections behind the journal, the commands the st
     assert.ok(loaded !== null && Number(loaded[1]) > 0, 'the start projected what the crash left');
     const passes = venue.log.match(/the key filters hold every stored one/g) ?? [];
     assert.equal(passes.length, 1, 'one pass over storage');
-    assert.match(venue.log, /"remembered":\d+,"storedKeys":\d+,"storedOrders":\d+,"keyFilters":"scanned \(no graceful stop noted in the database\)"/);
+    assert.match(venue.log, /"remembered":\d+,"storedKeys":\d+,"storedOrders":\d+,"takenAfter":-1,"keyFilters":"scanned \(no saved key filters noted in the database\)"/);
     assert.match(venue.log, /"commands":100,"orders":100,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
     for (const { body, key, answer } of behind) {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
@@ -326,4 +339,46 @@ test('after a crash with the projections behind the journal, the commands the st
       assert.equal(rows.rows[0]!.n, 120, 'each command once: none ran again');
     });
   }, { after: () => VenueProcess.removeDataDir(crashDir) });
+});
+
+test('while running, the key filters are saved every KEY_FILTER_CHECKPOINT_COMMANDS commands: after a crash the last save and the intake records after it hold every stored key, with no scan of storage', async () => {
+  const checkpointDir = VenueProcess.makeDataDir();
+  // The tables keep 128 entries each, and forget the rest into the filters; a save every 60 commands.
+  const env = { DATA_DIR: checkpointDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: String(FILTER_BITS), KEY_FILTER_CHECKPOINT_COMMANDS: '60' };
+  let venue = await VenueProcess.start(env);
+  await stopAfter(() => venue, async () => {
+    const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
+    const saves = () => venue.log.match(/key filters saved \(a checkpoint while running\)/g)?.length ?? 0;
+    for (let k = 0; k < 400; k++) {
+      // Resting orders, some with a clientOrderId (its claim is in the fourth table and filter).
+      const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '2', quantity: '1', ...(k % 3 === 0 ? { clientOrderId: `kept-${k}` } : {}) });
+      const key = `checkpointed-${k}`;
+      const answer = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.equal(answer.status, 200, answer.text);
+      sent.push({ body, key, answer });
+      if (k === 299) {
+        const deadline = Date.now() + 10_000;
+        while (saves() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    assert.ok(saves() >= 3, `saved while running (${saves()} times)`);
+    await venue.kill();
+    const saved = await everyStoredKeyIsSaved(checkpointDir);
+    assert.ok(intakeCommit(saved.mark) > 0 && saved.takenAfter > 0 && saved.takenAfter < 400, `a save while running, the intake after it (${saved.takenAfter} records after ${saved.mark})`);
+
+    venue = await VenueProcess.start(env);
+    assert.ok(venue.log.includes(`"storedKeys":-1,"storedOrders":-1,"takenAfter":${saved.takenAfter},"keyFilters":"saved at ${saved.mark}"`), 'the save and the records after it, no scan');
+    for (const { body, key, answer } of sent) {
+      const replay = await venue.order('/api/v1/orders/submit', body, { key });
+      assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);
+      const reusedId = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), commandId: body.commandId }, { key: `${key}-again` });
+      assert.equal(reusedId.status, 409, `${key}: its commandId under another key is a conflict`);
+      const reusedOrder = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), orderId: body.orderId });
+      assert.equal(reusedOrder.json.outcome.rejected?.code, 'DUPLICATE_ORDER_ID', `${key}: its orderId is taken`);
+      if (body.clientOrderId !== undefined) {
+        const reusedClientOrder = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), clientOrderId: body.clientOrderId });
+        assert.equal(reusedClientOrder.json.outcome.rejected?.code, 'DUPLICATE_CLIENT_ORDER_ID', `${key}: its clientOrderId is held by an open order`);
+      }
+    }
+  }, { after: () => VenueProcess.removeDataDir(checkpointDir) });
 });

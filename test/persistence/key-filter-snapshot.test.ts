@@ -1,6 +1,8 @@
-// The key filters saved at a graceful stop (persistence/key-filter-snapshot.ts) are
-// used by the next start only when they are still true of storage, whole and of the
-// same shape; in every other case the start scans storage. A real PostgreSQL.
+// The key filters saved at a storage mark (persistence/key-filter-snapshot.ts: a graceful
+// stop, or a checkpoint while running) are used by a start when the database names them,
+// and they are whole and of the same shape, whatever storage took after the mark (its
+// keys are read from the intake records after it: intakeKeysSince); in every other case
+// the start scans storage. A real PostgreSQL.
 
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -9,7 +11,13 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
-import { loadKeyFilters, savedFilterBits, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
+import { intakeCommit, KeyFilterCheckpoints, loadKeyFilters, savedFilterBits, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
+import { intakeKeysSince, type IntakeKeys } from '../../persistence/recovery.ts';
+import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
+import { COMMAND_PARTICIPANT_ID_WORD, COMMAND_SLOT_WORDS } from '../../core/command-slot.ts';
+import { formatUuid, uuidWords } from '../../core/uuid.ts';
+import { crc32 } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 const BITS = 1 << 12;
@@ -44,38 +52,72 @@ async function commit(client: pg.ClientBase, commitNo: number): Promise<void> {
   await client.query('INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload) VALUES ($1, 0, 1, 0, $2)', [commitNo, Buffer.alloc(8)]);
 }
 
-test('saved at a stop, loaded at the next start: the same bits and count; the note serves one start', async () => {
+/** saveKeyFilters with no table keys to add (the tables are the venue's: tested end to end). */
+const save = (dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>, addTableKeys = async () => 0) =>
+  saveKeyFilters(dataDir, client, SHARDS, filters, addTableKeys);
+
+test('saved at a mark, loaded by every start after it: the same bits and count, the mark; the note stays while storage grows', async () => {
   await withClient(url, async (client) => {
     await commit(client, 1);
     const saved = filledFilters();
-    const { mark } = await saveKeyFilters(dir, client, SHARDS, saved);
+    const { mark } = await save(dir, client, saved);
     assert.equal(mark, 'intake 1; journal 0,0');
+    assert.equal(intakeCommit(mark), 1);
     const loaded = emptyFilters();
-    assert.equal(await loadKeyFilters(dir, client, SHARDS, loaded), null);
+    assert.deepEqual(await loadKeyFilters(dir, client, loaded), { mark });
     assert.deepEqual(bytesOf(loaded), bytesOf(saved));
     assert.equal(new KeyFilter(loaded.orderDirectory).added, 100);
     for (let n = 200; n < 300; n++) assert.ok(new KeyFilter(loaded.orderDirectory).mightContain(key(n), 0));
-    // The same file, a second start: the database's note was consumed.
+    // Storage took more after the save (a crash, then another): the file still holds every key up to its mark.
+    await commit(client, 2);
     const again = emptyFilters();
-    assert.equal(await loadKeyFilters(dir, client, SHARDS, again), 'no graceful stop noted in the database');
-    assert.ok(isEmpty(again));
+    assert.deepEqual(await loadKeyFilters(dir, client, again), { mark });
+    assert.deepEqual(bytesOf(again), bytesOf(saved));
   });
 });
 
-test('refused, filters left empty: storage changed since, a damaged, foreign or other file, another shape', async () => {
+test('the mark is read before the tables\' keys are added: a commit made meanwhile is after the mark (its keys come from its intake record)', async () => {
+  await withClient(url, async (client) => {
+    const before = Number((await client.query<{ n: string }>('SELECT coalesce(max(commit_no), 0)::text AS n FROM runtime.intake_batches')).rows[0]!.n);
+    const { mark, tableKeys } = await save(dir, client, filledFilters(), async () => {
+      await commit(client, before + 1); // a gateway's command committed while the tables are read
+      return 7;
+    });
+    assert.equal(tableKeys, 7);
+    assert.equal(intakeCommit(mark), before, 'the mark the save began with');
+    assert.deepEqual(await loadKeyFilters(dir, client, emptyFilters()), { mark });
+  });
+});
+
+test('a file written while the filters change: each chunk as copied, its checksum of those bytes (the start loads it)', async () => {
+  await withClient(url, async (client) => {
+    const big = { idempotency: createKeyFilter(1 << 26), commandIds: createKeyFilter(1 << 26), orderDirectory: createKeyFilter(1 << 26) }; // 8 MiB each: several chunks
+    const filter = new KeyFilter(big.commandIds);
+    let n = 0;
+    const writer = setInterval(() => {
+      for (let k = 0; k < 2000; k++) filter.add(key(n++), 0); // bits set between the chunks' copies, checksums and writes
+    }, 0);
+    try {
+      await save(dir, client, big);
+    } finally {
+      clearInterval(writer);
+    }
+    assert.ok(n > 0, 'keys were added during the write');
+    const loaded = { idempotency: createKeyFilter(1 << 26), commandIds: createKeyFilter(1 << 26), orderDirectory: createKeyFilter(1 << 26) };
+    assert.equal(typeof (await loadKeyFilters(dir, client, loaded)), 'object', 'whole and checked');
+  });
+});
+
+test('refused, filters left empty: no note, a damaged, foreign or other file, another shape', async () => {
   await withClient(url, async (client) => {
     const refused = async (damage: () => Promise<void> | void, reason: RegExp, filters = emptyFilters()) => {
-      await saveKeyFilters(dir, client, SHARDS, filledFilters());
+      await save(dir, client, filledFilters());
       await damage();
-      const why = await loadKeyFilters(dir, client, SHARDS, filters);
-      assert.match(why ?? 'loaded', reason);
+      const why = await loadKeyFilters(dir, client, filters);
+      assert.match(typeof why === 'string' ? why : 'loaded', reason);
       assert.ok(isEmpty(filters), `${reason}: nothing loaded`);
     };
-    await refused(() => commit(client, 2), /^storage changed since the stop \(intake 1; journal 0,0 then, intake 2; journal 0,0 now\)$/);
-    await refused(
-      async () => void (await client.query("INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload, commit_no) VALUES (1, 1, 3, 1, 3, 0, '\\x00', 2)")),
-      /^storage changed since the stop \(intake 2; journal 0,0 then, intake 2; journal 0,3 now\)$/,
-    );
+    await refused(() => void client.query("DELETE FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'"), /^no saved key filters noted in the database$/);
     const file = snapshotPath(dir);
     await refused(() => {
       const bytes = readFileSync(file);
@@ -90,12 +132,12 @@ test('refused, filters left empty: storage changed since, a damaged, foreign or 
     }, /^a damaged header$/);
     await refused(() => writeFileSync(file, Buffer.alloc(4096)), /^not a key filter file$/);
     await refused(() => rmSync(file), /^no file: ENOENT/);
-    // A file saved by another stop (of this or another database): its token is not the noted one.
+    // A file of another save (of this or another database, or written and not yet noted when the venue crashed): its token is not the noted one.
     const other = mkdtempSync(path.join(os.tmpdir(), 'venue-filters-other-'));
     try {
       await refused(async () => {
         const noted = await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'");
-        await saveKeyFilters(other, client, SHARDS, filledFilters());
+        await save(other, client, filledFilters());
         writeFileSync(file, readFileSync(snapshotPath(other)));
         await client.query("UPDATE runtime.venue_settings SET value = $1 WHERE name = 'key_filter_snapshot'", [noted.rows[0]!.value]);
       }, /^the file is not the one the database names$/);
@@ -105,21 +147,131 @@ test('refused, filters left empty: storage changed since, a damaged, foreign or 
     const larger = { idempotency: createKeyFilter(BITS * 2), commandIds: createKeyFilter(BITS * 2), orderDirectory: createKeyFilter(BITS * 2) };
     await refused(() => undefined, /^the filters' shape changed \(sized for the stored keys: KEY_FILTER_BITS, KEY_FILTER_BITS_MAX\): 3 of 576 bytes saved, 3 of 1088 now$/, larger);
     // And after all of that, a good file still loads.
-    await saveKeyFilters(dir, client, SHARDS, filledFilters());
-    assert.equal(await loadKeyFilters(dir, client, SHARDS, emptyFilters()), null);
+    await save(dir, client, filledFilters());
+    assert.equal(typeof (await loadKeyFilters(dir, client, emptyFilters())), 'object');
   });
 });
 
-test('savedFilterBits: the size of the filters the last stop saved (the start sizes them no smaller), or null without a readable file', async () => {
+test('savedFilterBits: the size of the filters the last save wrote (the start sizes them no smaller), or null without a readable file', async () => {
   await withClient(url, async (client) => {
     const sized = (bits: number) => ({ idempotency: createKeyFilter(bits), commandIds: createKeyFilter(bits), orderDirectory: createKeyFilter(bits) });
-    await saveKeyFilters(dir, client, SHARDS, sized(BITS * 4));
+    await save(dir, client, sized(BITS * 4));
     assert.equal(savedFilterBits(dir), BITS * 4);
-    await saveKeyFilters(dir, client, SHARDS, sized(BITS));
+    await save(dir, client, sized(BITS));
     assert.equal(savedFilterBits(dir), BITS);
     writeFileSync(snapshotPath(dir), Buffer.alloc(4096));
     assert.equal(savedFilterBits(dir), null, 'not a key filter file');
     rmSync(snapshotPath(dir));
     assert.equal(savedFilterBits(dir), null, 'no file');
   });
+});
+
+/** An intake batch of real records (core/intake-record.ts) as the journal writer stores it. */
+async function intakeBatch(client: pg.ClientBase, commitNo: number, gatewayId: number, commands: { commandId: string; scope: Buffer; orderId: string | null; participantId: string; clientOrderId: string | null }[], checksum?: number): Promise<void> {
+  const buffer = new ArrayBuffer(commands.length * INTAKE_RECORD_BYTES);
+  const views = { words: new Int32Array(buffer), floats: new Float64Array(buffer), bytes: new Uint8Array(buffer) };
+  commands.forEach((command, k) => {
+    const slot = new Int32Array(COMMAND_SLOT_WORDS);
+    slot.set(uuidWords(command.participantId), COMMAND_PARTICIPANT_ID_WORD);
+    writeIntake(views, k * INTAKE_RECORD_BYTES, {
+      processingMode: 0, route: command.orderId === null ? 3 : 0, shard: 0, principal: 0, receivedAtUs: 1,
+      commandId: uuidWords(command.commandId), scopeDigest: command.scope, payloadHash: new Uint8Array(32),
+      orderId: command.orderId === null ? null : uuidWords(command.orderId), instrumentId: null,
+      slot: new Uint8Array(slot.buffer), clientId: 'desk', idempotencyKey: `key-${k}`, clientOrderId: command.clientOrderId,
+    });
+  });
+  const payload = Buffer.from(buffer);
+  await client.query('INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload) VALUES ($1, $2, $3, $4, $5)', [commitNo, gatewayId, commands.length, checksum ?? crc32(payload), payload]);
+}
+
+test('intakeKeysSince: every key of the commands in commits after the mark (scope, commandId, orderId, participant and clientOrderId), none before; a damaged batch fails', async () => {
+  const { database: own, url: ownUrl } = await migratedDatabase();
+  try {
+    await withClient(ownUrl, async (client) => {
+      const command = (k: number, withOrder: boolean, clientOrderId: string | null) => ({
+        commandId: randomUUID(), scope: Buffer.alloc(16, k + 1), orderId: withOrder ? randomUUID() : null, participantId: randomUUID(), clientOrderId,
+      });
+      const before = [command(0, true, 'old-order')];
+      const after = [[command(1, true, null), command(2, true, 'cö-☃'), command(3, false, null)], [command(4, true, 'c'.repeat(64))], [command(5, false, 'by-client-order')]];
+      await intakeBatch(client, 5, 0, before);
+      await intakeBatch(client, 6, 0, after[0]!);
+      await intakeBatch(client, 6, 1, after[1]!); // two gateways in one commit
+      await intakeBatch(client, 9, 0, after[2]!);
+      const seen: { scope: string; commandId: string; orderId: string | null; clientOrder: IntakeKeys['clientOrder'] }[] = [];
+      const hex = (words: Int32Array) => formatUuid(words, 0);
+      const bytesOfWords = (words: Int32Array) => {
+        const bytes = Buffer.alloc(16);
+        words.forEach((word, k) => bytes.writeInt32BE(word, k * 4));
+        return bytes.toString('hex');
+      };
+      const records = await intakeKeysSince(client, 5, (keys) =>
+        seen.push({ scope: bytesOfWords(keys.scope), commandId: hex(keys.commandId), orderId: keys.orderId === null ? null : hex(keys.orderId), clientOrder: keys.clientOrder === null ? null : { ...keys.clientOrder } }),
+      );
+      const expected = after.flat();
+      assert.equal(records, expected.length);
+      const byId = new Map(seen.map((entry) => [entry.commandId, entry]));
+      assert.equal(byId.size, expected.length, 'each command once');
+      for (const want of expected) {
+        const got = byId.get(want.commandId);
+        assert.ok(got !== undefined, `command ${want.commandId}`);
+        assert.equal(got.scope, want.scope.toString('hex'), 'the scope digest, as its words (most significant byte first)');
+        assert.equal(got.orderId, want.orderId);
+        assert.deepEqual(got.clientOrder, want.clientOrderId === null ? null : { participantId: want.participantId, clientOrderId: want.clientOrderId });
+      }
+      assert.equal(byId.has(before[0]!.commandId), false, 'a commit at the mark is in the file, not read again');
+      assert.equal(await intakeKeysSince(client, 9, () => assert.fail('nothing after the last commit')), 0);
+      await intakeBatch(client, 10, 0, [command(6, true, null)], 12345);
+      await assert.rejects(intakeKeysSince(client, 9, () => undefined), /the intake batch of commit 10 fails its checksum/);
+      assert.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection answers after the failure');
+    });
+  } finally {
+    await own.remove();
+  }
+});
+
+test('KeyFilterCheckpoints: a save every `every` commands journaled (counting what the start left uncovered), one at a time, retried after a failure, none after close', async () => {
+  let journaled = 1000;
+  const saves: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  const failures: string[] = [];
+  const checkpoints = new KeyFilterCheckpoints({
+    every: 100,
+    journaled: () => journaled,
+    uncovered: 30, // the tail the start read: 70 more commands make a save
+    save: () => new Promise<void>((resolve, reject) => saves.push({ resolve, reject })),
+    onFailure: (error) => failures.push(error.message),
+  });
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  journaled = 1069;
+  checkpoints.poll();
+  assert.equal(saves.length, 0, '99 uncovered commands: no save');
+  journaled = 1070;
+  checkpoints.poll();
+  assert.equal(saves.length, 1);
+  journaled = 1500;
+  checkpoints.poll();
+  assert.equal(saves.length, 1, 'one save at a time');
+  saves[0]!.reject(new Error('disk full'));
+  await settle();
+  assert.deepEqual(failures, ['disk full']);
+  assert.equal(checkpoints.failed, 1);
+  checkpoints.poll();
+  assert.equal(saves.length, 2, 'the next poll tries again (430 commands since the last save began)');
+  saves[1]!.resolve();
+  await settle();
+  assert.equal(checkpoints.saved, 1);
+  journaled = 1599;
+  checkpoints.poll();
+  assert.equal(saves.length, 2, 'counted from where the last save began');
+  journaled = 1600;
+  checkpoints.poll();
+  assert.equal(saves.length, 3);
+  let closed = false;
+  const closing = checkpoints.close().then(() => (closed = true));
+  await settle();
+  assert.equal(closed, false, 'close waits for the save in flight');
+  saves[2]!.resolve();
+  await closing;
+  journaled = 5000;
+  checkpoints.poll();
+  assert.equal(saves.length, 3, 'no save after close');
 });
