@@ -381,7 +381,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const learnOrder = (stored: StoredMemory, order: KnownOrder) =>
       stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId));
     // Commands in storage that no saved key filter file covers: the next save comes when
-    // KEY_FILTER_CHECKPOINT_COMMANDS more than these were journaled since the start.
+    // KEY_FILTER_CHECKPOINT_COMMANDS more than these were taken (intake records committed) since the start.
     let uncovered = 0;
     const learnStorage = async () => {
       const stored = new StoredMemory(memory);
@@ -546,9 +546,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     if (config.dataDir !== '') {
       venue.keyFilterCheckpoints = new KeyFilterCheckpoints({
         every: config.keyFilterCheckpointCommands,
-        journaled: () => {
+        taken: () => {
           let sum = 0;
-          for (let shard = 0; shard < config.matchingShards; shard++) sum += control.journalCommitted(shard);
+          for (let gateway = 0; gateway < config.gatewayThreads; gateway++) sum += control.intakeCommitted(gateway);
           return sum;
         },
         uncovered,

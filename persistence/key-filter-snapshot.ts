@@ -4,7 +4,7 @@
 // own, in a start after a crash that is CPU-bound on two cores, measured).
 //
 // Saved at a graceful stop and, while the venue runs, every KEY_FILTER_CHECKPOINT_COMMANDS
-// commands (server.ts): first the storage mark is read (storageMark: the last intake
+// commands taken (intake records committed; server.ts): first the storage mark is read (storageMark: the last intake
 // commit and each shard's last journaled sequence), then the keys the shared tables hold
 // are added to the filters (rememberTableKeys), then the filters are written to
 // DATA_DIR/key-filters.bin with that mark, and the mark and a random token are noted in
@@ -195,8 +195,8 @@ function readFilterFile(file: string, token: string, mark: string, filters: Reco
 export interface KeyFilterCheckpointOptions {
   /** Commands between two saves while running (KEY_FILTER_CHECKPOINT_COMMANDS; 0: none). */
   every: number;
-  /** Commands journaled so far, all shards (a counter that only grows). */
-  journaled: () => number;
+  /** Commands taken so far: intake records committed, all gateways (a counter that only grows; what a start after a crash reads back). */
+  taken: () => number;
   /** Commands storage took that no saved file covers at the start (the tail read after the file, or every command scanned). */
   uncovered: number;
   /** One save (saveKeyFilters with the tables' keys); its failure is logged, and the next one tries again. */
@@ -206,7 +206,7 @@ export interface KeyFilterCheckpointOptions {
 
 /**
  * The saves of the key filters while the venue runs: poll() (the main thread's guard
- * timer) starts one when `every` commands were journaled since the last (counting the
+ * timer) starts one when `every` commands were taken since the last (counting the
  * commands the start's filters did not cover from a file), one at a time; close() waits
  * for the one in flight and starts no other (the stop saves its own).
  */
@@ -221,14 +221,14 @@ export class KeyFilterCheckpoints {
 
   constructor(options: KeyFilterCheckpointOptions) {
     this.options = options;
-    this.base = options.journaled() - options.uncovered;
+    this.base = options.taken() - options.uncovered;
   }
 
   poll(): void {
     if (this.closed || this.running !== null || this.options.every === 0) return;
-    const journaled = this.options.journaled();
-    if (journaled - this.base < this.options.every) return;
-    this.base = journaled;
+    const taken = this.options.taken();
+    if (taken - this.base < this.options.every) return;
+    this.base = taken;
     this.running = this.options
       .save()
       .then(

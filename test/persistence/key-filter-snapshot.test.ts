@@ -229,25 +229,25 @@ test('intakeKeysSince: every key of the commands in commits after the mark (scop
   }
 });
 
-test('KeyFilterCheckpoints: a save every `every` commands journaled (counting what the start left uncovered), one at a time, retried after a failure, none after close', async () => {
-  let journaled = 1000;
+test('KeyFilterCheckpoints: a save every `every` commands taken (counting what the start left uncovered), one at a time, retried after a failure, none after close', async () => {
+  let taken = 1000;
   const saves: { resolve: () => void; reject: (error: Error) => void }[] = [];
   const failures: string[] = [];
   const checkpoints = new KeyFilterCheckpoints({
     every: 100,
-    journaled: () => journaled,
+    taken: () => taken,
     uncovered: 30, // the tail the start read: 70 more commands make a save
     save: () => new Promise<void>((resolve, reject) => saves.push({ resolve, reject })),
     onFailure: (error) => failures.push(error.message),
   });
   const settle = () => new Promise((resolve) => setImmediate(resolve));
-  journaled = 1069;
+  taken = 1069;
   checkpoints.poll();
   assert.equal(saves.length, 0, '99 uncovered commands: no save');
-  journaled = 1070;
+  taken = 1070;
   checkpoints.poll();
   assert.equal(saves.length, 1);
-  journaled = 1500;
+  taken = 1500;
   checkpoints.poll();
   assert.equal(saves.length, 1, 'one save at a time');
   saves[0]!.reject(new Error('disk full'));
@@ -259,10 +259,10 @@ test('KeyFilterCheckpoints: a save every `every` commands journaled (counting wh
   saves[1]!.resolve();
   await settle();
   assert.equal(checkpoints.saved, 1);
-  journaled = 1599;
+  taken = 1599;
   checkpoints.poll();
   assert.equal(saves.length, 2, 'counted from where the last save began');
-  journaled = 1600;
+  taken = 1600;
   checkpoints.poll();
   assert.equal(saves.length, 3);
   let closed = false;
@@ -271,7 +271,7 @@ test('KeyFilterCheckpoints: a save every `every` commands journaled (counting wh
   assert.equal(closed, false, 'close waits for the save in flight');
   saves[2]!.resolve();
   await closing;
-  journaled = 5000;
+  taken = 5000;
   checkpoints.poll();
   assert.equal(saves.length, 3, 'no save after close');
 });
