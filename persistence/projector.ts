@@ -366,6 +366,7 @@ export class Projector {
       let why: string | null;
       try {
         why = readOpenOrders(saved.file, saved.token, this.projected, (count) => (this.resting = new RestingOrders(count)), (order) => this.resting.add(order));
+        if (why === null) this.resting.indexAdds(); // the last group's adds, and whether an order came twice
       } catch (error) {
         why = `the file could not be loaded: ${(error as Error).message}`; // e.g. an order twice: the table decides
       }
@@ -415,6 +416,7 @@ export class Projector {
         this.resting.add(order);
       },
     );
+    this.resting.indexAdds();
   }
 
   /**

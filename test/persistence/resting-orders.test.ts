@@ -34,10 +34,29 @@ test('every order added is taken back once with its values; others are not there
   assert.equal(left, count / 2);
 });
 
-test('the same order loaded twice is refused', () => {
+test('the same order loaded twice is refused when the adds are indexed: in one group, across groups, and at a group\'s last add', () => {
   const store = new RestingOrders();
   store.add(order(1));
-  assert.throws(() => store.add(order(1)), /loaded twice/);
+  store.add(order(1));
+  assert.throws(() => store.indexAdds(), /loaded twice/, 'both in one group');
+  const across = new RestingOrders();
+  for (let n = 0; n < 300; n++) across.add(order(n)); // a group of 256 indexed, 44 waiting
+  across.add(order(7));
+  assert.throws(() => across.indexAdds(), /loaded twice/, 'its first in an earlier group');
+  const last = new RestingOrders();
+  for (let n = 0; n < 255; n++) last.add(order(n));
+  assert.throws(() => last.add(order(3)), /loaded twice/, 'the 256th add indexes its group');
+});
+
+test('an order just added (not yet indexed) is found by a take, and counted', () => {
+  const store = new RestingOrders();
+  for (let n = 0; n < 10; n++) store.add(order(n));
+  assert.equal(store.size, 10);
+  assert.equal(store.take(order(4).ids, 0)?.quantity, 14);
+  store.add(order(20));
+  assert.equal(store.take(order(20).ids, 0)?.quantity, 30);
+  assert.equal(store.take(order(4).ids, 0), null);
+  assert.equal(store.size, 9);
 });
 
 test('takes between adds, across growth of the columns and the index: the orders left are exactly those not taken, each with its values', () => {
@@ -63,7 +82,6 @@ test('takes between adds, across growth of the columns and the index: the orders
   const again = [...Array(next).keys()].find((n) => !left.has(n))!;
   store.add(order(again));
   left.add(again);
-  assert.throws(() => store.add(order(again)), /loaded twice/);
   const seen = new Set<number>();
   store.forEach((o) => {
     const n = o.quantity - 10;
