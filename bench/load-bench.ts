@@ -246,6 +246,7 @@ async function restartBench(orders: number, times: number, crash: { walFraction:
       books: /"books":(\[[^\]]*\])/.exec(log)?.[1] ?? null,
       openOrders: /"openOrders":"([^"]*)"/.exec(log)?.[1] ?? null,
       keyFilters: /"keyFilters":"([^"]*)"/.exec(log)?.[1] ?? null,
+      takenAfter: Number(/"takenAfter":(-?\d+)/.exec(log)?.[1] ?? Number.NaN),
     });
     const graceful: { readyMs: number; booksRestored: boolean; steps: ReturnType<typeof steps> }[] = [];
     const crashed: ({ readyMs: number; steps: ReturnType<typeof steps> } & Awaited<ReturnType<typeof crashUnderLoad>>)[] = [];

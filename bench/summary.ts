@@ -24,6 +24,12 @@ const crashBooks = (starts: { steps?: { books?: string | null } }[] | undefined)
   starts !== undefined && starts.length > 0 && starts.every((start) => (start.steps?.books ?? '').includes('checkpoint at'))
     ? "each shard's last checkpoint and the journal after it"
     : 'the whole journals replayed (a start without a checkpoint)';
+/** Where the starts after a crash took the key filters from: the last save and the intake records after it, or a scan of storage. */
+const crashFilters = (starts: { steps?: { keyFilters?: string | null; takenAfter?: number | null } }[] | undefined) => {
+  if (starts === undefined || starts.length === 0 || !starts.every((start) => (start.steps?.keyFilters ?? '').startsWith('saved at'))) return 'storage scanned for the key filters';
+  const tails = starts.flatMap((start) => (typeof start.steps?.takenAfter === 'number' && start.steps.takenAfter >= 0 ? [k(start.steps.takenAfter)] : []));
+  return `the key filters' last save and the intake records after it${tails.length === starts.length ? ` (${tails.join(', ')})` : ''}`;
+};
 /** How the crashes came: the venue and its PostgreSQL killed under an order load late in a checkpoint cycle, and the WAL PostgreSQL had to replay. */
 const crashOf = (starts: { walMiB?: number; maxWalMiB?: number; loadMs?: number }[] | undefined) => {
   const wal = (starts ?? []).flatMap((start) => (start.walMiB === undefined ? [] : [start.walMiB]));
@@ -93,7 +99,7 @@ export function buildSummary(): string {
     '< 10 s',
     restart
       ? `${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders, after a graceful stop${restart.booksRestored === false ? ' (books replayed: nothing saved was used)' : ''}${startsOf(restart.starts?.afterGracefulStop)}` +
-        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash under load (${crashOf(restart.starts?.afterCrash)}: ${crashBooks(restart.starts?.afterCrash)}, storage scanned) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
+        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash under load (${crashOf(restart.starts?.afterCrash)}: ${crashBooks(restart.starts?.afterCrash)}, ${crashFilters(restart.starts?.afterCrash)}) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
       : '—',
     restart && restart.restingOrders >= 1e6
       ? restart.readyMs < 10_000 && restart.readyAfterCrashMs !== undefined && restart.readyAfterCrashMs >= 10_000
