@@ -108,7 +108,7 @@ test('a file written while the filters change: each chunk as copied, its checksu
   });
 });
 
-test('refused, filters left empty: no note, a damaged, foreign or other file, another shape', async () => {
+test('refused, filters left empty: no note, a damaged note, a damaged, foreign or other file, another shape', async () => {
   await withClient(url, async (client) => {
     const refused = async (damage: () => Promise<void> | void, reason: RegExp, filters = emptyFilters()) => {
       await save(dir, client, filledFilters());
@@ -118,6 +118,10 @@ test('refused, filters left empty: no note, a damaged, foreign or other file, an
       assert.ok(isEmpty(filters), `${reason}: nothing loaded`);
     };
     await refused(() => void client.query("DELETE FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'"), /^no saved key filters noted in the database$/);
+    await refused(
+      () => void client.query("UPDATE runtime.venue_settings SET value = 'token intake x; journal 0,0' WHERE name = 'key_filter_snapshot'"),
+      /^a damaged note in the database: "token intake x; journal 0,0"$/,
+    );
     const file = snapshotPath(dir);
     await refused(() => {
       const bytes = readFileSync(file);
@@ -253,12 +257,10 @@ test('KeyFilterCheckpoints: a save every `every` commands taken (counting what t
   saves[0]!.reject(new Error('disk full'));
   await settle();
   assert.deepEqual(failures, ['disk full']);
-  assert.equal(checkpoints.failed, 1);
   checkpoints.poll();
   assert.equal(saves.length, 2, 'the next poll tries again (430 commands since the last save began)');
   saves[1]!.resolve();
   await settle();
-  assert.equal(checkpoints.saved, 1);
   taken = 1599;
   checkpoints.poll();
   assert.equal(saves.length, 2, 'counted from where the last save began');
