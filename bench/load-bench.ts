@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, runLoad, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
+import { cpuPerCommand, sampleCpu, type CpuSample, type CpuTargets, type CpuUse } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
@@ -58,7 +59,7 @@ function answerBytes(): number {
   return renderEnvelope({ shard: 0, instrumentId: crypto.randomUUID(), currency: 'USD' }, header, [accepted]).json.length;
 }
 
-async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
+async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; pid: number; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const baseUrl = await new Promise<string>((resolve, reject) => {
     let seen = '';
@@ -71,11 +72,79 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
   });
   return {
     baseUrl,
+    pid: child.pid!,
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
+  };
+}
+
+/**
+ * A load run and the CPU each part of the machine used over its measured window
+ * (bench/load/cpu-use.ts), per 2xx answer; null if the window did not open and close
+ * (a run stopped in its warm-up) or nothing was answered.
+ */
+async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
+  const edges: { opened?: CpuSample; openedAt?: number; closed?: CpuSample; closedAt?: number } = {};
+  const run = await runLoad({
+    ...options,
+    window: {
+      opened: () => Object.assign(edges, { opened: sampleCpu(targets), openedAt: performance.now() }),
+      closed: () => Object.assign(edges, { closed: sampleCpu(targets), closedAt: performance.now() }),
+    },
+  });
+  const answered = Object.entries(run.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
+  const { opened, openedAt, closed, closedAt } = edges;
+  if (opened === undefined || closed === undefined || answered === 0) return { run, cpu: null };
+  return { run, cpu: cpuPerCommand(opened, closed, answered, closedAt! - openedAt!) };
+}
+
+/** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy)" for the progress output. */
+function cpuLine(cpu: CpuUse | null): string {
+  if (cpu === null) return '';
+  const parts = Object.entries(cpu.perCommandUs).map(([part, us]) => `${part} ${us} µs`);
+  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy)`;
+}
+
+/** Each mode's target ratio to the HTTP ceiling. */
+const CEILING_TARGETS: Record<string, number> = { 'sync-result': 0.5, 'accepted-async': 0.7 };
+
+/**
+ * What the cores allow at each mode's target, beside what the run spent: at the target's
+ * rate the machine has cores × 1 s ÷ rate of CPU per command; the load generator's cost
+ * per request at the ceiling (its cheapest: no answers parsed or recorded) comes off
+ * that, and the rest is what the venue and its PostgreSQL could spend per command. Their
+ * measured cost is everything but the generator in the mode's median closed-loop run at
+ * 2 gateway threads and 2 shards.
+ */
+function cpuBudget(ceiling: number, ceilingCpu: CpuUse | null, runs: Record<string, VenueRun>) {
+  const cores = os.availableParallelism();
+  const round = (us: number) => Math.round(us * 10) / 10;
+  const generatorAtCeilingUs = ceilingCpu?.perCommandUs.generator ?? null;
+  return {
+    cores,
+    ceiling: ceilingCpu,
+    generatorAtCeilingUs,
+    modes: Object.fromEntries(
+      Object.entries(runs).map(([mode, run]) => {
+        const cpu = run.closedLoopCpu;
+        const target = CEILING_TARGETS[mode]!;
+        const cpuPerCommandAtTargetUs = round((cores * 1e6) / (ceiling * target));
+        return [
+          mode,
+          {
+            target,
+            targetRate: Math.round(ceiling * target),
+            cpuPerCommandAtTargetUs,
+            leftForVenueAndPostgresUs: generatorAtCeilingUs === null ? null : round(cpuPerCommandAtTargetUs - generatorAtCeilingUs),
+            venueAndPostgresUs: cpu === null ? null : round(cpu.totalUs - (cpu.perCommandUs.generator ?? 0)),
+            measured: cpu,
+          },
+        ];
+      }),
+    ),
   };
 }
 
@@ -152,6 +221,8 @@ interface VenueRun {
   /** The median of the closed-loop runs (by answers per second); all of them in closedLoopOkPerSecond. */
   closedLoop: ReturnType<typeof summary>;
   closedLoopOkPerSecond: number[];
+  /** The CPU each part used per answered command over that median run's window (null: not measured). */
+  closedLoopCpu: CpuUse | null;
   /** The venue's own figures since its start, read after the closed-loop runs (GET /admin/v1/persistence/status). */
   persistence: Omit<PersistenceFigures, 'projectionLagBuckets'> | null;
   /** Projection lag during each closed-loop run alone (the status's lag buckets read before and after it). */
@@ -307,11 +378,16 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   // HTTP ceiling: the same generator (1 and 2 threads), the same connections.
   const bare = await startBareServer(2, bytes);
   const ceilingRuns: LoadResult[] = [];
+  const ceilingCpu: (CpuUse | null)[] = [];
   try {
     for (const threads of [1, 2]) {
-      const run = await runLoad(base(`ceiling, ${threads} load thread(s)`, { baseUrl: bare.baseUrl, threads, record: false, parseAnswers: false }));
-      console.log(describe(run));
+      const { run, cpu } = await runLoadWithCpu(
+        base(`ceiling, ${threads} load thread(s)`, { baseUrl: bare.baseUrl, threads, record: false, parseAnswers: false }),
+        { serverPid: bare.pid, generatorPid: process.pid },
+      );
+      console.log(`${describe(run)}${cpuLine(cpu)}`);
       ceilingRuns.push(run);
+      ceilingCpu.push(cpu);
     }
   } finally {
     await bare.stop();
@@ -344,17 +420,23 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
         // A warm-up run first (JIT, connections, the books filling up); verified with the rest, not reported.
         all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true, ...(quick ? { warmupMs: 500, durationMs: 1500 } : {}) })));
         const closedRuns: LoadResult[] = [];
+        const closedCpu: (CpuUse | null)[] = [];
         const closedLags: RunLag[] = [];
         for (let k = 0; k < repeats; k++) {
           const before = await persistenceStatus(venue.baseUrl);
-          const run = await runLoad(base(`${label}, closed loop${repeats > 1 ? ` ${k + 1}/${repeats}` : ''}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 7 + 100 * k }));
+          const { run, cpu } = await runLoadWithCpu(
+            base(`${label}, closed loop${repeats > 1 ? ` ${k + 1}/${repeats}` : ''}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 7 + 100 * k }),
+            { venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid },
+          );
           const lag = lagBetween(before, await persistenceStatus(venue.baseUrl));
-          console.log(`${describe(run)}${lag === null ? '' : `; projection lag p50 ${(lag.p50 / 1000).toFixed(1)} ms, p99 ${(lag.p99 / 1000).toFixed(1)} ms`}`);
+          console.log(`${describe(run)}${lag === null ? '' : `; projection lag p50 ${(lag.p50 / 1000).toFixed(1)} ms, p99 ${(lag.p99 / 1000).toFixed(1)} ms`}${cpuLine(cpu)}`);
           closedRuns.push(run);
+          closedCpu.push(cpu);
           if (lag !== null) closedLags.push(lag);
           all.push(run);
         }
-        const closed = closedRuns.find((r) => r.okPerSecond === median(closedRuns.map((c) => c.okPerSecond)))!;
+        const closedAt = closedRuns.findIndex((r) => r.okPerSecond === median(closedRuns.map((c) => c.okPerSecond)));
+        const closed = closedRuns[closedAt]!;
         const status = await persistenceStatus(venue.baseUrl);
         const persistence = status === null ? null : { captureLatencyUs: status.captureLatencyUs, journalLatencyUs: status.journalLatencyUs, projectionLagUs: status.projectionLagUs };
         const open: OpenLoopPoint[] = [];
@@ -415,6 +497,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           mode,
           closedLoop: summary(closed),
           closedLoopOkPerSecond: closedRuns.map((r) => r.okPerSecond),
+          closedLoopCpu: closedCpu[closedAt] ?? null,
           persistence,
           closedLoopProjectionLagUs: closedLags,
           openLoop: open,
@@ -448,7 +531,8 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     note: `load generator: ${loadThreads} worker thread(s) of keep-alive connections (http-connection.ts) (${CONNECTIONS} each, ${OPEN_LOOP_CONNECTIONS} each in the open-loop points) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
     quick,
     answerBytes: bytes,
-    httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map(summary) },
+    httpCeiling: { okPerSecond: ceiling, runs: ceilingRuns.map((run, k) => ({ ...summary(run), cpu: ceilingCpu[k] ?? null })) },
+    cpuBudget: cpuBudget(ceiling, ceilingCpu[ceilingRuns.findIndex((r) => r.okPerSecond === ceiling)] ?? null, { 'sync-result': sync, 'accepted-async': async_ }),
     storageCeiling: { commandsPerSecond: storageCeiling, runs: storage },
     ratios,
     durableAckAtHalfLoad: half === null ? null : { rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99 },

@@ -43,6 +43,27 @@ const crashOf = (starts: { walMiB?: number; maxWalMiB?: number; loadMs?: number 
 /** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
+/**
+ * Where the two cores went in each 2/2 mode's median closed-loop run (CPU per answered
+ * command from /proc, bench/load/cpu-use.ts), and what the cores would leave the venue
+ * and PostgreSQL at the mode's target ratio.
+ */
+function cpuBudgetLine(l: any): string | null {
+  const modes = l?.cpuBudget?.modes;
+  if (modes === undefined) return null;
+  const us = (n: number | null | undefined) => (n == null ? '—' : `${n} µs`);
+  const each = Object.entries(modes).flatMap(([mode, m]: [string, any]) => {
+    if (m.measured === null) return [];
+    const parts = Object.entries(m.measured.perCommandUs as Record<string, number>).map(([part, n]) => `${part} ${us(n)}`).join(', ');
+    return [
+      `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy). At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
+        `less the generator's ${us(l.cpuBudget.generatorAtCeilingUs)} a request at the ceiling (its cheapest), ${us(m.leftForVenueAndPostgresUs)} would be left for the venue and PostgreSQL, which spent ${us(m.venueAndPostgresUs)}`,
+    ];
+  });
+  if (each.length === 0) return null;
+  return `Where the cores went (CPU per answered command over the median closed-loop run at 2 gateway threads and 2 shards, from \`/proc\`): ${each.join('. ')}.`;
+}
+
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
 
 export function buildSummary(): string {
@@ -134,6 +155,8 @@ export function buildSummary(): string {
         .map((r: any) => `${r.mode} ${r.openLoop.map((o: any) => `${k(o.ratePerSecond)}/s → p50 ${ms(o.latencyUs.p50)}, p99 ${ms(o.latencyUs.p99)}`).join('; ')}`)
         .join('. ')}. Plot: [bench/results/load.svg](bench/results/load.svg).`,
     );
+    const budget = cpuBudgetLine(l);
+    if (budget !== null) lines.push('', budget);
   }
   return lines.join('\n');
 }

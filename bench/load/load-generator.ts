@@ -31,6 +31,8 @@ export interface LoadOptions {
   quiet?: boolean;
   /** Ends the run early when aborted (each thread stops sending; its window ends there). */
   signal?: AbortSignal;
+  /** Called when the measured window opens (the first thread's) and when it closes (the last thread's). */
+  window?: { opened(): void; closed(): void };
 }
 
 export interface Percentiles {
@@ -97,6 +99,20 @@ async function venueSession(baseUrl: string): Promise<{ runId: string; venueSess
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const session = await venueSession(options.baseUrl);
   const completed = new Array<number>(options.threads).fill(0);
+  // Each thread's window: 0 not yet open, 1 open, 2 closed (it says so at its deadline and again when its run ends).
+  const windows = new Array<number>(options.threads).fill(0);
+  let windowOpened = false;
+  const windowEdge = (thread: number, open: boolean): void => {
+    if (open) {
+      if (windows[thread] !== 0) return;
+      windows[thread] = 1;
+      if (!windowOpened) options.window?.opened();
+      windowOpened = true;
+    } else if (windows[thread] !== 2) {
+      windows[thread] = 2;
+      if (windowOpened && windows.every((state) => state === 2)) options.window?.closed();
+    }
+  };
   const started = performance.now();
   const progress = setInterval(() => {
     if (options.quiet) return;
@@ -124,8 +140,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       return new Promise<WorkerReport>((resolve, reject) => {
         const worker = spawnWorker(WORKER, { ...data });
         options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
-        worker.on('message', (message: { type: 'progress'; completed: number } | { type: 'done'; report: WorkerReport }) => {
+        worker.on('message', (message: { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
           if (message.type === 'progress') completed[k] = message.completed;
+          else if (message.type === 'window') windowEdge(k, message.open);
           else resolve(message.report);
         });
         worker.once('error', reject);

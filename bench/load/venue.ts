@@ -2,11 +2,12 @@
 // benchmarks: its URL, its database URL (the embedded server it started), a stop.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
+import { childrenOf, statState } from './cpu-use.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -16,6 +17,8 @@ export interface BenchVenue {
   child: ChildProcess;
   /** Milliseconds from spawn to /readyz 200. */
   readyMs: number;
+  /** The embedded PostgreSQL's postmaster (null with DATABASE_URL): its processes are the venue's database. */
+  postgresPid: number | null;
   /** SIGTERM, wait for the exit; removes the data folder unless keepData. */
   stop(options?: { keepData?: boolean }): Promise<void>;
   /**
@@ -78,12 +81,13 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
     databaseUrl,
     child,
     readyMs,
+    postgresPid: env.DATABASE_URL === undefined ? postmasterOf(dir) : null,
     stop: async (options = {}) => {
       await end('SIGTERM');
       if (!options.keepData && dataDir === undefined) rmSync(dir, { recursive: true, force: true });
     },
     kill: async (options = {}) => {
-      const postmaster = options.database ? Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) : 0;
+      const postmaster = options.database ? postmasterOf(dir) : 0;
       await end('SIGKILL');
       if (postmaster > 0) {
         // The postmaster and every process it started, all at once, as a power cut would.
@@ -102,26 +106,16 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   };
 }
 
+/** The pid of the embedded PostgreSQL running on a venue's data folder (postmaster.pid's first line). */
+function postmasterOf(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 /** Running (a zombie, dead but not yet reaped, is not). */
 function alive(pid: number): boolean {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+    return statState(readFileSync(`/proc/${pid}/stat`, 'utf8')) !== 'Z';
   } catch {
     return false;
   }
-}
-
-function childrenOf(parent: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) children.push(Number(entry));
-    } catch {
-      // gone already
-    }
-  }
-  return children;
 }

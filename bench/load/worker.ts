@@ -92,6 +92,9 @@ parentPort!.unref(); // the listener alone does not keep the thread: it exits on
 const flow = new OrderFlow(options.seed, options.session);
 
 const progress = setInterval(() => parentPort!.postMessage({ type: 'progress', completed }), 1000);
+// The measured window's edges, for whoever samples something over exactly that window (cpu-use.ts).
+const windowOpens = setTimeout(() => parentPort!.postMessage({ type: 'window', open: true }), Math.max(0, measureFrom - performance.now()));
+const windowCloses = setTimeout(() => parentPort!.postMessage({ type: 'window', open: false }), Math.max(0, deadline - performance.now()));
 
 async function send(connection: HttpConnection, request: FlowRequest, dueAt: number): Promise<void> {
   let status = 0;
@@ -217,6 +220,10 @@ async function readLoop(): Promise<void> {
 
 await (options.role === 'reads' ? readLoop() : options.ratePerSecond > 0 ? openLoop() : closedLoop());
 clearInterval(progress);
+// A run stopped early (or bounded by its request count) ends its window here.
+clearTimeout(windowOpens);
+clearTimeout(windowCloses);
+parentPort!.postMessage({ type: 'window', open: false });
 for (const connection of connections) connection.close();
 const report: WorkerReport = {
   histogram: hdr.encodeIntoCompressedBase64(histogram),

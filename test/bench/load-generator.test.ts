@@ -1,6 +1,6 @@
 // The load generator (bench/load/load-generator.ts) against a plain HTTP server on
 // 127.0.0.1: a run can be stopped early (the crash benchmark kills the venue with its
-// load still running, then stops the load), and it reports the window it ran.
+// load still running, then stops the load), and it reports the window it ran and announces its edges.
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -20,9 +20,11 @@ test('an aborted run stops at once, its window ends there, and every answer is c
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     const stop = new AbortController();
+    const edges: string[] = [];
     const run = runLoad({
       baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 4, warmupMs: 0, durationMs: 600_000,
       ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'stopped early', signal: stop.signal,
+      window: { opened: () => edges.push('opened'), closed: () => edges.push('closed') },
     });
     await new Promise((resolve) => setTimeout(resolve, 500));
     stop.abort();
@@ -30,6 +32,41 @@ test('an aborted run stops at once, its window ends there, and every answer is c
     assert.ok(result.seconds < 60, `the window is the run's, not the 600 s asked (${result.seconds} s)`);
     const ok = result.statuses['200'] ?? 0;
     assert.ok(ok > 0 && ok <= answered - 1, `${ok} answers counted of ${answered} served (one was the session lookup)`);
+    assert.deepEqual(edges, ['opened', 'closed'], 'the window closes where the run was stopped, long before its 600 s');
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('the measured window is announced once as it opens and once as it closes, around the answers it counts', { timeout: 30_000 }, async () => {
+  let served = 0;
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      served++;
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const edges: { edge: string; served: number }[] = [];
+    const threads = 2;
+    const connections = 4;
+    const result = await runLoad({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads, connections, warmupMs: 400, durationMs: 1_000,
+      ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'window',
+      window: { opened: () => edges.push({ edge: 'opened', served }), closed: () => edges.push({ edge: 'closed', served }) },
+    });
+    assert.deepEqual(edges.map((e) => e.edge), ['opened', 'closed'], 'each edge once, in order, before the run resolves');
+    const opened = edges[0]!;
+    const closed = edges[1]!;
+    assert.ok(opened.served > 1, `the warm-up's answers were served before the window opened (${opened.served})`);
+    // What the window counts is what was served between its edges, give or take the requests in
+    // flight at each edge and what this thread served while each edge's message was on its way
+    // (5% here: 50 ms of the second; a window opened at the start would hold 40% more).
+    const counted = result.statuses['200'] ?? 0;
+    const between = closed.served - opened.served;
+    assert.ok(counted > 0 && Math.abs(counted - between) <= 2 * threads * connections + counted * 0.05, `${counted} counted, ${between} served between the edges`);
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }

@@ -1,0 +1,88 @@
+// The load benchmark's CPU accounting (bench/load/cpu-use.ts): /proc's stat lines read
+// right whatever a thread is named, each venue thread put in its part by name, and the
+// figures per answered command computed from two samples.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { childrenOf, cpuPerCommand, sampleCpu, statParent, statState, statTicks, venuePart } from '../../bench/load/cpu-use.ts';
+
+test('a stat line is read after the last parenthesis: a name with spaces and parentheses does not shift the fields', () => {
+  // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+  const line = '4242 (a) (b c) S 17 4242 4242 0 -1 4194560 120 0 0 0 731 269 0 0 20 0 9 0 5000 100000 200 18446744073709551615';
+  assert.equal(statState(line), 'S');
+  assert.equal(statParent(line), 17);
+  assert.equal(statTicks(line), 731 + 269);
+});
+
+test('venue threads are put in their parts by the names the venue gives them', () => {
+  assert.equal(venuePart('gateway-0'), 'gateways');
+  assert.equal(venuePart('gateway-12'), 'gateways');
+  assert.equal(venuePart('shard-1'), 'shards');
+  assert.equal(venuePart('persistence'), 'persistence thread');
+  assert.equal(venuePart('read'), 'read thread');
+  for (const other of ['node', 'V8 DefaultWorke', 'libuv-worker', 'gateway', 'shard-x']) assert.equal(venuePart(other), 'main and V8', other);
+});
+
+test('CPU per answered command: each part by what it used between the samples, largest first, never below zero', () => {
+  const before = new Map([
+    ['gateways', 100],
+    ['PostgreSQL', 50],
+    ['read thread', 9], // a part whose threads ended meanwhile: less later, counted as nothing
+  ]);
+  const after = new Map([
+    ['gateways', 300],
+    ['PostgreSQL', 150],
+    ['read thread', 4],
+    ['generator', 40], // only in the later sample
+  ]);
+  const use = cpuPerCommand(before, after, 1_000, 2_000);
+  // 10 ms a tick: gateways 200 ticks = 2 s over 1,000 commands = 2,000 µs each.
+  assert.deepEqual(use.perCommandUs, { gateways: 2_000, PostgreSQL: 1_000, generator: 400, 'read thread': 0 });
+  assert.deepEqual(Object.keys(use.perCommandUs), ['gateways', 'PostgreSQL', 'generator', 'read thread']);
+  assert.equal(use.totalUs, 3_400);
+  assert.equal(use.coresBusy, 1.7); // 3.4 s of CPU in a 2 s window
+  assert.equal(use.commands, 1_000);
+  assert.throws(() => cpuPerCommand(before, after, 0, 2_000), /answered commands and a window/);
+  assert.throws(() => cpuPerCommand(before, after, 10, 0), /answered commands and a window/);
+});
+
+test('a sample counts a named thread of the venue in its part, and the processes a parent started', { timeout: 60_000 }, async () => {
+  // A thread named as a gateway that burns 20 ticks (200 ms) of its own CPU, as /proc counts it.
+  const burner = new Worker(
+    `const { readFileSync, writeFileSync } = require('node:fs');
+     const { parentPort } = require('node:worker_threads');
+     writeFileSync('/proc/thread-self/comm', 'gateway-7');
+     const ticks = () => {
+       const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+       return Number(fields[11]) + Number(fields[12]);
+     };
+     parentPort.once('message', () => {
+       const from = ticks();
+       let x = 0;
+       while (ticks() - from < 20) for (let i = 0; i < 1e5; i++) x += i;
+       parentPort.postMessage(x > 0);
+     });
+     parentPort.postMessage('named');`,
+    { eval: true },
+  );
+  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    await new Promise((resolve) => burner.once('message', resolve));
+    const targets = { venuePid: process.pid, generatorPid: process.pid, postgresPid: process.pid };
+    const before = sampleCpu(targets);
+    burner.postMessage('burn');
+    await new Promise((resolve) => burner.once('message', resolve));
+    const after = sampleCpu(targets);
+    const gateways = (after.get('gateways') ?? 0) - (before.get('gateways') ?? 0);
+    assert.ok(gateways >= 20, `the gateway-named thread's 20 ticks are in "gateways" (${gateways})`);
+    assert.ok((after.get('generator') ?? 0) - (before.get('generator') ?? 0) >= 20, 'the whole process holds them too');
+    assert.ok(childrenOf(process.pid).includes(child.pid!), 'a started process is found by its parent');
+    assert.ok(!childrenOf(child.pid!).includes(process.pid), 'and not the other way round');
+  } finally {
+    child.kill('SIGKILL');
+    await burner.terminate();
+  }
+});
