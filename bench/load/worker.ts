@@ -6,7 +6,7 @@
 // status code counted; the commands answered kept for the verification at the end.
 // A reads worker instead loops snapshot, depth and tape reads, and /healthz (the floor).
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as hdr from 'hdr-histogram-js';
 import { HttpConnection, type HttpAnswer } from './http-connection.ts';
@@ -132,7 +132,7 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
       recorded.commandIds.push(request.commandId);
       recorded.statuses.push(status);
       recorded.kinds.push(request.kind);
-      recorded.bodyMd5.push(status === 200 ? createHash('md5').update(text).digest('hex') : null);
+      recorded.bodyMd5.push(status === 200 ? hash('md5', text, 'hex') : null);
       for (const trade of trades) recorded.tradeIds.push(trade);
     } else recordedTruncated = true;
   }
