@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import { ANALYZE_LOCK_TIMEOUT_MS, analyzeStale, keepAnalyzed } from '../../persistence/planner-statistics.ts';
+import { ANALYZE_LOCK_TIMEOUT_MS, ANALYZE_STATISTICS_TARGET, analyzeStale, keepAnalyzed } from '../../persistence/planner-statistics.ts';
 import { migratedDatabase, withClient, type TestDatabase } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -25,6 +25,13 @@ test('a table is analyzed at start when it never was or changed by more than a t
     assert.equal(await lastAnalyze(), null);
     assert.deepEqual(await analyzeStale(client, [TABLE, 'runtime.no_such_table']), [TABLE], 'never analyzed, 3,000 rows changed');
     assert.notEqual(await lastAnalyze(), null);
+    // Analyzed at ANALYZE_STATISTICS_TARGET, not the server's default of 100: 3,000 distinct names
+    // give a histogram of target + 1 bounds (101 at the default).
+    const bounds = await client.query<{ n: number }>(
+      "SELECT cardinality(histogram_bounds::text::text[]) AS n FROM pg_stats WHERE schemaname = 'runtime' AND tablename = 'venue_settings' AND attname = 'name'",
+    );
+    assert.equal(bounds.rows[0]!.n, ANALYZE_STATISTICS_TARGET + 1);
+    assert.equal((await client.query<{ s: string }>("SELECT current_setting('default_statistics_target') AS s")).rows[0]!.s, '100', 'the session keeps its own target');
     assert.deepEqual(await analyzeStale(client, [TABLE]), [], 'fresh statistics');
     await changed(client, "UPDATE runtime.venue_settings SET value = 'w' WHERE name LIKE 'bulk-%' AND substr(name, 6)::int <= 200");
     assert.deepEqual(await analyzeStale(client, [TABLE]), [], '200 rows changed: below 1,000');
