@@ -90,11 +90,20 @@ export interface CpuTargets {
   generatorPid: number;
 }
 
-/** The CPU ticks each part has used so far. */
+/** The thread ids of a process, or none when it has gone (a venue killed in a crash test). */
+function threadsOf(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+}
+
+/** The CPU ticks each part has used so far (a part whose processes have gone is left out). */
 export function sampleCpu(targets: CpuTargets): CpuSample {
   const sample: CpuSample = new Map();
   if (targets.venuePid !== undefined) {
-    for (const thread of readdirSync(`/proc/${targets.venuePid}/task`)) {
+    for (const thread of threadsOf(targets.venuePid)) {
       const name = readProc(`/proc/${targets.venuePid}/task/${thread}/comm`);
       const stat = readProc(`/proc/${targets.venuePid}/task/${thread}/stat`);
       if (name === null || stat === null) continue;
