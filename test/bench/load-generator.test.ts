@@ -8,21 +8,31 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { runLoad } from '../../bench/load/load-generator.ts';
 
-test('an aborted run stops at once, its window ends there, and every answer is counted', { timeout: 30_000 }, async () => {
-  let answered = 0;
+/** A server on 127.0.0.1 that answers every request `{}` and counts what it served. */
+async function countingServer(): Promise<{ baseUrl: string; served: () => number; close: () => Promise<void> }> {
+  let served = 0;
   const server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
-      answered++;
+      served++;
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}'); // the generator frames answers by Content-Length
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served: () => served,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+test('an aborted run stops at once, its window ends there, and every answer is counted', { timeout: 30_000 }, async () => {
+  const server = await countingServer();
   try {
     const stop = new AbortController();
     const edges: string[] = [];
     const run = runLoad({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 4, warmupMs: 0, durationMs: 600_000,
+      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 4, warmupMs: 0, durationMs: 600_000,
       ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'stopped early', signal: stop.signal,
       window: { opened: () => edges.push('opened'), closed: () => edges.push('closed') },
     });
@@ -31,31 +41,24 @@ test('an aborted run stops at once, its window ends there, and every answer is c
     const result = await run;
     assert.ok(result.seconds < 60, `the window is the run's, not the 600 s asked (${result.seconds} s)`);
     const ok = result.statuses['200'] ?? 0;
+    const answered = server.served();
     assert.ok(ok > 0 && ok <= answered - 1, `${ok} answers counted of ${answered} served (one was the session lookup)`);
     assert.deepEqual(edges, ['opened', 'closed'], 'the window closes where the run was stopped, long before its 600 s');
   } finally {
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
   }
 });
 
 test('the measured window is announced once as it opens and once as it closes, around the answers it counts', { timeout: 30_000 }, async () => {
-  let served = 0;
-  const server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      served++;
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await countingServer();
   try {
     const edges: { edge: string; served: number }[] = [];
     const threads = 2;
     const connections = 4;
     const result = await runLoad({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads, connections, warmupMs: 400, durationMs: 1_000,
+      baseUrl: server.baseUrl, mode: null, threads, connections, warmupMs: 400, durationMs: 1_000,
       ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'window',
-      window: { opened: () => edges.push({ edge: 'opened', served }), closed: () => edges.push({ edge: 'closed', served }) },
+      window: { opened: () => edges.push({ edge: 'opened', served: server.served() }), closed: () => edges.push({ edge: 'closed', served: server.served() }) },
     });
     assert.deepEqual(edges.map((e) => e.edge), ['opened', 'closed'], 'each edge once, in order, before the run resolves');
     const opened = edges[0]!;
@@ -68,6 +71,6 @@ test('the measured window is announced once as it opens and once as it closes, a
     const between = closed.served - opened.served;
     assert.ok(counted > 0 && Math.abs(counted - between) <= 2 * threads * connections + counted * 0.05, `${counted} counted, ${between} served between the edges`);
   } finally {
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
   }
 });
