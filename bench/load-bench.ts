@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, runLoad, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
-import { cpuPerCommand, sampleCpu, type CpuSample, type CpuTargets, type CpuUse } from './load/cpu-use.ts';
+import { cpuPerCommand, sampleCpu, sampleMachine, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
@@ -87,25 +87,22 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
  * (a run stopped in its warm-up) or nothing was answered.
  */
 async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
-  const edges: { opened?: CpuSample; openedAt?: number; closed?: CpuSample; closedAt?: number } = {};
-  const run = await runLoad({
-    ...options,
-    window: {
-      opened: () => Object.assign(edges, { opened: sampleCpu(targets), openedAt: performance.now() }),
-      closed: () => Object.assign(edges, { closed: sampleCpu(targets), closedAt: performance.now() }),
-    },
-  });
+  type Edge = { parts: CpuSample; machine: MachineSample | null; at: number };
+  const sample = (): Edge => ({ parts: sampleCpu(targets), machine: sampleMachine(), at: performance.now() });
+  const edges: { opened?: Edge; closed?: Edge } = {};
+  const run = await runLoad({ ...options, window: { opened: () => (edges.opened = sample()), closed: () => (edges.closed = sample()) } });
   const answered = Object.entries(run.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
-  const { opened, openedAt, closed, closedAt } = edges;
+  const { opened, closed } = edges;
   if (opened === undefined || closed === undefined || answered === 0) return { run, cpu: null };
-  return { run, cpu: cpuPerCommand(opened, closed, answered, closedAt! - openedAt!) };
+  return { run, cpu: cpuPerCommand(opened.parts, closed.parts, answered, closed.at - opened.at, { before: opened.machine, after: closed.machine }) };
 }
 
 /** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy)" for the progress output. */
 function cpuLine(cpu: CpuUse | null): string {
   if (cpu === null) return '';
   const parts = Object.entries(cpu.perCommandUs).map(([part, us]) => `${part} ${us} µs`);
-  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy)`;
+  const machine = cpu.machine === null ? '' : `; the machine: ${cpu.machine.busyCores} cores busy, ${cpu.machine.iowaitCores} in I/O wait, ${cpu.machine.stealCores} stolen, ${cpu.machine.idleCores} idle`;
+  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})`;
 }
 
 /** Each mode's target ratio to the HTTP ceiling. */

@@ -48,6 +48,10 @@ const startsOf = (starts: { readyMs: number }[] | undefined) =>
  * command from /proc, bench/load/cpu-use.ts), and what the cores would leave the venue
  * and PostgreSQL at the mode's target ratio.
  */
+/** "; the machine: 1.95 cores busy, 0.02 in I/O wait, 0 stolen" (whatever ran, this load's parts or not). */
+const machineOf = (machine: { busyCores: number; iowaitCores: number; stealCores: number } | null | undefined) =>
+  machine == null ? '' : `; the machine: ${machine.busyCores} busy, ${machine.iowaitCores} in I/O wait, ${machine.stealCores} stolen`;
+
 function cpuBudgetLine(l: any): string | null {
   const modes = l?.cpuBudget?.modes;
   if (modes === undefined) return null;
@@ -56,7 +60,7 @@ function cpuBudgetLine(l: any): string | null {
     if (m.measured === null) return [];
     const parts = Object.entries(m.measured.perCommandUs as Record<string, number>).map(([part, n]) => `${part} ${us(n)}`).join(', ');
     return [
-      `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy). At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
+      `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy${machineOf(m.measured.machine)}). At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
         `less the generator's ${us(l.cpuBudget.generatorAtCeilingUs)} a request at the ceiling (its cheapest), ${us(m.leftForVenueAndPostgresUs)} would be left for the venue and PostgreSQL, which spent ${us(m.venueAndPostgresUs)}`,
     ];
   });

@@ -127,10 +127,12 @@ export interface CpuUse {
   totalUs: number;
   /** Cores kept busy on average over the window by the parts measured. */
   coresBusy: number;
+  /** The whole machine over the same window (null where /proc/stat was not read). */
+  machine: MachineUse | null;
 }
 
-/** What each part used between two samples, per answered command. */
-export function cpuPerCommand(before: CpuSample, after: CpuSample, commands: number, windowMs: number): CpuUse {
+/** What each part used between two samples, per answered command (`machine`: the whole machine's two samples over the same window). */
+export function cpuPerCommand(before: CpuSample, after: CpuSample, commands: number, windowMs: number, machine?: { before: MachineSample | null; after: MachineSample | null }): CpuUse {
   if (!(commands > 0) || !(windowMs > 0)) throw new RangeError(`cpuPerCommand needs answered commands and a window, got ${commands} in ${windowMs} ms`);
   const parts: [string, number][] = [];
   let ticks = 0;
@@ -149,5 +151,49 @@ export function cpuPerCommand(before: CpuSample, after: CpuSample, commands: num
     perCommandUs: Object.fromEntries(parts.map(([part, used]) => [part, round((used * TICK_US) / commands)])),
     totalUs: round((ticks * TICK_US) / commands),
     coresBusy: Math.round(((ticks * TICK_US) / (windowMs * 1000)) * 100) / 100,
+    machine: machine?.before && machine.after ? machineUse(machine.before, machine.after, windowMs) : null,
   };
+}
+
+/** The whole machine's CPU ticks by state, from the first line of /proc/stat. */
+export interface MachineSample {
+  busy: number;
+  idle: number;
+  iowait: number;
+  steal: number;
+}
+
+/**
+ * The `cpu` line of /proc/stat: user nice system idle iowait irq softirq steal ...
+ * (guest time is counted in user already). Busy is user, nice, system, irq and softirq.
+ */
+export function parseMachine(procStat: string): MachineSample {
+  const line = procStat.slice(0, procStat.indexOf('\n'));
+  const fields = line.split(/\s+/);
+  if (fields[0] !== 'cpu') throw new Error(`not the machine's cpu line of /proc/stat: ${line.slice(0, 40)}`);
+  const n = (k: number) => Number(fields[k] ?? 0);
+  return { busy: n(1) + n(2) + n(3) + n(6) + n(7), idle: n(4), iowait: n(5), steal: n(8) };
+}
+
+export function sampleMachine(): MachineSample | null {
+  const stat = readProc('/proc/stat');
+  return stat === null ? null : parseMachine(stat);
+}
+
+/**
+ * Cores the whole machine spent in each state over a window: busy (anything running,
+ * this load's parts or not), waiting for the disk with nothing to run (iowait), taken by
+ * the hypervisor (steal), idle. A stall with cores neither busy nor stolen is a wait.
+ */
+export interface MachineUse {
+  busyCores: number;
+  iowaitCores: number;
+  stealCores: number;
+  idleCores: number;
+}
+
+export function machineUse(before: MachineSample, after: MachineSample, windowMs: number): MachineUse {
+  if (!(windowMs > 0)) throw new RangeError(`machineUse needs a window, got ${windowMs} ms`);
+  const cores = (field: keyof MachineSample) => Math.round(((Math.max(0, after[field] - before[field]) * TICK_US) / (windowMs * 1000)) * 100) / 100;
+  return { busyCores: cores('busy'), iowaitCores: cores('iowait'), stealCores: cores('steal'), idleCores: cores('idle') };
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, sampleCpu, statParent, statState, statTicks, venuePart } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, statParent, statState, statTicks, venuePart } from '../../bench/load/cpu-use.ts';
 
 test('a stat line is read after the last parenthesis: a name with spaces and parentheses does not shift the fields', () => {
   // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
@@ -99,4 +99,20 @@ test('a sample of processes that have gone leaves their parts out instead of fai
   assert.deepEqual([...sample.keys()].sort(), ['PostgreSQL', 'generator', 'server']);
   assert.equal(sample.get('server'), 0);
   assert.ok(sample.get('generator')! > 0);
+});
+
+test("the machine's states over a window, from /proc/stat's cpu line", () => {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  const before = parseMachine('cpu  1000 10 300 5000 40 0 50 7 0 0\ncpu0 500 5 150 2500 20 0 25 3 0 0\n');
+  const after = parseMachine('cpu  1300 10 400 5060 140 0 60 27 0 0\ncpu0 650 5 200 2530 70 0 30 13 0 0\n');
+  assert.deepEqual(before, { busy: 1360, idle: 5000, iowait: 40, steal: 7 });
+  // 410 busy ticks (4.1 s) over a 2 s window: 2.05 cores; 100 in I/O wait: 0.5.
+  assert.deepEqual(machineUse(before, after, 2_000), { busyCores: 2.05, iowaitCores: 0.5, stealCores: 0.1, idleCores: 0.3 });
+  assert.throws(() => parseMachine('cpu0 1 2 3 4 5 6 7 8\n'), /cpu line/);
+  assert.throws(() => machineUse(before, after, 0), /window/);
+  const use = cpuPerCommand(new Map([['gateways', 0]]), new Map([['gateways', 100]]), 100, 2_000, { before, after });
+  assert.deepEqual(use.machine, { busyCores: 2.05, iowaitCores: 0.5, stealCores: 0.1, idleCores: 0.3 });
+  assert.equal(cpuPerCommand(new Map(), new Map([['gateways', 1]]), 1, 1).machine, null, 'no machine samples, no machine figures');
+  const live = sampleMachine();
+  assert.ok(live !== null && live.busy > 0 && live.idle >= 0, 'this machine has a /proc/stat');
 });
