@@ -43,15 +43,15 @@ const crashOf = (starts: { walMiB?: number; maxWalMiB?: number; loadMs?: number 
 /** " (median of 3: 4.1, 3.9, 4.0 s)" when there were several starts. */
 const startsOf = (starts: { readyMs: number }[] | undefined) =>
   starts && starts.length > 1 ? ` (median of ${starts.length}: ${starts.map((start) => (start.readyMs / 1000).toFixed(1)).join(', ')} s)` : '';
+/** "; the machine: 1.95 busy, 0.02 in I/O wait, 0 stolen" (cores; whatever ran, this load's parts or not). */
+const machineOf = (machine: { busyCores: number; iowaitCores: number; stealCores: number } | null | undefined) =>
+  machine == null ? '' : `; the machine: ${machine.busyCores} busy, ${machine.iowaitCores} in I/O wait, ${machine.stealCores} stolen`;
+
 /**
  * Where the two cores went in each 2/2 mode's median closed-loop run (CPU per answered
  * command from /proc, bench/load/cpu-use.ts), and what the cores would leave the venue
  * and PostgreSQL at the mode's target ratio.
  */
-/** "; the machine: 1.95 cores busy, 0.02 in I/O wait, 0 stolen" (whatever ran, this load's parts or not). */
-const machineOf = (machine: { busyCores: number; iowaitCores: number; stealCores: number } | null | undefined) =>
-  machine == null ? '' : `; the machine: ${machine.busyCores} busy, ${machine.iowaitCores} in I/O wait, ${machine.stealCores} stolen`;
-
 function cpuBudgetLine(l: any): string | null {
   const modes = l?.cpuBudget?.modes;
   if (modes === undefined) return null;
