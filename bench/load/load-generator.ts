@@ -8,6 +8,7 @@
 
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
+import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../../core/worker-spawn.ts';
 import type { WorkerOptions, WorkerReport } from './worker.ts';
 
@@ -72,9 +73,13 @@ export interface LoadResult {
    * run's percentiles average away.
    */
   perSecond: { second: number; count: number; p50: number; p99: number; max: number }[];
+  /** Each thread's measured window as epoch milliseconds: one span for all, as the threads start together. */
+  threadWindows: { from: number; to: number }[];
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
+/** How far ahead of the start message the threads' common start lies (a message takes well under this). */
+const START_AHEAD_MS = 20;
 
 /** The workers' histogram shape (worker.ts): 1 µs to 60 s, 3 significant digits. */
 const newHistogram = () => hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
@@ -113,9 +118,18 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       if (windowOpened && windows.every((state) => state === 2)) options.window?.closed();
     }
   };
-  const started = performance.now();
+  // The threads start together once every one is ready (see worker.ts); until then the run has not started.
+  let started = Infinity;
+  const workers: Worker[] = [];
+  let ready = 0;
+  const threadReady = (): void => {
+    if (++ready < options.threads) return;
+    started = performance.now() + START_AHEAD_MS;
+    const at = performance.timeOrigin + started;
+    for (const worker of workers) worker.postMessage({ type: 'start', at });
+  };
   const progress = setInterval(() => {
-    if (options.quiet) return;
+    if (options.quiet || started === Infinity) return;
     const seconds = (performance.now() - started) / 1000;
     const total = completed.reduce((a, b) => a + b, 0);
     process.stderr.write(`\r  ${options.label}: ${seconds.toFixed(0)} s, ${total} answered in the window     `);
@@ -139,9 +153,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       };
       return new Promise<WorkerReport>((resolve, reject) => {
         const worker = spawnWorker(WORKER, { ...data });
+        workers.push(worker);
         options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
-        worker.on('message', (message: { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
-          if (message.type === 'progress') completed[k] = message.completed;
+        worker.on('message', (message: { type: 'ready' } | { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
+          if (message.type === 'ready') threadReady();
+          else if (message.type === 'progress') completed[k] = message.completed;
           else if (message.type === 'window') windowEdge(k, message.open);
           else resolve(message.report);
         });
@@ -149,7 +165,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
       });
     }),
-  );
+  ).catch(async (error: unknown) => {
+    // One thread failed: the others may be waiting for a start that will not come.
+    clearInterval(progress);
+    await Promise.all(workers.map((worker) => worker.terminate()));
+    throw error;
+  });
   clearInterval(progress);
   if (!options.quiet) process.stderr.write('\n');
 
@@ -188,7 +209,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       for (const item of report.recorded[key]) into.push(item);
     }
   }
-  const seconds = (options.signal?.aborted ? Math.min(options.durationMs, performance.now() - started - options.warmupMs) : options.durationMs) / 1000;
+  const seconds = (options.signal?.aborted ? Math.max(0, Math.min(options.durationMs, performance.now() - started - options.warmupMs)) : options.durationMs) / 1000;
   const ok = Object.entries(statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const all = Object.values(statuses).reduce((a, b) => a + b, 0);
   return {
@@ -198,8 +219,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     connections: options.connections,
     ratePerSecond: options.ratePerSecond,
     seconds,
-    okPerSecond: Math.round(ok / seconds),
-    requestsPerSecond: Math.round(all / seconds),
+    okPerSecond: seconds > 0 ? Math.round(ok / seconds) : 0,
+    requestsPerSecond: seconds > 0 ? Math.round(all / seconds) : 0,
     latencyUs: percentiles(merged),
     readLatencyUs: Object.fromEntries(Object.entries(reads).map(([kind, h]) => [kind, percentiles(h)])),
     statuses,
@@ -210,6 +231,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     dropped,
     recorded,
     recordedTruncated,
+    threadWindows: reports.map((report) => report.window),
     perSecond: bySecond.flatMap((h, second) => (h === undefined ? [] : [{ second, count: h.totalCount, p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue }])),
   };
 }

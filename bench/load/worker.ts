@@ -51,6 +51,8 @@ export interface WorkerReport {
   recordedTruncated: boolean;
   /** Order latency per second of the measured window, by when each request was due (encoded histograms; "" for a second without one). */
   perSecond: string[];
+  /** This thread's measured window as epoch milliseconds (its end where a stop cut it short). */
+  window: { from: number; to: number };
 }
 
 /** Seconds of the measured window that get a histogram of their own (a longer run's later seconds are in the totals only). */
@@ -81,15 +83,27 @@ const connections = Array.from({ length: options.connections }, () => new HttpCo
 /** Open loop: the connections with no request in flight (the others are in flight). */
 const idle = [...connections];
 const modeHeader = options.mode === null ? '' : `X-Processing-Mode: ${options.mode}\r\n`;
-const started = performance.now();
-const measureFrom = started + options.warmupMs;
-let deadline = measureFrom + options.durationMs;
+const flow = new OrderFlow(options.seed, options.session);
+let deadline = Infinity;
 // 'stop': the run ends now (its window too), as a crash test stops its load before the kill.
-parentPort!.on('message', (message: { type: string }) => {
-  if (message.type === 'stop') deadline = Math.min(deadline, performance.now());
+// 'start': every thread of a run starts at the one instant the parent gives once all are
+// ready (an epoch time: each thread has its own performance clock), so their warm-ups,
+// measured windows and per-second histograms are the same wall-clock spans. Started on
+// their own, a slow thread start (100 ms on a busy machine) made the union of the windows
+// hold answers no window counted, and second k of one thread a different second than another's.
+const startAt = await new Promise<number>((resolve) => {
+  parentPort!.on('message', (message: { type: 'stop' } | { type: 'start'; at: number }) => {
+    if (message.type === 'stop') deadline = Math.min(deadline, performance.now());
+    else if (message.type === 'start') resolve(message.at);
+  });
+  parentPort!.postMessage({ type: 'ready' });
 });
 parentPort!.unref(); // the listener alone does not keep the thread: it exits once its run is over
-const flow = new OrderFlow(options.seed, options.session);
+// The instant is a little ahead of the message; one that came late is kept all the same
+// (this thread catches up within its warm-up), so every thread's window is the same span.
+const started = startAt - performance.timeOrigin;
+const measureFrom = started + options.warmupMs;
+deadline = Math.min(deadline, measureFrom + options.durationMs);
 
 const progress = setInterval(() => parentPort!.postMessage({ type: 'progress', completed }), 1000);
 // The measured window's edges, for whoever samples something over exactly that window (cpu-use.ts).
@@ -238,5 +252,6 @@ const report: WorkerReport = {
   dropped,
   recorded,
   recordedTruncated,
+  window: { from: performance.timeOrigin + measureFrom, to: performance.timeOrigin + deadline },
 };
 parentPort!.postMessage({ type: 'done', report });
