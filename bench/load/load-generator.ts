@@ -145,6 +145,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         warmupMs: options.warmupMs,
         durationMs: options.durationMs,
         ratePerSecond: options.ratePerSecond / options.threads,
+        phase: k / options.threads,
         seed: options.seed * 1000 + k,
         session,
         record: options.record,

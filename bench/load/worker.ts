@@ -25,6 +25,11 @@ export interface WorkerOptions {
   durationMs: number;
   /** Open-loop requests per second of this worker; 0: closed-loop. */
   ratePerSecond: number;
+  /**
+   * Open loop: where in its interval this worker's schedule lies (k / threads for thread k),
+   * so that the threads, started together, take turns instead of sending at the same instants.
+   */
+  phase: number;
   seed: number;
   session: { runId: string; venueSessionId: string };
   /** Keep each answered command for the verification (bounded by maxRecorded). */
@@ -166,6 +171,7 @@ async function closedLoop(): Promise<void> {
 
 async function openLoop(): Promise<void> {
   const intervalMs = 1000 / options.ratePerSecond;
+  const first = started + options.phase * intervalMs;
   let sent = 0;
   const queue: number[] = []; // due times waiting for a free connection
   await new Promise<void>((resolve) => {
@@ -182,8 +188,8 @@ async function openLoop(): Promise<void> {
     const tick = () => {
       const now = performance.now();
       const end = Math.min(now, deadline);
-      while (started + sent * intervalMs <= end) {
-        const dueAt = started + sent * intervalMs;
+      while (first + sent * intervalMs <= end) {
+        const dueAt = first + sent * intervalMs;
         sent++;
         if (idle.length === 0) queuedBehind += dueAt >= measureFrom ? 1 : 0;
         queue.push(dueAt);

@@ -9,10 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { runLoad } from '../../bench/load/load-generator.ts';
 
-/** A server on 127.0.0.1 that answers every request `{}` and counts what it served. */
-async function countingServer(): Promise<{ baseUrl: string; served: () => number; close: () => Promise<void> }> {
+/** A server on 127.0.0.1 that answers every request `{}`, counts what it served and notes when each POST came. */
+async function countingServer(): Promise<{ baseUrl: string; served: () => number; posts: number[]; close: () => Promise<void> }> {
   let served = 0;
+  const posts: number[] = [];
   const server = createServer((request, response) => {
+    if (request.method === 'POST') posts.push(performance.now());
     request.resume();
     request.on('end', () => {
       served++;
@@ -23,6 +25,7 @@ async function countingServer(): Promise<{ baseUrl: string; served: () => number
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     served: () => served,
+    posts,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -80,6 +83,24 @@ test('the measured window is announced once as it opens and once as it closes, a
     const counted = result.statuses['200'] ?? 0;
     const between = closed.served - opened.served;
     assert.ok(counted > 0 && Math.abs(counted - between) <= 2 * threads * connections + counted * 0.01, `${counted} counted, ${between} served between the edges`);
+  } finally {
+    await server.close();
+  }
+});
+
+test("an open loop's threads take turns: started together, each sends half an interval after the other", { timeout: 30_000 }, async () => {
+  const server = await countingServer();
+  try {
+    // 40 requests a second from 2 threads: each thread every 50 ms, the other 25 ms after it.
+    const result = await runLoad({
+      baseUrl: server.baseUrl, mode: null, threads: 2, connections: 2, warmupMs: 0, durationMs: 1_000,
+      ratePerSecond: 40, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'turns',
+    });
+    assert.equal(result.statuses['200'], 40, 'every request due in the second answered');
+    const gaps = server.posts.slice(1).map((at, k) => at - server.posts[k]!);
+    // Sending at the same instants (both threads in phase) makes every other gap about 0 ms.
+    const close = gaps.filter((gap) => gap < 8).length;
+    assert.ok(close < 8, `${close} of ${gaps.length} gaps under 8 ms: ${gaps.map((gap) => gap.toFixed(1)).join(' ')}`);
   } finally {
     await server.close();
   }
