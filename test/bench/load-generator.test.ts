@@ -40,7 +40,8 @@ test('an aborted run stops at once, its window ends there, and every answer is c
       ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'stopped early', signal: stop.signal,
       window: { opened: () => edges.push('opened'), closed: () => edges.push('closed') },
     });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Stopped once it is under way (a busy machine can take a second to start its threads).
+    for (let waited = 0; server.served() < 50 && waited < 20_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
     stop.abort();
     const result = await run;
     assert.ok(result.seconds < 60, `the window is the run's, not the 600 s asked (${result.seconds} s)`);
@@ -98,9 +99,11 @@ test("an open loop's threads take turns: started together, each sends half an in
     });
     assert.equal(result.statuses['200'], 40, 'every request due in the second answered');
     const gaps = server.posts.slice(1).map((at, k) => at - server.posts[k]!);
-    // Sending at the same instants (both threads in phase) makes every other gap about 0 ms.
-    const close = gaps.filter((gap) => gap < 8).length;
-    assert.ok(close < 8, `${close} of ${gaps.length} gaps under 8 ms: ${gaps.map((gap) => gap.toFixed(1)).join(' ')}`);
+    // Taking turns, the gaps are about 25 ms; sending at the same instants (both threads in
+    // phase), they alternate between about 0 and 50 ms. A thread held up by a busy machine
+    // moves a few gaps either way, so the test asks for most gaps near 25, not all.
+    const turns = gaps.filter((gap) => gap >= 10 && gap <= 40).length;
+    assert.ok(turns >= gaps.length / 2, `${turns} of ${gaps.length} gaps between 10 and 40 ms: ${gaps.map((gap) => gap.toFixed(1)).join(' ')}`);
   } finally {
     await server.close();
   }
