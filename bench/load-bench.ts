@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, runLoad, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
-import { cpuPerCommand, sampleCpu, sampleMachine, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
+import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
@@ -87,22 +87,30 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
  * (a run stopped in its warm-up) or nothing was answered.
  */
 async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
-  type Edge = { parts: CpuSample; machine: MachineSample | null; at: number };
-  const sample = (): Edge => ({ parts: sampleCpu(targets), machine: sampleMachine(), at: performance.now() });
+  type Edge = { parts: CpuSample; sleeps: CpuSample; machine: MachineSample | null; at: number };
+  const sample = (): Edge => ({ parts: sampleCpu(targets), sleeps: sampleSleeps(targets), machine: sampleMachine(), at: performance.now() });
   const edges: { opened?: Edge; closed?: Edge } = {};
   const run = await runLoad({ ...options, window: { opened: () => (edges.opened = sample()), closed: () => (edges.closed = sample()) } });
   const answered = Object.entries(run.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const { opened, closed } = edges;
   if (opened === undefined || closed === undefined || answered === 0) return { run, cpu: null };
-  return { run, cpu: cpuPerCommand(opened.parts, closed.parts, answered, closed.at - opened.at, { before: opened.machine, after: closed.machine }) };
+  const cpu = cpuPerCommand(opened.parts, closed.parts, answered, closed.at - opened.at, { before: opened.machine, after: closed.machine });
+  return { run, cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered) } };
 }
 
-/** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy)" for the progress output. */
+/** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy); sleeps per answer: gateways 0.05, ..." for the progress output. */
 function cpuLine(cpu: CpuUse | null): string {
   if (cpu === null) return '';
   const parts = Object.entries(cpu.perCommandUs).map(([part, us]) => `${part} ${us} µs`);
   const machine = cpu.machine === null ? '' : `; the machine: ${cpu.machine.busyCores} cores busy, ${cpu.machine.iowaitCores} in I/O wait, ${cpu.machine.stealCores} stolen, ${cpu.machine.idleCores} idle`;
-  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})`;
+  const slept = cpu.sleepsPerCommand;
+  const sleeps = slept === undefined ? '' : `; sleeps per answer: ${Object.keys(cpu.perCommandUs).map((part) => `${part} ${slept[part] ?? 0}`).join(', ')}`;
+  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})${sleeps}`;
+}
+
+/** What the venue and its PostgreSQL spent per answered command: every part but the generator. */
+function venueAndPostgresUs(cpu: CpuUse): number {
+  return Math.round((cpu.totalUs - (cpu.perCommandUs.generator ?? 0)) * 10) / 10;
 }
 
 /** Each mode's target ratio to the HTTP ceiling. */
@@ -136,7 +144,7 @@ function cpuBudget(ceiling: number, ceilingCpu: CpuUse | null, runs: Record<stri
             targetRate: Math.round(ceiling * target),
             cpuPerCommandAtTargetUs,
             leftForVenueAndPostgresUs: generatorAtCeilingUs === null ? null : round(cpuPerCommandAtTargetUs - generatorAtCeilingUs),
-            venueAndPostgresUs: cpu === null ? null : round(cpu.totalUs - (cpu.perCommandUs.generator ?? 0)),
+            venueAndPostgresUs: cpu === null ? null : venueAndPostgresUs(cpu),
             measured: cpu,
           },
         ];
@@ -146,7 +154,9 @@ function cpuBudget(ceiling: number, ceilingCpu: CpuUse | null, runs: Record<stri
 }
 
 type OpenLoopPoint = ReturnType<typeof summary> & {
-  repeats: { okPerSecond: number; p50Us: number; p99Us: number; queuedBehind: number; worstSecond: LoadResult['perSecond'][number] | null }[];
+  repeats: { okPerSecond: number; p50Us: number; p99Us: number; queuedBehind: number; worstSecond: LoadResult['perSecond'][number] | null; cpu: CpuUse | null }[];
+  /** The venue's and PostgreSQL's CPU per answered command (everything but the generator), the median over the repeats. */
+  venueAndPostgresUs: number | null;
 };
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -179,15 +189,17 @@ function medianReadPair(pairs: ReadPair[]) {
   };
 }
 
-function medianOpenLoop(tries: LoadResult[]): OpenLoopPoint {
-  const first = summary(tries[0]!);
+function medianOpenLoop(tries: { run: LoadResult; cpu: CpuUse | null }[]): OpenLoopPoint {
+  const first = summary(tries[0]!.run);
   const latencyUs = { ...first.latencyUs };
-  for (const key of Object.keys(latencyUs) as (keyof typeof latencyUs)[]) latencyUs[key] = median(tries.map((t) => t.latencyUs[key]));
+  for (const key of Object.keys(latencyUs) as (keyof typeof latencyUs)[]) latencyUs[key] = median(tries.map((t) => t.run.latencyUs[key]));
+  const venueCosts = tries.flatMap(({ cpu }) => (cpu === null ? [] : [venueAndPostgresUs(cpu)]));
   return {
     ...first,
-    okPerSecond: median(tries.map((t) => t.okPerSecond)),
+    okPerSecond: median(tries.map((t) => t.run.okPerSecond)),
     latencyUs,
-    repeats: tries.map((t) => ({ okPerSecond: t.okPerSecond, p50Us: t.latencyUs.p50, p99Us: t.latencyUs.p99, queuedBehind: t.queuedBehind, worstSecond: worstSecond(t) })),
+    repeats: tries.map(({ run, cpu }) => ({ okPerSecond: run.okPerSecond, p50Us: run.latencyUs.p50, p99Us: run.latencyUs.p99, queuedBehind: run.queuedBehind, worstSecond: worstSecond(run), cpu })),
+    venueAndPostgresUs: venueCosts.length === 0 ? null : median(venueCosts),
   };
 }
 
@@ -443,16 +455,17 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
             const rate = Math.max(100, Math.round(closed.okPerSecond * fraction));
             // The targets' points (half load, 80%) are run three times in a full run and reported as medians.
             const times = !quick && (fraction === 0.5 || fraction === 0.8) ? 3 : 1;
-            const tries: LoadResult[] = [];
+            const tries: { run: LoadResult; cpu: CpuUse | null }[] = [];
             for (let t = 0; t < times; t++) {
-              const run = await runLoad(
+              const { run, cpu } = await runLoadWithCpu(
                 base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)${times > 1 ? ` ${t + 1}/${times}` : ''}`, {
                   baseUrl: venue.baseUrl, mode, threads: loadThreads, connections: OPEN_LOOP_CONNECTIONS, ratePerSecond: rate, seed: 8 + open.length * 10 + t,
                   ...(quick ? { durationMs: 2000 } : {}), // the quick run's curve is a sketch; its bar is 2 minutes in all
                 }),
+                { venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid },
               );
-              console.log(describe(run));
-              tries.push(run);
+              console.log(`${describe(run)}${cpuLine(cpu)}`);
+              tries.push({ run, cpu });
               all.push(run);
             }
             open.push(medianOpenLoop(tries));
@@ -532,7 +545,11 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     cpuBudget: cpuBudget(ceiling, ceilingCpu[ceilingRuns.findIndex((r) => r.okPerSecond === ceiling)] ?? null, { 'sync-result': sync, 'accepted-async': async_ }),
     storageCeiling: { commandsPerSecond: storageCeiling, runs: storage },
     ratios,
-    durableAckAtHalfLoad: half === null ? null : { rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99 },
+    // With the CPU the venue and PostgreSQL spent per command there, beside what they spent at saturation (the median closed loop).
+    durableAckAtHalfLoad: half === null ? null : {
+      rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99,
+      venueAndPostgresUs: half.venueAndPostgresUs, atSaturationUs: sync.closedLoopCpu === null ? null : venueAndPostgresUs(sync.closedLoopCpu),
+    },
     syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },
     readsBeside,
     restart,

@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK_US = 10_000;
 
-/** CPU ticks (user + system) per part. */
+/** A count per part: CPU ticks (user + system), or sleeps. */
 export type CpuSample = Map<string, number>;
 
 /** The fields after the name of a /proc/<pid>/stat line (the name, in parentheses, may itself hold spaces and parentheses). */
@@ -29,6 +29,18 @@ export function statTicks(stat: string): number {
 /** The parent pid of a /proc/<pid>/stat line. */
 export function statParent(stat: string): number {
   return Number(fieldsAfterName(stat)[1]);
+}
+
+/**
+ * The times a thread slept (blocked, then was woken) of its /proc/.../status file: its
+ * voluntary context switches. On this VM a sleep and wake-up costs tens of µs of CPU, so
+ * a part's CPU per command is partly its sleeps per command (README, "At half load a
+ * command costs twice the CPU").
+ */
+export function statusSleeps(status: string): number {
+  const match = /^voluntary_ctxt_switches:\s*(\d+)$/m.exec(status);
+  if (match === null) throw new Error('no voluntary_ctxt_switches line in a /proc status file');
+  return Number(match[1]);
 }
 
 /** The process's state letter (R, S, Z, ...) of a /proc/<pid>/stat line. */
@@ -69,14 +81,8 @@ export function venuePart(threadName: string): string {
   return 'main and V8';
 }
 
-function addTicks(into: CpuSample, part: string, ticks: number): void {
-  into.set(part, (into.get(part) ?? 0) + ticks);
-}
-
-/** A whole process's ticks (every thread's), or 0 when it has gone. */
-function processTicks(pid: number): number {
-  const stat = readProc(`/proc/${pid}/stat`);
-  return stat === null ? 0 : statTicks(stat);
+function addCount(into: CpuSample, part: string, count: number): void {
+  into.set(part, (into.get(part) ?? 0) + count);
 }
 
 export interface CpuTargets {
@@ -99,23 +105,65 @@ function threadsOf(pid: number): string[] {
   }
 }
 
-/** The CPU ticks each part has used so far (a part whose processes have gone is left out). */
-export function sampleCpu(targets: CpuTargets): CpuSample {
+/** What a sample counts: of one thread (null when it has gone), and of a whole process (0 when it has gone). */
+interface Counter {
+  thread(pid: number, thread: string): number | null;
+  process(pid: number): number;
+}
+
+/** CPU ticks; a process's from its own stat line, which keeps the ticks of its threads that ended. */
+const TICKS: Counter = {
+  thread: (pid, thread) => {
+    const stat = readProc(`/proc/${pid}/task/${thread}/stat`);
+    return stat === null ? null : statTicks(stat);
+  },
+  process: (pid) => {
+    const stat = readProc(`/proc/${pid}/stat`);
+    return stat === null ? 0 : statTicks(stat);
+  },
+};
+
+/** Sleeps; a process's status counts its first thread's only, so its threads are added up. */
+const SLEEPS: Counter = {
+  thread: (pid, thread) => {
+    const status = readProc(`/proc/${pid}/task/${thread}/status`);
+    return status === null ? null : statusSleeps(status);
+  },
+  process: (pid) => threadsOf(pid).reduce((sum, thread) => sum + (SLEEPS.thread(pid, thread) ?? 0), 0),
+};
+
+function samplePerPart(targets: CpuTargets, counter: Counter): CpuSample {
   const sample: CpuSample = new Map();
   if (targets.venuePid !== undefined) {
     for (const thread of threadsOf(targets.venuePid)) {
       const name = readProc(`/proc/${targets.venuePid}/task/${thread}/comm`);
-      const stat = readProc(`/proc/${targets.venuePid}/task/${thread}/stat`);
-      if (name === null || stat === null) continue;
-      addTicks(sample, venuePart(name.trim()), statTicks(stat));
+      const count = counter.thread(targets.venuePid, thread);
+      if (name === null || count === null) continue;
+      addCount(sample, venuePart(name.trim()), count);
     }
   }
-  if (targets.serverPid !== undefined) addTicks(sample, 'server', processTicks(targets.serverPid));
+  if (targets.serverPid !== undefined) addCount(sample, 'server', counter.process(targets.serverPid));
   if (targets.postgresPid != null) {
-    for (const pid of [targets.postgresPid, ...childrenOf(targets.postgresPid)]) addTicks(sample, 'PostgreSQL', processTicks(pid));
+    for (const pid of [targets.postgresPid, ...childrenOf(targets.postgresPid)]) addCount(sample, 'PostgreSQL', counter.process(pid));
   }
-  addTicks(sample, 'generator', processTicks(targets.generatorPid));
+  addCount(sample, 'generator', counter.process(targets.generatorPid));
   return sample;
+}
+
+/** The CPU ticks each part has used so far (a part whose processes have gone is left out). */
+export function sampleCpu(targets: CpuTargets): CpuSample {
+  return samplePerPart(targets, TICKS);
+}
+
+/** The times each part's threads have slept so far (a part whose processes have gone is left out). */
+export function sampleSleeps(targets: CpuTargets): CpuSample {
+  return samplePerPart(targets, SLEEPS);
+}
+
+/** Sleeps per answered command, per part, between two samples (two decimals; never below zero). */
+export function sleepsPerCommand(before: CpuSample, after: CpuSample, commands: number): Record<string, number> {
+  if (!(commands > 0)) throw new RangeError(`sleepsPerCommand needs answered commands, got ${commands}`);
+  return Object.fromEntries([...after].map(([part, count]) => [part, Math.round((Math.max(0, count - (before.get(part) ?? 0)) / commands) * 100) / 100]));
 }
 
 export interface CpuUse {
@@ -129,6 +177,8 @@ export interface CpuUse {
   coresBusy: number;
   /** The whole machine over the same window (null where /proc/stat was not read). */
   machine: MachineUse | null;
+  /** Sleeps per answered command, per part, over the same window (where they were sampled). */
+  sleepsPerCommand?: Record<string, number>;
 }
 
 /** What each part used between two samples, per answered command (`machine`: the whole machine's two samples over the same window). */

@@ -1,12 +1,13 @@
 // The load benchmark's CPU accounting (bench/load/cpu-use.ts): /proc's stat lines read
 // right whatever a thread is named, each venue thread put in its part by name, and the
-// figures per answered command computed from two samples.
+// figures per answered command computed from two samples: CPU, and the times each
+// part's threads slept.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, statParent, statState, statTicks, venuePart } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statState, statTicks, statusSleeps, venuePart } from '../../bench/load/cpu-use.ts';
 
 test('a stat line is read after the last parenthesis: a name with spaces and parentheses does not shift the fields', () => {
   // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
@@ -115,4 +116,43 @@ test("the machine's states over a window, from /proc/stat's cpu line", () => {
   assert.equal(cpuPerCommand(new Map(), new Map([['gateways', 1]]), 1, 1).machine, null, 'no machine samples, no machine figures');
   const live = sampleMachine();
   assert.ok(live !== null && live.busy > 0 && live.idle >= 0, 'this machine has a /proc/stat');
+});
+
+test('sleeps per answered command: a status file read for its voluntary switches, and a thread named as a shard that sleeps 30 times counted in its part', { timeout: 30_000 }, async () => {
+  const status = 'Name:\tshard-0\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n';
+  assert.equal(statusSleeps(status), 1234, 'the voluntary count, not the involuntary one');
+  assert.throws(() => statusSleeps('Name:\tx\n'), /voluntary_ctxt_switches/);
+  assert.deepEqual(sleepsPerCommand(new Map([['shards', 100], ['gateways', 50], ['read thread', 9]]), new Map([['shards', 400], ['gateways', 60], ['read thread', 3], ['generator', 20]]), 200), {
+    shards: 1.5, gateways: 0.05, 'read thread': 0, generator: 0.1,
+  });
+  assert.throws(() => sleepsPerCommand(new Map(), new Map(), 0), /answered commands/);
+
+  // Each Atomics.wait with a timeout blocks the thread: one sleep at least.
+  const sleeper = new Worker(
+    `const { writeFileSync } = require('node:fs');
+     const { parentPort } = require('node:worker_threads');
+     writeFileSync('/proc/thread-self/comm', 'shard-9');
+     const cell = new Int32Array(new SharedArrayBuffer(4));
+     parentPort.on('message', () => {
+       for (let k = 0; k < 30; k++) Atomics.wait(cell, 0, 0, 2);
+       parentPort.postMessage('slept');
+     });
+     parentPort.postMessage('named');`,
+    { eval: true },
+  );
+  try {
+    await new Promise((resolve) => sleeper.once('message', resolve));
+    const targets = { venuePid: process.pid, generatorPid: process.pid };
+    const before = sampleSleeps(targets);
+    sleeper.postMessage('sleep');
+    await new Promise((resolve) => sleeper.once('message', resolve));
+    const after = sampleSleeps(targets);
+    const shards = (after.get('shards') ?? 0) - (before.get('shards') ?? 0);
+    assert.ok(shards >= 30, `the shard-named thread's 30 waits are in "shards" (${shards})`);
+    // The whole process (every thread added up, the sleeper's included) slept at least as often.
+    const whole = (after.get('generator') ?? 0) - (before.get('generator') ?? 0);
+    assert.ok(whole >= shards, `the process's threads together slept ${whole} times`);
+  } finally {
+    await sleeper.terminate();
+  }
 });
