@@ -7,7 +7,20 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statState, statTicks, statusSleeps, venuePart } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statState, statTicks, statusSleeps, venuePart, type CpuSample } from '../../bench/load/cpu-use.ts';
+
+/**
+ * Samples before and after a named test thread does its piece of work (it posts once when
+ * it has named itself, and once when a message's work is done): what each part counted meanwhile.
+ */
+async function aroundWork(worker: Worker, sample: () => CpuSample): Promise<(part: string) => number> {
+  await new Promise((resolve) => worker.once('message', resolve));
+  const before = sample();
+  worker.postMessage('work');
+  await new Promise((resolve) => worker.once('message', resolve));
+  const after = sample();
+  return (part) => (after.get(part) ?? 0) - (before.get(part) ?? 0);
+}
 
 test('a stat line is read after the last parenthesis: a name with spaces and parentheses does not shift the fields', () => {
   // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
@@ -72,16 +85,12 @@ test('a sample counts a named thread of the venue in its part, and the processes
   );
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
   try {
-    await new Promise((resolve) => burner.once('message', resolve));
     const targets = { venuePid: process.pid, generatorPid: process.pid, postgresPid: process.pid };
-    const before = sampleCpu(targets);
-    burner.postMessage('burn');
-    await new Promise((resolve) => burner.once('message', resolve));
-    const after = sampleCpu(targets);
-    const gateways = (after.get('gateways') ?? 0) - (before.get('gateways') ?? 0);
+    const used = await aroundWork(burner, () => sampleCpu(targets));
+    const gateways = used('gateways');
     assert.ok(gateways >= 20, `the gateway-named thread's 20 ticks are in "gateways" (${gateways})`);
     // The process's own user and system ticks are each rounded down apart from the thread's: up to 2 fewer.
-    const whole = (after.get('generator') ?? 0) - (before.get('generator') ?? 0);
+    const whole = used('generator');
     assert.ok(whole >= 18, `the whole process holds them too (${whole})`);
     assert.ok(childrenOf(process.pid).includes(child.pid!), 'a started process is found by its parent');
     assert.ok(!childrenOf(child.pid!).includes(process.pid), 'and not the other way round');
@@ -141,16 +150,12 @@ test('sleeps per answered command: a status file read for its voluntary switches
     { eval: true },
   );
   try {
-    await new Promise((resolve) => sleeper.once('message', resolve));
     const targets = { venuePid: process.pid, generatorPid: process.pid };
-    const before = sampleSleeps(targets);
-    sleeper.postMessage('sleep');
-    await new Promise((resolve) => sleeper.once('message', resolve));
-    const after = sampleSleeps(targets);
-    const shards = (after.get('shards') ?? 0) - (before.get('shards') ?? 0);
+    const slept = await aroundWork(sleeper, () => sampleSleeps(targets));
+    const shards = slept('shards');
     assert.ok(shards >= 30, `the shard-named thread's 30 waits are in "shards" (${shards})`);
     // The whole process (every thread added up, the sleeper's included) slept at least as often.
-    const whole = (after.get('generator') ?? 0) - (before.get('generator') ?? 0);
+    const whole = slept('generator');
     assert.ok(whole >= shards, `the process's threads together slept ${whole} times`);
   } finally {
     await sleeper.terminate();
