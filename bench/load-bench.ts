@@ -83,8 +83,9 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
 
 /**
  * A load run and the CPU each part of the machine used over its measured window
- * (bench/load/cpu-use.ts), per 2xx answer; null if the window did not open and close
- * (a run stopped in its warm-up) or nothing was answered.
+ * (bench/load/cpu-use.ts), per 2xx answer, with the times each part's threads slept per
+ * answer; null if the window did not open and close (a run stopped in its warm-up) or
+ * nothing was answered.
  */
 async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
   type Edge = { parts: CpuSample; sleeps: CpuSample; machine: MachineSample | null; at: number };

@@ -238,6 +238,8 @@ async function readLoop(): Promise<void> {
   await Promise.all(connections.map(lane));
 }
 
+// Nothing is sent before the common start, so a run without a warm-up counts from its first request.
+if (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, started - performance.now()));
 await (options.role === 'reads' ? readLoop() : options.ratePerSecond > 0 ? openLoop() : closedLoop());
 clearInterval(progress);
 // A run stopped early (or bounded by its request count) ends its window here.
