@@ -428,7 +428,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
         const label = `${mode}, ${gatewayThreads} gateway / ${shards} shard`;
         const all: LoadResult[] = [];
         // A warm-up run first (JIT, connections, the books filling up); verified with the rest, not reported.
-        all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true, ...(quick ? { warmupMs: 500, durationMs: 1500 } : {}) })));
+        all.push(await runLoad(base(`${label}, warm-up`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 3, quiet: true, ...(quick ? { warmupMs: 500, durationMs: 500 } : {}) })));
         const closedRuns: LoadResult[] = [];
         const closedCpu: (CpuUse | null)[] = [];
         const closedLags: RunLag[] = [];

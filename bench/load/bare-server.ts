@@ -4,6 +4,7 @@
 // "bare server listening on http://127.0.0.1:<port>".
 
 import net from 'node:net';
+import { buildWorkers } from '../../core/worker-build.ts';
 import { spawnWorker } from '../../core/worker-spawn.ts';
 
 const arg = (name: string, fallback: number) => {
@@ -18,7 +19,10 @@ const port = await new Promise<number>((resolve) => {
     probe.close(() => resolve(port));
   });
 });
-const workers = Array.from({ length: threads }, () => spawnWorker(new URL('./bare-worker.ts', import.meta.url), { port, bytes }));
+// Built once (core/worker-build.ts), as the venue and the load generator do theirs: no tsx loader per thread.
+const source = new URL('./bare-worker.ts', import.meta.url);
+const entry = (await buildWorkers([source])).get(source.href)!;
+const workers = Array.from({ length: threads }, () => spawnWorker(entry, { port, bytes }));
 await Promise.all(
   workers.map((worker) => new Promise<void>((resolve, reject) => worker.once('message', (m: { ready: boolean }) => (m.ready ? resolve() : reject(new Error('cannot listen')))))),
 );

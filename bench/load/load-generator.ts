@@ -9,6 +9,7 @@
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import type { Worker } from 'node:worker_threads';
+import { buildWorkers } from '../../core/worker-build.ts';
 import { spawnWorker } from '../../core/worker-spawn.ts';
 import type { WorkerOptions, WorkerReport } from './worker.ts';
 
@@ -78,6 +79,20 @@ export interface LoadResult {
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
+/**
+ * The worker compiled once per process (core/worker-build.ts, as the venue does its own):
+ * under tsx each thread compiled it through a loader of its own, 260-300 ms from spawn to
+ * ready against 130-165 ms built, for every thread of every run.
+ */
+let builtWorker: Promise<URL> | null = null;
+const workerModule = (): Promise<URL> => 
+  (builtWorker ??= buildWorkers([WORKER]).then(
+    (built) => built.get(WORKER.href)!,
+    (error: unknown) => {
+      builtWorker = null; // the next run tries again
+      throw error;
+    },
+  ));
 /** How far ahead of the start message the threads' common start lies (a message takes well under this). */
 const START_AHEAD_MS = 20;
 
@@ -103,6 +118,7 @@ async function venueSession(baseUrl: string): Promise<{ runId: string; venueSess
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const session = await venueSession(options.baseUrl);
+  const entry = await workerModule();
   const completed = new Array<number>(options.threads).fill(0);
   // Each thread's window: 0 not yet open, 1 open, 2 closed (it says so at its deadline and again when its run ends).
   const windows = new Array<number>(options.threads).fill(0);
@@ -153,7 +169,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         parseAnswers: options.parseAnswers ?? true,
       };
       return new Promise<WorkerReport>((resolve, reject) => {
-        const worker = spawnWorker(WORKER, { ...data });
+        const worker = spawnWorker(entry, { ...data }, {}, `load-${data.role}-${k}`); // top -H tells the load's threads apart
         workers.push(worker);
         options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
         worker.on('message', (message: { type: 'ready' } | { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
