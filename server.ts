@@ -185,7 +185,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   let databaseUrl = config.databaseUrl;
   let stopDatabase = async (): Promise<void> => undefined;
   if (databaseUrl === '') {
-    const server = await startEmbeddedPostgres(config.dataDir, (message) => logger.info(message));
+    const server = await startEmbeddedPostgres(config.dataDir, (message) => logger.info(message), { template: config.embeddedPostgresTemplate });
     databaseUrl = server.url;
     stopDatabase = () => server.stop();
     logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');

@@ -249,7 +249,7 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
  */
 export async function copyCapacity(batchSizes: number[], commands: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }[]> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
-  const server = await startEmbeddedPostgres(dataDir, () => undefined);
+  const server = await startEmbeddedPostgres(dataDir, () => undefined, { template: true });
   try {
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();

@@ -75,7 +75,7 @@ export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
   const sizes = quick ? [10_000, 100_000] : [10_000, 100_000, 400_000];
   const repetitions = quick ? 3 : 5;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-snapshots-'));
-  const server = await startEmbeddedPostgres(dataDir, () => undefined);
+  const server = await startEmbeddedPostgres(dataDir, () => undefined, { template: true });
   const db = new pg.Client({ connectionString: server.url });
   const results: { openOrders: number; refreshMsMedian: number; windowSumMsMedian: number; sameAnswers: boolean }[] = [];
   try {

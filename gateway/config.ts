@@ -55,6 +55,8 @@ export interface VenueConfig {
   /** PostgreSQL to use; empty: start the embedded server with data under dataDir. */
   databaseUrl: string;
   dataDir: string;
+  /** A fresh embedded cluster is a copy of the machine's template instead of an initdb (tests, benchmarks). */
+  embeddedPostgresTemplate: boolean;
   /** Intake records per gateway -> persistence ring (power of two). */
   intakeRingSlots: number;
   /** Journal records per shard -> persistence ring (power of two). */
@@ -153,6 +155,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
     databaseUrl: env.DATABASE_URL ?? '',
     dataDir: env.DATA_DIR ?? '.data',
+    embeddedPostgresTemplate: flag(env, 'EMBEDDED_POSTGRES_TEMPLATE'),
     intakeRingSlots: powerOfTwo(env, 'INTAKE_RING_SLOTS', 8192, 16, 1 << 20),
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),

@@ -37,7 +37,7 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const started = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', ...env },
+    env: { ...process.env, PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', EMBEDDED_POSTGRES_TEMPLATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let seen = '';

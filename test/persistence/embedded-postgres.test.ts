@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -96,5 +96,56 @@ test('a lock file naming a server that died but is not reaped yet (a zombie) doe
   } finally {
     holder.kill();
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('from a template: fresh clusters are copies of one initdb (one kept when starts race to make it, then reused), each its own, the template untouched', async () => {
+  const templateRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-templates-'));
+  chmodSync(templateRoot, 0o755); // initdb runs as the postgres user when the tests run as root
+  const roots = [0, 1].map(() => mkdtempSync(path.join(os.tmpdir(), 'venue-pg-')));
+  const logs: string[][] = [[], []];
+  const servers: EmbeddedServer[] = [];
+  try {
+    servers.push(...(await Promise.all(roots.map((root, k) => startEmbeddedPostgres(root, (message) => logs[k]!.push(message), { template: true, templateRoot })))));
+    const templates = readdirSync(templateRoot);
+    assert.equal(templates.length, 1, `one template and no half-built folder left: ${templates.join(', ')}`);
+    const templateDir = path.join(templateRoot, templates[0]!, 'postgres');
+    for (const log of logs) assert.ok(log.some((line) => line.startsWith('copying the template PostgreSQL cluster')), 'each cluster is a copy');
+    // Two starts racing for a missing template may each build one; one is kept. A later start only copies.
+    const thirdRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+    const thirdLog: string[] = [];
+    await (await startEmbeddedPostgres(thirdRoot, (message) => thirdLog.push(message), { template: true, templateRoot })).stop();
+    rmSync(thirdRoot, { recursive: true, force: true });
+    assert.ok(thirdLog.some((line) => line.startsWith('copying the template PostgreSQL cluster')));
+    assert.ok(!thirdLog.some((line) => line.startsWith('initialising a PostgreSQL cluster')), 'no initdb once the template exists');
+    // The template's files as they were: a cluster writing into a linked (not copied) file would change them.
+    const files = (dir: string): Map<string, string> => {
+      const out = new Map<string, string>();
+      for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+        const info = statSync(path.join(dir, name));
+        if (info.isFile()) out.set(name, `${info.size}:${info.mtimeMs}`);
+      }
+      return out;
+    };
+    const before = files(templateDir);
+    await withClient(servers[0]!.url, async (client) => {
+      await client.query('CREATE TABLE only_here (n int); INSERT INTO only_here VALUES (7)');
+      await client.query('CHECKPOINT');
+    });
+    const seen = await withClient(servers[1]!.url, async (client) => (await client.query("SELECT to_regclass('only_here') AS t")).rows[0]!.t);
+    assert.equal(seen, null, 'the other cluster does not have the table');
+    assert.deepEqual(files(templateDir), before, 'the template is untouched');
+    assert.equal(statSync(path.join(roots[0]!, 'postgres')).mode & 0o777, 0o700, 'the copy keeps the modes PostgreSQL checks');
+    // Only the option copies: without it a fresh folder gets its own initdb.
+    const ownRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+    const ownLog: string[] = [];
+    const own = await startEmbeddedPostgres(ownRoot, (message) => ownLog.push(message));
+    await own.stop();
+    rmSync(ownRoot, { recursive: true, force: true });
+    assert.ok(ownLog.some((line) => line.startsWith('initialising a PostgreSQL cluster')));
+    assert.ok(!ownLog.some((line) => line.startsWith('copying the template')));
+  } finally {
+    await Promise.all(servers.map((server) => server.stop()));
+    for (const root of [...roots, templateRoot]) rmSync(root, { recursive: true, force: true });
   }
 });

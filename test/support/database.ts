@@ -20,7 +20,7 @@ export class TestDatabase {
 
   static async start(): Promise<TestDatabase> {
     const root = mkdtempSync(path.join(os.tmpdir(), 'venue-db-'));
-    return new TestDatabase(await startEmbeddedPostgres(root, () => undefined), root);
+    return new TestDatabase(await startEmbeddedPostgres(root, () => undefined, { template: true }), root);
   }
 
   /** The URL of the server's default database. */
