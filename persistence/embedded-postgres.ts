@@ -153,7 +153,7 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
     .digest('hex')
     .slice(0, 16);
   const dir = path.join(under, `venue-postgres-template-${key}`);
-  if (await exists(path.join(dir, 'postgres.password'))) return dir;
+  if (await exists(path.join(dir, 'postgres.password'))) return ours(dir);
   const building = await mkdtemp(`${dir}.building-`);
   try {
     await chmod(building, 0o755); // initdb runs as the postgres user when we are root
@@ -163,6 +163,20 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
     });
   } finally {
     await rm(building, { recursive: true, force: true });
+  }
+  return ours(dir);
+}
+
+/**
+ * A template in a shared temporary folder is used only if we made it: owned by us and
+ * writable by no one else (another local user could otherwise plant a cluster whose
+ * password or pg_hba.conf they know).
+ */
+async function ours(dir: string): Promise<string> {
+  const info = await stat(dir);
+  const uid = process.getuid?.();
+  if ((uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0) {
+    throw new Error(`the PostgreSQL template ${dir} is not this user's own (owner ${info.uid}, mode ${(info.mode & 0o777).toString(8)}): remove it or unset EMBEDDED_POSTGRES_TEMPLATE`);
   }
   return dir;
 }

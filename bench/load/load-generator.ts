@@ -85,7 +85,7 @@ const WORKER = new URL('./worker.ts', import.meta.url);
  * ready against 130-165 ms built, for every thread of every run.
  */
 let builtWorker: Promise<URL> | null = null;
-const workerModule = (): Promise<URL> => 
+const workerModule = (): Promise<URL> =>
   (builtWorker ??= buildWorkers([WORKER]).then(
     (built) => built.get(WORKER.href)!,
     (error: unknown) => {

@@ -149,3 +149,19 @@ test('from a template: fresh clusters are copies of one initdb (one kept when st
     for (const root of [...roots, templateRoot]) rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('a template another user could have planted (writable by others) is refused with a message, not used', async () => {
+  const templateRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-templates-'));
+  chmodSync(templateRoot, 0o755);
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  try {
+    await (await startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot })).stop();
+    rmSync(root, { recursive: true, force: true });
+    const [name] = readdirSync(templateRoot);
+    chmodSync(path.join(templateRoot, name!), 0o777);
+    await assert.rejects(startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }), /is not this user's own .*mode 777/);
+    assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
+  } finally {
+    for (const dir of [root, templateRoot]) rmSync(dir, { recursive: true, force: true });
+  }
+});
