@@ -178,6 +178,10 @@ async function ours(dir: string): Promise<string> {
   if ((uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0) {
     throw new Error(`the PostgreSQL template ${dir} is not this user's own (owner ${info.uid}, mode ${(info.mode & 0o777).toString(8)}): remove it or unset EMBEDDED_POSTGRES_TEMPLATE`);
   }
+  // A template is renamed into place whole; files missing since (a cleaner of the temporary folder) would make every copy fail to start.
+  for (const file of ['PG_VERSION', 'global/pg_control', 'postgresql.conf']) {
+    if (!(await exists(path.join(dir, 'postgres', file)))) throw new Error(`the PostgreSQL template ${dir} has lost postgres/${file}: remove it (the next start makes a new one)`);
+  }
   return dir;
 }
 

@@ -150,7 +150,7 @@ test('from a template: fresh clusters are copies of one initdb (one kept when st
   }
 });
 
-test('a template another user could have planted (writable by others) is refused with a message, not used', async () => {
+test('a template another user could have planted (writable by others), or one missing its files, is refused with a message, not used', async () => {
   const templateRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-templates-'));
   chmodSync(templateRoot, 0o755);
   const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
@@ -160,6 +160,11 @@ test('a template another user could have planted (writable by others) is refused
     const [name] = readdirSync(templateRoot);
     chmodSync(path.join(templateRoot, name!), 0o777);
     await assert.rejects(startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }), /is not this user's own .*mode 777/);
+    assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
+    // A template that lost a file (a cleaner of the temporary folder) is named, not copied into a server that cannot start.
+    chmodSync(path.join(templateRoot, name!), 0o755);
+    rmSync(path.join(templateRoot, name!, 'postgres', 'global', 'pg_control'));
+    await assert.rejects(startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }), /has lost postgres\/global\/pg_control: remove it/);
     assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
   } finally {
     for (const dir of [root, templateRoot]) rmSync(dir, { recursive: true, force: true });
