@@ -191,6 +191,7 @@ async function copyTemplate(bin: Binaries, owner: RunAs, root: string, under: st
   const dataDir = path.join(root, 'postgres');
   const copying = path.join(root, `.postgres-copy-${process.pid}`);
   log(`copying the template PostgreSQL cluster ${source} to ${dataDir}`);
+  await rm(copying, { recursive: true, force: true }); // a copy cut short by a kill (cp -a would copy into it)
   try {
     await run('cp', ['-a', path.join(source, 'postgres'), copying]);
     await rename(copying, dataDir); // fails on a non-empty folder there: never over other files

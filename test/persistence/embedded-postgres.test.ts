@@ -113,6 +113,8 @@ test('from a template: fresh clusters are copies of one initdb (one kept when st
     for (const log of logs) assert.ok(log.some((line) => line.startsWith('copying the template PostgreSQL cluster')), 'each cluster is a copy');
     // Two starts racing for a missing template may each build one; one is kept. A later start only copies.
     const thirdRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+    // What a copy killed half-way leaves (this process's pid names the copy's folder): not copied into.
+    mkdirSync(path.join(thirdRoot, `.postgres-copy-${process.pid}`, 'half'), { recursive: true });
     const thirdLog: string[] = [];
     await (await startEmbeddedPostgres(thirdRoot, (message) => thirdLog.push(message), { template: true, templateRoot })).stop();
     rmSync(thirdRoot, { recursive: true, force: true });
