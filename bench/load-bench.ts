@@ -10,7 +10,9 @@
 //  - open-loop at fractions of the closed-loop rate (latency from when each request was
 //    due), which gives the throughput/latency curves (bench/results/load.svg) and the
 //    durable acknowledgement at half load;
-//  - a read load (snapshot, depth, tape) beside the order load.
+//  - a read load (snapshot, depth, tape) beside the order load;
+//  - the floor under those latencies: one request at a time onto the otherwise idle venue
+//    (a sync-result submit; then snapshot, depth, tape and /healthz), in the same run.
 // Results: bench/results/load.json. Everything is bounded in time.
 
 import { spawn } from 'node:child_process';
@@ -43,6 +45,12 @@ const CONNECTIONS = 64;
  * connection.
  */
 const OPEN_LOOP_CONNECTIONS = 256;
+/**
+ * The idle floor: one connection, this pause between an answer and the next request, so
+ * that every request meets a venue with nothing else to do (at about 2 ms a sync-result
+ * answer, 150-200 a second: far below any load point).
+ */
+const IDLE_PAUSE_MS = 4;
 
 function summary(result: LoadResult) {
   const { recorded: _recorded, ...rest } = result;
@@ -239,8 +247,18 @@ interface VenueRun {
   closedLoopProjectionLagUs: RunLag[];
   /** One entry per rate; where a rate ran several times, its percentiles are the medians of the runs (in `repeats`). */
   openLoop: OpenLoopPoint[];
+  /** One request at a time onto the otherwise idle venue (sync-result at 2/2 only; null elsewhere). */
+  idle: IdleFloor | null;
   verification: Verification;
   readyMs: number;
+}
+
+interface IdleFloor {
+  pauseMs: number;
+  /** sync-result submits, cancels and modifies of the flow, each sent after the last was answered and a pause. */
+  orders: Percentiles;
+  /** snapshot, depth, tape (50 trades) and /healthz, likewise. */
+  reads: Record<string, Percentiles>;
 }
 
 async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | null> {
@@ -451,6 +469,25 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
         const persistence = status === null ? null : { captureLatencyUs: status.captureLatencyUs, journalLatencyUs: status.journalLatencyUs, projectionLagUs: status.projectionLagUs };
         const open: OpenLoopPoint[] = [];
         const curve = gatewayThreads === 2 && shards === 2;
+        let idle: IdleFloor | null = null;
+        if (curve && mode === 'sync-result') {
+          // The floor: what one request costs in time when nothing else runs (the closed loops'
+          // projection backlog given a second to drain first). The half-load and read targets are
+          // judged against what is left above it.
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          const idleSeconds = quick ? 1.5 : 5;
+          const orders = await runLoad(base(`${label}, one at a time (idle floor)`, {
+            baseUrl: venue.baseUrl, mode, threads: 1, connections: 1, pauseMs: IDLE_PAUSE_MS, warmupMs: 200, durationMs: idleSeconds * 1000, seed: 30,
+          }));
+          console.log(describe(orders));
+          all.push(orders);
+          await fetch(`${venue.baseUrl}/api/v1/market-data/snapshots`, { method: 'POST', headers: { authorization: 'Bearer dev-token-viewer' } });
+          const reads = await runLoad(base('reads one at a time (idle floor)', {
+            baseUrl: venue.baseUrl, role: 'reads', threads: 1, connections: 1, pauseMs: IDLE_PAUSE_MS, warmupMs: 200, durationMs: idleSeconds * 1000, record: false, quiet: true,
+          }));
+          idle = { pauseMs: IDLE_PAUSE_MS, orders: orders.latencyUs, reads: reads.readLatencyUs };
+          console.log(`  reads one at a time: ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p50 ${(v.p50 / 1000).toFixed(2)} ms, p99 ${(v.p99 / 1000).toFixed(2)} ms`).join('; ')}`);
+        }
         if (curve) {
           for (const fraction of fractions) {
             const rate = Math.max(100, Math.round(closed.okPerSecond * fraction));
@@ -512,6 +549,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           persistence,
           closedLoopProjectionLagUs: closedLags,
           openLoop: open,
+          idle,
           verification,
           readyMs: Math.round(venue.readyMs),
         });
@@ -551,6 +589,8 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
       rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99,
       venueAndPostgresUs: half.venueAndPostgresUs, atSaturationUs: sync.closedLoopCpu === null ? null : venueAndPostgresUs(sync.closedLoopCpu),
     },
+    // The floor under the latency targets: one request at a time onto the otherwise idle venue.
+    idleFloor: sync.idle,
     syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },
     readsBeside,
     restart,

@@ -94,7 +94,10 @@ export function buildSummary(): string {
   const half = l?.durableAckAtHalfLoad;
   // Beside it, what a command cost the venue and PostgreSQL there and at saturation: half the rate does not halve the cores' work.
   const halfCpu = half?.venueAndPostgresUs != null && half?.atSaturationUs != null ? `; CPU of the venue and PostgreSQL per command there ${half.venueAndPostgresUs} µs, at saturation ${half.atSaturationUs} µs` : '';
-  rows.push(['durable acknowledgement at half load (p50 / p99)', '< 2 ms / < 10 ms', half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}${halfCpu}` : '—', verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null)]);
+  // And the floor under it: the same answer, one request at a time onto the otherwise idle venue.
+  const idle = l?.idleFloor;
+  const idleOrders = idle?.orders ? `; one request at a time onto the idle venue: p50 ${ms(idle.orders.p50)}, p99 ${ms(idle.orders.p99)} (\`/healthz\` p50 ${ms(idle.reads?.healthz?.p50)})` : '';
+  rows.push(['durable acknowledgement at half load (p50 / p99)', '< 2 ms / < 10 ms', half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}${halfCpu}${idleOrders}` : '—', verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null)]);
   const lag = l?.projectionLagUs;
   const lagRuns: any[] = lag?.runs ?? [];
   rows.push([
@@ -110,7 +113,10 @@ export function buildSummary(): string {
   rows.push([
     'snapshot / depth p99 under order load',
     '< 2 ms',
-    reads ? `${ms(snapshot)} / ${ms(depth)} (p50 ${ms(reads.readLatencyUs?.snapshot?.p50)} / ${ms(reads.readLatencyUs?.depth?.p50)}; \`/healthz\`, which does nothing, p99 ${ms(floor?.p99)} beside the same load)` : '—',
+    reads
+      ? `${ms(snapshot)} / ${ms(depth)} (p50 ${ms(reads.readLatencyUs?.snapshot?.p50)} / ${ms(reads.readLatencyUs?.depth?.p50)}; \`/healthz\`, which does nothing, p99 ${ms(floor?.p99)} beside the same load)` +
+        (idle?.reads?.snapshot ? `; one at a time onto the idle venue p99 ${ms(idle.reads.snapshot.p99)} / ${ms(idle.reads.depth?.p99)}` : '')
+      : '—',
     verdict(reads ? snapshot < 2000 && depth < 2000 : null),
   ]);
   const pairs: any[] = reads?.pairs ?? [];

@@ -23,6 +23,8 @@ export interface LoadOptions {
   durationMs: number;
   /** Open-loop total rate (requests/s over all threads); 0: closed-loop. */
   ratePerSecond: number;
+  /** Closed loop: each connection's pause between an answer and its next request (worker.ts; 0 or unset: none). */
+  pauseMs?: number;
   seed: number;
   record: boolean;
   parseAnswers?: boolean;
@@ -161,6 +163,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         warmupMs: options.warmupMs,
         durationMs: options.durationMs,
         ratePerSecond: options.ratePerSecond / options.threads,
+        pauseMs: options.pauseMs ?? 0,
         phase: k / options.threads,
         seed: options.seed * 1000 + k,
         session,

@@ -26,6 +26,12 @@ export interface WorkerOptions {
   /** Open-loop requests per second of this worker; 0: closed-loop. */
   ratePerSecond: number;
   /**
+   * Closed loop (orders and reads): each connection waits this long after an answer before
+   * its next request (0: at once). With one connection, one request at a time onto a venue
+   * doing nothing else: the floor of its latencies on this machine.
+   */
+  pauseMs: number;
+  /**
    * Open loop: where in its interval this worker's schedule lies (k / threads for thread k),
    * so that the threads, started together, take turns instead of sending at the same instants.
    */
@@ -157,6 +163,8 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
   }
 }
 
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 async function closedLoop(): Promise<void> {
   let sent = 0;
   const lane = async (connection: HttpConnection) => {
@@ -164,6 +172,7 @@ async function closedLoop(): Promise<void> {
       sent++;
       const at = performance.now();
       await send(connection, options.role === 'fill' ? flow.fill() : flow.next(), at);
+      if (options.pauseMs > 0) await pause(options.pauseMs);
     }
   };
   await Promise.all(connections.map(lane));
@@ -232,6 +241,7 @@ async function readLoop(): Promise<void> {
           kinds[kind] = (kinds[kind] ?? 0) + 1;
           if (status === 200) readHistograms[kind]!.recordValue(Math.max(1, Math.round((performance.now() - at) * 1000)));
         }
+        if (options.pauseMs > 0) await pause(options.pauseMs);
       }
     }
   };

@@ -10,11 +10,13 @@ import { test } from 'node:test';
 import { runLoad } from '../../bench/load/load-generator.ts';
 
 /** A server on 127.0.0.1 that answers every request `{}`, counts what it served and notes when each POST came. */
-async function countingServer(): Promise<{ baseUrl: string; served: () => number; posts: number[]; close: () => Promise<void> }> {
+async function countingServer(): Promise<{ baseUrl: string; served: () => number; posts: number[]; gets: number[]; close: () => Promise<void> }> {
   let served = 0;
   const posts: number[] = [];
+  const gets: number[] = [];
   const server = createServer((request, response) => {
     if (request.method === 'POST') posts.push(performance.now());
+    else if (request.url !== '/api/v1/venue/session') gets.push(performance.now());
     request.resume();
     request.on('end', () => {
       served++;
@@ -26,6 +28,7 @@ async function countingServer(): Promise<{ baseUrl: string; served: () => number
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     served: () => served,
     posts,
+    gets,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -104,6 +107,30 @@ test("an open loop's threads take turns: started together, each sends half an in
     // moves a few gaps either way, so the test asks for most gaps near 25, not all.
     const turns = gaps.filter((gap) => gap >= 10 && gap <= 40).length;
     assert.ok(turns >= gaps.length / 2, `${turns} of ${gaps.length} gaps between 10 and 40 ms: ${gaps.map((gap) => gap.toFixed(1)).join(' ')}`);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a paced closed loop waits between an answer and the next request, and its latencies leave the pause out', { timeout: 30_000 }, async () => {
+  const server = await countingServer();
+  try {
+    const pauseMs = 50;
+    for (const role of ['orders', 'reads'] as const) {
+      const result = await runLoad({
+        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000, pauseMs, role,
+        ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: `paced ${role}`,
+      });
+      const times = role === 'orders' ? server.posts : server.gets;
+      const gaps = times.slice(1).map((at, k) => at - times[k]!);
+      // Without the pause, one connection sends its next request within a millisecond or two of an answer.
+      assert.ok(times.length >= 5 && times.length <= 1_000 / pauseMs + 2, `${role}: ${times.length} requests in 1 s at one per ${pauseMs} ms or more`);
+      // A timer may fire up to a millisecond before its time on the loop's cached clock.
+      assert.ok(gaps.every((gap) => gap >= pauseMs - 2), `${role}: gaps ${gaps.map((gap) => gap.toFixed(1)).join(' ')} ms`);
+      const p50 = role === 'orders' ? result.latencyUs.p50 : result.readLatencyUs.healthz!.p50;
+      assert.ok(p50 > 0 && p50 < pauseMs * 1000, `${role}: p50 ${p50} us counts the request alone, not the pause before it`);
+      times.length = 0;
+    }
   } finally {
     await server.close();
   }
