@@ -21,12 +21,15 @@
 // 1.7-2.5 s with an initdb of its own (5 alternating starts each). Such clusters share
 // the template's password and system identifier, and the copy is not fsynced (initdb
 // syncs): fine for throwaway data, so the default (initdb for each) stays for a venue's
-// own.
+// own. Bounded on disk: a template's key changes with its binaries (each `npm ci` makes a
+// new one, 39 MB here), so whenever a start makes one, or finds its own unused for an hour,
+// it removes this user's other templates (and builds cut short) unused for a day: each
+// start that uses a template marks it used (its folder's mtime) at most once an hour.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chmod, chown, copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -152,8 +155,16 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
     .update(JSON.stringify([bin.initdb, (await stat(bin.initdb)).mtimeMs, INITDB_ARGS, owner.uid ?? process.getuid?.() ?? 0]))
     .digest('hex')
     .slice(0, 16);
-  const dir = path.join(under, `venue-postgres-template-${key}`);
-  if (await exists(path.join(dir, 'postgres.password'))) return ours(dir);
+  const dir = path.join(under, `${TEMPLATE_PREFIX}${key}`);
+  if (await exists(path.join(dir, 'postgres.password'))) {
+    await ours(dir);
+    if (Date.now() - (await stat(dir)).mtimeMs > TEMPLATE_MARK_MS) {
+      const now = new Date();
+      await utimes(dir, now, now);
+      await removeStaleTemplates(under, dir, log);
+    }
+    return dir;
+  }
   const building = await mkdtemp(`${dir}.building-`);
   try {
     await chmod(building, 0o755); // initdb runs as the postgres user when we are root
@@ -164,7 +175,31 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
   } finally {
     await rm(building, { recursive: true, force: true });
   }
+  await removeStaleTemplates(under, dir, log);
   return ours(dir);
+}
+
+const TEMPLATE_PREFIX = 'venue-postgres-template-';
+/** A start marks its template used when the last mark is older than this. */
+const TEMPLATE_MARK_MS = 60 * 60 * 1000;
+/** Another template of ours (other binaries), or a build cut short, not used for this long is removed. */
+const TEMPLATE_STALE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Removes this user's templates other than `keep`, and builds cut short, unused for a day:
+ * templates of binaries since replaced. One still in use elsewhere (another checkout's) is
+ * marked at least hourly, so it is never a day old; folders of other users are left alone.
+ */
+async function removeStaleTemplates(under: string, keep: string, log: (message: string) => void): Promise<void> {
+  const uid = process.getuid?.();
+  for (const name of await readdir(under)) {
+    const dir = path.join(under, name);
+    if (!name.startsWith(TEMPLATE_PREFIX) || dir === keep) continue;
+    const info = await stat(dir).catch(() => null);
+    if (info === null || !info.isDirectory() || (uid !== undefined && info.uid !== uid) || Date.now() - info.mtimeMs < TEMPLATE_STALE_MS) continue;
+    log(`removing the PostgreSQL template ${dir}, unused since ${info.mtime.toISOString()}`);
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -170,5 +170,53 @@ test('a template another user could have planted (writable by others), or one mi
     assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
   } finally {
     for (const dir of [root, templateRoot]) rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("templates of other binaries unused for a day are removed when a template is made or marked used (at most hourly); recent ones and other folders stay", async () => {
+  const templateRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-templates-'));
+  chmodSync(templateRoot, 0o755);
+  const roots: string[] = [];
+  const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000);
+  /** A folder as a template of other binaries would leave (a file in it), last used `hours` ago. */
+  const plant = (name: string, hours: number) => {
+    const dir = path.join(templateRoot, name);
+    mkdirSync(path.join(dir, 'postgres'), { recursive: true });
+    writeFileSync(path.join(dir, 'postgres.password'), 'x');
+    utimesSync(dir, hoursAgo(hours), hoursAgo(hours));
+    return dir;
+  };
+  const present = (name: string) => statSync(path.join(templateRoot, name), { throwIfNoEntry: false }) !== undefined;
+  const start = async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+    roots.push(root);
+    const log: string[] = [];
+    await (await startEmbeddedPostgres(root, (message) => log.push(message), { template: true, templateRoot })).stop();
+    return log;
+  };
+  try {
+    plant('venue-postgres-template-0000000000000000', 48);
+    plant('venue-postgres-template-0000000000000000.building-x1', 30); // a build cut short
+    plant('venue-postgres-template-1111111111111111', 2); // another checkout's, in use
+    plant('other-folder', 48);
+    // Making this binaries' template removes the stale ones.
+    const first = await start();
+    assert.ok(!present('venue-postgres-template-0000000000000000') && !present('venue-postgres-template-0000000000000000.building-x1'), `stale removed: ${readdirSync(templateRoot).join(', ')}`);
+    assert.ok(present('venue-postgres-template-1111111111111111') && present('other-folder'), 'a template used within the day and a folder not ours by name stay');
+    assert.ok(first.some((line) => /removing the PostgreSQL template .*0000000000000000, unused since/.test(line)), first.join('\n'));
+    const own = readdirSync(templateRoot).find((name) => name.startsWith('venue-postgres-template-') && !name.includes('1111111111111111'))!;
+    // A start that finds its template unmarked for over an hour marks it and sweeps again.
+    plant('venue-postgres-template-2222222222222222', 25);
+    utimesSync(path.join(templateRoot, own), hoursAgo(2), hoursAgo(2));
+    await start();
+    assert.ok(Date.now() - statSync(path.join(templateRoot, own)).mtimeMs < 60_000, 'the template is marked used');
+    assert.ok(!present('venue-postgres-template-2222222222222222'), 'swept when marking');
+    assert.ok(present('venue-postgres-template-1111111111111111'));
+    // Marked within the hour: no sweep (a start does not list the temporary folder each time).
+    plant('venue-postgres-template-3333333333333333', 25);
+    await start();
+    assert.ok(present('venue-postgres-template-3333333333333333'), 'no sweep within the hour of the last mark');
+  } finally {
+    for (const dir of [...roots, templateRoot]) rmSync(dir, { recursive: true, force: true });
   }
 });
