@@ -29,7 +29,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chmod, chown, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -195,10 +195,12 @@ async function removeStaleTemplates(under: string, keep: string, log: (message: 
   for (const name of await readdir(under)) {
     const dir = path.join(under, name);
     if (!name.startsWith(TEMPLATE_PREFIX) || dir === keep) continue;
-    const info = await stat(dir).catch(() => null);
+    // lstat: a symbolic link (another user's, say) is not a template of ours, whatever it points at.
+    const info = await lstat(dir).catch(() => null);
     if (info === null || !info.isDirectory() || (uid !== undefined && info.uid !== uid) || Date.now() - info.mtimeMs < TEMPLATE_STALE_MS) continue;
     log(`removing the PostgreSQL template ${dir}, unused since ${info.mtime.toISOString()}`);
-    await rm(dir, { recursive: true, force: true });
+    // A tidy-up: one that fails (removed meanwhile, a file we may not delete) does not stop the start.
+    await rm(dir, { recursive: true, force: true }).catch((error: Error) => log(`the PostgreSQL template ${dir} could not be removed: ${error.message}`));
   }
 }
 

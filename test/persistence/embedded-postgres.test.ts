@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -186,7 +186,7 @@ test("templates of other binaries unused for a day are removed when a template i
     utimesSync(dir, hoursAgo(hours), hoursAgo(hours));
     return dir;
   };
-  const present = (name: string) => statSync(path.join(templateRoot, name), { throwIfNoEntry: false }) !== undefined;
+  const present = (name: string) => lstatSync(path.join(templateRoot, name), { throwIfNoEntry: false }) !== undefined;
   const start = async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
     roots.push(root);
@@ -199,12 +199,19 @@ test("templates of other binaries unused for a day are removed when a template i
     plant('venue-postgres-template-0000000000000000.building-x1', 30); // a build cut short
     plant('venue-postgres-template-1111111111111111', 2); // another checkout's, in use
     plant('other-folder', 48);
+    // A link named like a template (another user's, say) is left alone, and so is what it points at.
+    const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-elsewhere-'));
+    roots.push(elsewhere);
+    writeFileSync(path.join(elsewhere, 'keep'), 'x');
+    utimesSync(elsewhere, hoursAgo(48), hoursAgo(48));
+    symlinkSync(elsewhere, path.join(templateRoot, 'venue-postgres-template-5555555555555555'));
     // Making this binaries' template removes the stale ones.
     const first = await start();
     assert.ok(!present('venue-postgres-template-0000000000000000') && !present('venue-postgres-template-0000000000000000.building-x1'), `stale removed: ${readdirSync(templateRoot).join(', ')}`);
     assert.ok(present('venue-postgres-template-1111111111111111') && present('other-folder'), 'a template used within the day and a folder not ours by name stay');
+    assert.ok(lstatSync(path.join(templateRoot, 'venue-postgres-template-5555555555555555')).isSymbolicLink() && statSync(path.join(elsewhere, 'keep')).isFile(), 'a link is not followed');
     assert.ok(first.some((line) => /removing the PostgreSQL template .*0000000000000000, unused since/.test(line)), first.join('\n'));
-    const own = readdirSync(templateRoot).find((name) => name.startsWith('venue-postgres-template-') && !name.includes('1111111111111111'))!;
+    const own = readdirSync(templateRoot).find((name) => /^venue-postgres-template-[0-9a-f]{16}$/.test(name) && !/^venue-postgres-template-(\d)\1{15}$/.test(name))!;
     // A start that finds its template unmarked for over an hour marks it and sweeps again.
     plant('venue-postgres-template-2222222222222222', 25);
     utimesSync(path.join(templateRoot, own), hoursAgo(2), hoursAgo(2));
