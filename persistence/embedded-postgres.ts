@@ -28,7 +28,7 @@
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, type Stats } from 'node:fs';
 import { chmod, chown, copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -157,8 +157,7 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
     .slice(0, 16);
   const dir = path.join(under, `${TEMPLATE_PREFIX}${key}`);
   if (await exists(path.join(dir, 'postgres.password'))) {
-    await ours(dir);
-    if (Date.now() - (await stat(dir)).mtimeMs > TEMPLATE_MARK_MS) {
+    if (Date.now() - (await ours(dir)).mtimeMs > TEMPLATE_MARK_MS) {
       const now = new Date();
       await utimes(dir, now, now);
       await removeStaleTemplates(under, dir, log);
@@ -176,7 +175,8 @@ async function template(bin: Binaries, owner: RunAs, under: string, log: (messag
     await rm(building, { recursive: true, force: true });
   }
   await removeStaleTemplates(under, dir, log);
-  return ours(dir);
+  await ours(dir);
+  return dir;
 }
 
 const TEMPLATE_PREFIX = 'venue-postgres-template-';
@@ -207,9 +207,9 @@ async function removeStaleTemplates(under: string, keep: string, log: (message: 
 /**
  * A template in a shared temporary folder is used only if we made it: owned by us and
  * writable by no one else (another local user could otherwise plant a cluster whose
- * password or pg_hba.conf they know).
+ * password or pg_hba.conf they know). Its stat (the mtime marks its last use).
  */
-async function ours(dir: string): Promise<string> {
+async function ours(dir: string): Promise<Stats> {
   const info = await stat(dir);
   const uid = process.getuid?.();
   if ((uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0) {
@@ -219,7 +219,7 @@ async function ours(dir: string): Promise<string> {
   for (const file of ['PG_VERSION', 'global/pg_control', 'postgresql.conf']) {
     if (!(await exists(path.join(dir, 'postgres', file)))) throw new Error(`the PostgreSQL template ${dir} has lost postgres/${file}: remove it (the next start makes a new one)`);
   }
-  return dir;
+  return info;
 }
 
 /** <root>/postgres and its password as a copy of the template (cp -a keeps the owner and modes PostgreSQL checks). */

@@ -20,15 +20,15 @@ function bytes(length: number, seed: number): Uint8Array {
   return out;
 }
 
-/** Counts FileHandle.datasync calls while `run` runs (the prototype of every handle `open` gives). */
-async function countingDatasyncs(dir: string, run: () => Promise<void>): Promise<number> {
+/** The file's size at each FileHandle.datasync call while `run` runs (patched on the prototype of every handle `open` gives). */
+async function sizesAtDatasyncs(dir: string, run: () => Promise<void>): Promise<number[]> {
   const probe = await open(path.join(dir, 'probe'), 'w');
-  const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+  const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void>; stat: () => Promise<{ size: number }> };
   await probe.close();
   const original = proto.datasync;
-  let calls = 0;
-  proto.datasync = function (this: unknown) {
-    calls++;
+  const sizes: number[] = [];
+  proto.datasync = async function (this: typeof proto) {
+    sizes.push((await this.stat()).size);
     return original.call(this);
   };
   try {
@@ -36,7 +36,7 @@ async function countingDatasyncs(dir: string, run: () => Promise<void>): Promise
   } finally {
     proto.datasync = original;
   }
-  return calls;
+  return sizes;
 }
 
 for (const changing of [false, true]) {
@@ -48,10 +48,14 @@ for (const changing of [false, true]) {
       const sections = [bytes(1_500_000, 1), bytes(7, 2), bytes(2_170_000, 3)];
       const total = sections.reduce((sum, section) => sum + section.byteLength, 0);
       let written = 0;
-      const flushes = await countingDatasyncs(dir, async () => {
+      const sizes = await sizesAtDatasyncs(dir, async () => {
         written = await writeSnapshotFileAsync(file, 'TEST', { shape: 'three sections' }, sections, changing);
       });
+      const flushes = sizes.length;
       assert.ok(flushes >= Math.floor(total / (1 << 20)) && flushes <= Math.ceil(total / (1 << 20)) + 1, `${flushes} flushes for ${total} bytes`);
+      // As it is written: each flush comes after about a MiB more, never the whole file at the end.
+      const steps = sizes.map((size, k) => size - (k === 0 ? 0 : sizes[k - 1]!));
+      assert.ok(steps.every((step) => step >= 1 << 20 && step < 2 << 20), `sizes at the flushes: ${sizes.join(', ')}`);
       const reader = SnapshotFileReader.open(file, 'TEST', 'a test file', 1024);
       assert.ok(typeof reader !== 'string', String(reader));
       try {
