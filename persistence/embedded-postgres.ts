@@ -282,7 +282,8 @@ export async function startEmbeddedPostgres(
       // about max_wal_size under a steady load. 512 MB bounds that replay to about 3 s here (the
       // default 1 GB took 4.7-6.3 s of a 13.4-14.3 s crash restart with a million resting
       // orders; 465 MB, 2.9-3.2 s); 60 s closed loops measured no throughput lost (3 pairs, the
-      // machine's noise either way) for about twice the full-page images (README, "The restart").
+      // machine's noise either way) for about twice the full-page images (bench/NOTES.md, "The
+      // restart after a crash under load").
       '-c', 'max_wal_size=512MB',
       '-c', 'logging_collector=off',
     ],
@@ -324,7 +325,7 @@ async function stopLeftover(bin: Binaries, dataDir: string, owner: RunAs, log: (
 /**
  * Where the server's Unix socket goes, or null (TCP only) when its path would not fit
  * a socket address (107 bytes on Linux, 103 on macOS): a deep DATA_DIR still works.
- * Measured with a fresh venue, 8 s of `sync-result` (2/2): see the README's
+ * Measured with a fresh venue, 8 s of `sync-result` (2/2): see bench/NOTES.md,
  * "PostgreSQL over a Unix socket".
  */
 function socketDirFor(root: string, port: number): string | null {

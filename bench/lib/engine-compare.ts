@@ -81,8 +81,8 @@ export function newOurEngine(orderCapacity = OUR_ORDER_CAPACITY): MatchingEngine
  * Commands prefetched before they are processed, as a shard does with each batch it drains
  * (core/shard-runner.ts processBatch: a whole batch of up to SHARD_BATCH_MAX, 64 by
  * default, prefetched at once). Batches of 16, 32 and 64 ran the 1 M stream equally fast
- * until the sixth session's prefetch changes; since them 64 runs about 2% faster (README,
- * "Core"). The summary's 5 M verdict has been judged on 32 throughout.
+ * until the sixth session's prefetch changes; since them 64 runs about 2% faster (bench/NOTES.md,
+ * "Matching core"). The summary's 5 M verdict has been judged on 32 throughout.
  */
 export const SHARD_PREFETCH_BATCH = 32;
 

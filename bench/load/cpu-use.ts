@@ -34,7 +34,7 @@ export function statParent(stat: string): number {
 /**
  * The times a thread slept (blocked, then was woken) of its /proc/.../status file: its
  * voluntary context switches. On this VM a sleep and wake-up costs tens of µs of CPU, so
- * a part's CPU per command is partly its sleeps per command (README, "At half load a
+ * a part's CPU per command is partly its sleeps per command (bench/NOTES.md, "At half load a
  * command costs twice the CPU").
  */
 export function statusSleeps(status: string): number {
