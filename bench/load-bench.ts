@@ -51,6 +51,17 @@ const OPEN_LOOP_CONNECTIONS = 256;
  * answer, 150-200 a second: far below any load point).
  */
 const IDLE_PAUSE_MS = 4;
+/**
+ * The read load beside the orders: an open loop at this rate (snapshot, depth, tape of 50
+ * trades and /healthz in turn), so that every pair compares the orders against the same
+ * work. It was a closed loop of 4 connections until 2026-11-27, which took 292 to 1,841
+ * reads/s in the same suite from one run to the next: its rate followed the tape's wait
+ * for the projection (20-30 ms at the median), and the drop it caused with it. 500 a
+ * second is about what that loop took in the median run.
+ */
+const READS_PER_SECOND = 500;
+/** Enough that a read never waits for a connection behind tape reads held by a projection spike. */
+const READ_CONNECTIONS = 64;
 
 function summary(result: LoadResult) {
   const { recorded: _recorded, ...rest } = result;
@@ -175,7 +186,10 @@ interface ReadPair {
   ordersAlone: [number, number];
   ordersBesideReads: number;
   dropPercent: number;
+  /** Answered reads per second (the load is due at READS_PER_SECOND). */
   readsPerSecond: number;
+  /** Reads that were due while every read connection was busy (their latency includes the wait). */
+  readsQueuedBehind: number;
   readLatencyUs: Record<string, Percentiles>;
 }
 
@@ -190,6 +204,7 @@ function medianReadPair(pairs: ReadPair[]) {
     };
   }
   return {
+    readsDuePerSecond: READS_PER_SECOND,
     dropPercent: median(pairs.map((pair) => pair.dropPercent)),
     readsPerSecond: median(pairs.map((pair) => pair.readsPerSecond)),
     ordersBesideReads: median(pairs.map((pair) => pair.ordersBesideReads)),
@@ -509,8 +524,8 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
             open.push(medianOpenLoop(tries));
           }
           if (mode === 'sync-result') {
-            // Reads beside the order load: the same closed loop with a reads thread (4 connections),
-            // after a snapshot refresh so that every instrument has a stored snapshot to read.
+            // Reads beside the order load: the same closed loop with a reads thread (an open loop at
+            // READS_PER_SECOND), after a snapshot refresh so that every instrument has a stored snapshot to read.
             // Alternating pairs (beside reads, then alone again); each pair's drop is against the
             // mean of the alone runs on either side of it (a warm JIT and a grown book favour later
             // runs), and the figures are the medians over the pairs.
@@ -521,7 +536,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
               const of = repeats > 1 ? ` ${k + 1}/${repeats}` : '';
               const [orders, reads] = await Promise.all([
                 runLoad(base(`${label}, closed loop beside reads${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 + 100 * k })),
-                runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: 4, record: false, quiet: true })),
+                runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: READ_CONNECTIONS, ratePerSecond: READS_PER_SECOND, record: false, quiet: true })),
               ]);
               console.log(describe(orders));
               all.push(orders);
@@ -530,7 +545,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
               all.push(again);
               const alone = (previousAlone + again.okPerSecond) / 2;
               const drop = Number((((alone - orders.okPerSecond) / alone) * 100).toFixed(1));
-              pairs.push({ ordersAlone: [previousAlone, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readLatencyUs: reads.readLatencyUs });
+              pairs.push({ ordersAlone: [previousAlone, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs });
               console.log(`  reads beside: ${reads.okPerSecond} reads/s, orders ${drop}% lower; ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
               previousAlone = again.okPerSecond;
             }

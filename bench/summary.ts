@@ -123,7 +123,7 @@ export function buildSummary(): string {
   rows.push([
     'order throughput drop beside reads',
     '< 10%',
-    reads ? `${reads.dropPercent}% (${k(reads.readsPerSecond)} reads/s)${pairs.length > 1 ? `; the ${pairs.length} pairs: ${pairs.map((pair) => `${pair.dropPercent}%`).join(', ')}` : ''}` : '—',
+    reads ? `${reads.dropPercent}% (${k(reads.readsPerSecond)} reads/s${reads.readsDuePerSecond ? `, an open loop due at ${k(reads.readsDuePerSecond)}/s` : ', closed loop'})${pairs.length > 1 ? `; the ${pairs.length} pairs: ${pairs.map((pair) => `${pair.dropPercent}%`).join(', ')}` : ''}` : '—',
     verdict(reads ? reads.dropPercent < 10 : null),
   ]);
   const restart = l?.restart;

@@ -4,7 +4,9 @@
 // a fixed rate; latency counts from when a request was due, so a slow venue cannot hide
 // its queueing: no coordinated omission). Every latency in an HDR histogram (µs); every
 // status code counted; the commands answered kept for the verification at the end.
-// A reads worker instead loops snapshot, depth and tape reads, and /healthz (the floor).
+// A reads worker instead sends snapshot, depth and tape reads, and /healthz (the floor),
+// in turn: closed-loop, or open-loop at a fixed rate (a read load that does not grow or
+// shrink with the venue's own read latency).
 
 import { hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -178,7 +180,8 @@ async function closedLoop(): Promise<void> {
   await Promise.all(connections.map(lane));
 }
 
-async function openLoop(): Promise<void> {
+/** Open loop: a request due every interval (`sendNext` sends it on an idle connection), queued while none is idle. */
+async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) => Promise<void>): Promise<void> {
   const intervalMs = 1000 / options.ratePerSecond;
   const first = started + options.phase * intervalMs;
   let sent = 0;
@@ -188,7 +191,7 @@ async function openLoop(): Promise<void> {
       while (queue.length > 0 && idle.length > 0) {
         const dueAt = queue.shift()!;
         const connection = idle.pop()!;
-        void send(connection, flow.next(), dueAt).finally(() => {
+        void sendNext(connection, dueAt).finally(() => {
           idle.push(connection);
           pump();
         });
@@ -215,34 +218,44 @@ async function openLoop(): Promise<void> {
   });
 }
 
+const READ_PATHS: Record<string, (instrument: string) => string> = {
+  snapshot: (instrument) => `/api/v1/market-data/snapshots/${instrument}`,
+  depth: (instrument) => `/api/v1/market-data/depth/${instrument}`,
+  tape: (instrument) => `/api/v1/market-data/trades/${instrument}?limit=50`,
+  // No work at all: the floor any read's latency has under the same load (scheduling on these cores).
+  healthz: () => '/healthz',
+};
+const READ_KINDS = Object.keys(READ_PATHS);
+let readsSent = 0;
+
+/**
+ * The next read: the kinds in turn (snapshot, depth, tape, /healthz), each kind going round
+ * the instruments. Its latency counts from `dueAt` (open loop: when it was due).
+ */
+async function sendRead(connection: HttpConnection, dueAt: number): Promise<void> {
+  const k = readsSent++;
+  const kind = READ_KINDS[k % READ_KINDS.length]!;
+  const instrument = INSTRUMENTS[Math.floor(k / READ_KINDS.length) % INSTRUMENTS.length]!;
+  let status = 0;
+  try {
+    status = (await connection.request('GET', READ_PATHS[kind]!(instrument), 'Authorization: Bearer dev-token-viewer\r\n', null)).status;
+  } catch (error) {
+    transportError(error);
+  }
+  if (dueAt >= measureFrom && dueAt < deadline) {
+    completed++;
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    kinds[kind] = (kinds[kind] ?? 0) + 1;
+    if (status === 200) readHistograms[kind]!.recordValue(Math.max(1, Math.round((performance.now() - dueAt) * 1000)));
+  }
+}
+
+/** Closed-loop reads: each connection sends its next read when the last is answered (and its pause is over). */
 async function readLoop(): Promise<void> {
-  const paths = {
-    snapshot: (k: number) => `/api/v1/market-data/snapshots/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
-    depth: (k: number) => `/api/v1/market-data/depth/${INSTRUMENTS[k % INSTRUMENTS.length]}`,
-    tape: (k: number) => `/api/v1/market-data/trades/${INSTRUMENTS[k % INSTRUMENTS.length]}?limit=50`,
-    // No work at all: the floor any read's latency has under the same load (scheduling on these cores).
-    healthz: () => '/healthz',
-  };
-  for (const kind of Object.keys(paths)) readHistograms[kind] = newHistogram();
-  let k = 0;
   const lane = async (connection: HttpConnection) => {
     while (performance.now() < deadline) {
-      for (const [kind, pathOf] of Object.entries(paths)) {
-        const at = performance.now();
-        let status = 0;
-        try {
-          status = (await connection.request('GET', pathOf(k++), 'Authorization: Bearer dev-token-viewer\r\n', null)).status;
-        } catch (error) {
-          transportError(error);
-        }
-        if (at >= measureFrom && at < deadline) {
-          completed++;
-          statuses[status] = (statuses[status] ?? 0) + 1;
-          kinds[kind] = (kinds[kind] ?? 0) + 1;
-          if (status === 200) readHistograms[kind]!.recordValue(Math.max(1, Math.round((performance.now() - at) * 1000)));
-        }
-        if (options.pauseMs > 0) await pause(options.pauseMs);
-      }
+      await sendRead(connection, performance.now());
+      if (options.pauseMs > 0) await pause(options.pauseMs);
     }
   };
   await Promise.all(connections.map(lane));
@@ -250,7 +263,10 @@ async function readLoop(): Promise<void> {
 
 // Nothing is sent before the common start, so a run without a warm-up counts from its first request.
 if (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, started - performance.now()));
-await (options.role === 'reads' ? readLoop() : options.ratePerSecond > 0 ? openLoop() : closedLoop());
+for (const kind of READ_KINDS) if (options.role === 'reads') readHistograms[kind] = newHistogram();
+const sendOrder = (connection: HttpConnection, dueAt: number) => send(connection, flow.next(), dueAt);
+if (options.role === 'reads') await (options.ratePerSecond > 0 ? openLoop(sendRead) : readLoop());
+else await (options.ratePerSecond > 0 ? openLoop(sendOrder) : closedLoop());
 clearInterval(progress);
 // A run stopped early (or bounded by its request count) ends its window here.
 clearTimeout(windowOpens);

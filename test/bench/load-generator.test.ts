@@ -135,3 +135,49 @@ test('a paced closed loop waits between an answer and the next request, and its 
     await server.close();
   }
 });
+
+test('open-loop reads are due at the rate whatever their latency: the kinds in turn, each round the instruments, latency from when each was due', { timeout: 30_000 }, async () => {
+  // A server whose tape answers take 150 ms: a closed loop's rate would follow that wait.
+  const paths: string[] = [];
+  const server = createServer((request, response) => {
+    const url = request.url ?? '';
+    if (url !== '/api/v1/venue/session') paths.push(url);
+    request.resume();
+    const answer = () => response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}');
+    request.on('end', () => (url.includes('/trades/') ? setTimeout(answer, 150) : answer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const result = await runLoad({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 16, warmupMs: 0, durationMs: 1_000,
+      role: 'reads', ratePerSecond: 160, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads',
+    });
+    // 160 due in the second, all answered: a closed loop on 16 connections would send about
+    // 16 / (0.15 s / 4 + a little) = 400 a second here, and fewer the slower the tape.
+    assert.equal(result.statuses['200'], 160);
+    assert.deepEqual(result.kinds, { snapshot: 40, depth: 40, tape: 40, healthz: 40 });
+    const kindOf = (path: string) => (path === '/healthz' ? 'healthz' : path.includes('/snapshots/') ? 'snapshot' : path.includes('/depth/') ? 'depth' : path.includes('/trades/') ? 'tape' : path);
+    // In turn: each run of four paths is one of each kind, in the same order.
+    assert.deepEqual(paths.slice(0, 8).map(kindOf), ['snapshot', 'depth', 'tape', 'healthz', 'snapshot', 'depth', 'tape', 'healthz']);
+    for (const kind of ['snapshot', 'depth', 'tape']) {
+      const instruments = new Set(paths.filter((path) => kindOf(path) === kind).map((path) => path.split('/')[5]!.split('?')[0]));
+      assert.equal(instruments.size, 8, `${kind} goes round the 8 instruments: ${[...instruments].join(', ')}`);
+    }
+    assert.ok(result.readLatencyUs.tape!.p50 >= 150_000, `tape p50 ${result.readLatencyUs.tape!.p50} us includes its 150 ms`);
+    assert.ok(result.readLatencyUs.healthz!.p50 < 100_000, `healthz p50 ${result.readLatencyUs.healthz!.p50} us is its own`);
+    assert.equal(result.queuedBehind, 0);
+
+    // One connection at 20 a second: each tape answer holds it for 150 ms, so the /healthz due
+    // 50 ms after the tape waits about 100 ms for it, and that wait is in its latency (counted
+    // from when it was due, not from when it could be sent).
+    const queued = await runLoad({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000,
+      role: 'reads', ratePerSecond: 20, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads, one connection',
+    });
+    assert.equal(queued.statuses['200'], 20);
+    assert.ok(queued.queuedBehind > 0, `${queued.queuedBehind} reads waited for the connection`);
+    assert.ok(queued.readLatencyUs.healthz!.p50 >= 50_000, `healthz p50 ${queued.readLatencyUs.healthz!.p50} us counts its wait behind the tape`);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
