@@ -263,7 +263,7 @@ async function readLoop(): Promise<void> {
 
 // Nothing is sent before the common start, so a run without a warm-up counts from its first request.
 if (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, started - performance.now()));
-for (const kind of READ_KINDS) if (options.role === 'reads') readHistograms[kind] = newHistogram();
+if (options.role === 'reads') for (const kind of READ_KINDS) readHistograms[kind] = newHistogram();
 const sendOrder = (connection: HttpConnection, dueAt: number) => send(connection, flow.next(), dueAt);
 if (options.role === 'reads') await (options.ratePerSecond > 0 ? openLoop(sendRead) : readLoop());
 else await (options.ratePerSecond > 0 ? openLoop(sendOrder) : closedLoop());
