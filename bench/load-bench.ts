@@ -60,7 +60,7 @@ const IDLE_PAUSE_MS = 4;
  * second is about what that loop took in the median run.
  */
 const READS_PER_SECOND = 500;
-/** Enough that a read never waits for a connection behind tape reads held by a projection spike. */
+/** Enough that reads seldom wait for a connection behind tape reads held by a projection spike (`readsQueuedBehind` counts those that do). */
 const READ_CONNECTIONS = 64;
 
 function summary(result: LoadResult) {

@@ -9,18 +9,32 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { runLoad } from '../../bench/load/load-generator.ts';
 
-/** A server on 127.0.0.1 that answers every request `{}`, counts what it served and notes when each POST came. */
-async function countingServer(): Promise<{ baseUrl: string; served: () => number; posts: number[]; gets: number[]; close: () => Promise<void> }> {
+/**
+ * A server on 127.0.0.1 that answers every request `{}`, counts what it served, notes when
+ * each POST and each GET came and each GET's path, and holds the answer to a path for
+ * `delayMs(path)` ms (none by default).
+ */
+async function countingServer(delayMs: (path: string) => number = () => 0): Promise<{ baseUrl: string; served: () => number; posts: number[]; gets: number[]; getPaths: string[]; close: () => Promise<void> }> {
   let served = 0;
   const posts: number[] = [];
   const gets: number[] = [];
+  const getPaths: string[] = [];
   const server = createServer((request, response) => {
+    const url = request.url ?? '';
     if (request.method === 'POST') posts.push(performance.now());
-    else if (request.url !== '/api/v1/venue/session') gets.push(performance.now());
+    else if (url !== '/api/v1/venue/session') {
+      gets.push(performance.now());
+      getPaths.push(url);
+    }
     request.resume();
     request.on('end', () => {
-      served++;
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}'); // the generator frames answers by Content-Length
+      const answer = () => {
+        served++;
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}'); // the generator frames answers by Content-Length
+      };
+      const delay = delayMs(url);
+      if (delay > 0) setTimeout(answer, delay);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -29,6 +43,7 @@ async function countingServer(): Promise<{ baseUrl: string; served: () => number
     served: () => served,
     posts,
     gets,
+    getPaths,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -138,18 +153,11 @@ test('a paced closed loop waits between an answer and the next request, and its 
 
 test('open-loop reads are due at the rate whatever their latency: the kinds in turn, each round the instruments, latency from when each was due', { timeout: 30_000 }, async () => {
   // A server whose tape answers take 150 ms: a closed loop's rate would follow that wait.
-  const paths: string[] = [];
-  const server = createServer((request, response) => {
-    const url = request.url ?? '';
-    if (url !== '/api/v1/venue/session') paths.push(url);
-    request.resume();
-    const answer = () => response.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}');
-    request.on('end', () => (url.includes('/trades/') ? setTimeout(answer, 150) : answer()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await countingServer((path) => (path.includes('/trades/') ? 150 : 0));
+  const paths = server.getPaths;
   try {
     const result = await runLoad({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 16, warmupMs: 0, durationMs: 1_000,
+      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 16, warmupMs: 0, durationMs: 1_000,
       role: 'reads', ratePerSecond: 160, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads',
     });
     // 160 due in the second, all answered: a closed loop on 16 connections would send about
@@ -171,13 +179,13 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
     // 50 ms after the tape waits about 100 ms for it, and that wait is in its latency (counted
     // from when it was due, not from when it could be sent).
     const queued = await runLoad({
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000,
+      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000,
       role: 'reads', ratePerSecond: 20, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads, one connection',
     });
     assert.equal(queued.statuses['200'], 20);
     assert.ok(queued.queuedBehind > 0, `${queued.queuedBehind} reads waited for the connection`);
     assert.ok(queued.readLatencyUs.healthz!.p50 >= 50_000, `healthz p50 ${queued.readLatencyUs.healthz!.p50} us counts its wait behind the tape`);
   } finally {
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
   }
 });
