@@ -26,6 +26,16 @@ export function statTicks(stat: string): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
+/**
+ * The ticks of a process's children that have ended and that it has reaped (cutime + cstime
+ * of a /proc/<pid>/stat line): PostgreSQL's postmaster reaps every process it starts, so a
+ * backend or an autovacuum worker that ends within a window leaves its ticks here.
+ */
+export function statReapedTicks(stat: string): number {
+  const fields = fieldsAfterName(stat);
+  return Number(fields[13]) + Number(fields[14]);
+}
+
 /** The parent pid of a /proc/<pid>/stat line. */
 export function statParent(stat: string): number {
   return Number(fieldsAfterName(stat)[1]);
@@ -105,10 +115,11 @@ function threadsOf(pid: number): string[] {
   }
 }
 
-/** What a sample counts: of one thread (null when it has gone), and of a whole process (0 when it has gone). */
+/** What a sample counts: of one thread (null when it has gone), of a whole process (0 when it has gone), and of its reaped children. */
 interface Counter {
   thread(pid: number, thread: string): number | null;
   process(pid: number): number;
+  reaped(pid: number): number;
 }
 
 /** CPU ticks; a process's from its own stat line, which keeps the ticks of its threads that ended. */
@@ -121,15 +132,20 @@ const TICKS: Counter = {
     const stat = readProc(`/proc/${pid}/stat`);
     return stat === null ? 0 : statTicks(stat);
   },
+  reaped: (pid) => {
+    const stat = readProc(`/proc/${pid}/stat`);
+    return stat === null ? 0 : statReapedTicks(stat);
+  },
 };
 
-/** Sleeps; a process's status counts its first thread's only, so its threads are added up. */
+/** Sleeps; a process's status counts its first thread's only, so its threads are added up. Those of an ended child are not kept anywhere. */
 const SLEEPS: Counter = {
   thread: (pid, thread) => {
     const status = readProc(`/proc/${pid}/task/${thread}/status`);
     return status === null ? null : statusSleeps(status);
   },
   process: (pid) => threadsOf(pid).reduce((sum, thread) => sum + (SLEEPS.thread(pid, thread) ?? 0), 0),
+  reaped: () => 0,
 };
 
 function samplePerPart(targets: CpuTargets, counter: Counter): CpuSample {
@@ -144,6 +160,10 @@ function samplePerPart(targets: CpuTargets, counter: Counter): CpuSample {
   }
   if (targets.serverPid !== undefined) addCount(sample, 'server', counter.process(targets.serverPid));
   if (targets.postgresPid != null) {
+    // The live processes, and those that ended and were reaped: a process that ends between two
+    // samples (an autovacuum worker, a backend) is then counted in full, its ticks before the
+    // first sample in that sample and the rest in the reaped ticks of the second.
+    addCount(sample, 'PostgreSQL', counter.reaped(targets.postgresPid));
     for (const pid of [targets.postgresPid, ...childrenOf(targets.postgresPid)]) addCount(sample, 'PostgreSQL', counter.process(pid));
   }
   addCount(sample, 'generator', counter.process(targets.generatorPid));
@@ -187,8 +207,9 @@ export function cpuPerCommand(before: CpuSample, after: CpuSample, commands: num
   const parts: [string, number][] = [];
   let ticks = 0;
   for (const [part, after_] of after) {
-    // A part may appear only in the later sample (a PostgreSQL backend started meanwhile); one
-    // that ended meanwhile takes its ticks with it, which undercounts it (never overcounts).
+    // A part may appear only in the later sample (a PostgreSQL backend started meanwhile); a venue
+    // thread that ended meanwhile takes its ticks with it, which undercounts it (never overcounts).
+    // PostgreSQL's processes that end are kept (its postmaster's reaped ticks).
     const used = Math.max(0, after_ - (before.get(part) ?? 0));
     ticks += used;
     parts.push([part, used]);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statState, statTicks, statusSleeps, venuePart, type CpuSample } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, type CpuSample } from '../../bench/load/cpu-use.ts';
 
 /**
  * Samples before and after a named test thread does its piece of work (it posts once when
@@ -24,10 +24,12 @@ async function aroundWork(worker: Worker, sample: () => CpuSample): Promise<(par
 
 test('a stat line is read after the last parenthesis: a name with spaces and parentheses does not shift the fields', () => {
   // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-  const line = '4242 (a) (b c) S 17 4242 4242 0 -1 4194560 120 0 0 0 731 269 0 0 20 0 9 0 5000 100000 200 18446744073709551615';
+  // ... utime stime cutime cstime priority ...
+  const line = '4242 (a) (b c) S 17 4242 4242 0 -1 4194560 120 0 0 0 731 269 55 44 20 0 9 0 5000 100000 200 18446744073709551615';
   assert.equal(statState(line), 'S');
   assert.equal(statParent(line), 17);
   assert.equal(statTicks(line), 731 + 269);
+  assert.equal(statReapedTicks(line), 55 + 44);
 });
 
 test('venue threads are put in their parts by the names the venue gives them', () => {
@@ -97,6 +99,43 @@ test('a sample counts a named thread of the venue in its part, and the processes
   } finally {
     child.kill('SIGKILL');
     await burner.terminate();
+  }
+});
+
+test("PostgreSQL's processes that end between two samples are counted in full, through their parent's reaped ticks", { timeout: 60_000 }, async () => {
+  // A parent (as a postmaster) that, when told, runs a child burning 30 ticks of CPU and waits
+  // for it to end (so reaps it): the child is never alive when a sample is taken.
+  const parent = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const { spawnSync } = require('node:child_process');
+       const burn = "const { readFileSync } = require('node:fs');" +
+         "const ticks = () => { const s = readFileSync('/proc/self/stat', 'utf8'); const f = s.slice(s.lastIndexOf(')') + 2).split(' '); return Number(f[11]) + Number(f[12]); };" +
+         "const from = ticks(); let x = 0; while (ticks() - from < 30) for (let i = 0; i < 1e5; i++) x += i;";
+       process.stdin.once('data', () => { spawnSync(process.execPath, ['-e', burn], { stdio: 'ignore' }); process.stdout.write('reaped\\n'); });
+       process.stdout.write('ready\\n');
+       setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines: string[] = [];
+  const line = (text: string) => new Promise<void>((resolve) => {
+    const check = () => (lines.includes(text) ? resolve() : parent.stdout!.once('data', (chunk: Buffer) => { lines.push(...chunk.toString().split('\n')); check(); }));
+    check();
+  });
+  try {
+    await line('ready');
+    const targets = { postgresPid: parent.pid!, generatorPid: process.pid };
+    const before = sampleCpu(targets);
+    parent.stdin!.write('go\n');
+    await line('reaped');
+    const after = sampleCpu(targets);
+    assert.equal(childrenOf(parent.pid!).length, 0, 'the child has ended');
+    const counted = after.get('PostgreSQL')! - before.get('PostgreSQL')!;
+    assert.ok(counted >= 30, `the ended child's 30 ticks are in "PostgreSQL" (${counted})`);
+  } finally {
+    parent.kill('SIGKILL');
   }
 });
 
