@@ -10,7 +10,7 @@
 //  - open-loop at fractions of the closed-loop rate (latency from when each request was
 //    due), which gives the throughput/latency curves (bench/results/load.svg) and the
 //    durable acknowledgement at half load;
-//  - a read load (snapshot, depth, tape) beside the order load;
+//  - a read load (snapshot, depth, tape) beside the order load, on and off in turn;
 //  - the floor under those latencies: one request at a time onto the otherwise idle venue
 //    (a sync-result submit; then snapshot, depth, tape and /healthz), in the same run.
 // Results: bench/results/load.json. Everything is bounded in time.
@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, runLoad, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
+import { describe, onOffThroughput, runLoad, SLOT_MS, StartGate, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
@@ -62,6 +62,24 @@ const IDLE_PAUSE_MS = 4;
 const READS_PER_SECOND = 500;
 /** Enough that reads seldom wait for a connection behind tape reads held by a projection spike (`readsQueuedBehind` counts those that do). */
 const READ_CONNECTIONS = 64;
+/**
+ * The read load is on for a phase and off for the next, in turn, through one closed-loop
+ * order run (the orders counted per 100 ms slot), and the drop compares the on phases with
+ * the off phases beside them (load-generator.ts `onOffThroughput`), each phase less its first
+ * READ_EDGE_MS (the last reads of an on phase are answered early in the off phase after it;
+ * a tape read's p99 is 100-200 ms). The read thread sleeps through the off phases. Until 2026-11-27 (twenty-third session) the drop compared whole 8 s runs with
+ * reads against runs without, alternating: on this machine the same venue's throughput moves
+ * by about 10% from one run to the next (two runs without reads in the suite's last run: 6,795
+ * and 8,873 a second), and the first pair's run without reads was the closed loop from before
+ * the open-loop points, minutes and a million commands earlier, so one run's three pairs gave
+ * 18.3%, 2.2% and 12.2%. Phases of 1 s put the machine's drift into both sides (2 s phases
+ * did less well on runs without reads: bench/NOTES.md, "The drop beside reads measured within
+ * one run").
+ */
+const READ_PHASE_MS = 1_000;
+const READ_EDGE_MS = 300;
+/** The order run beside the reads: whole on-and-off cycles. */
+const READ_RUN_MS = { full: 30_000, quick: 4_000 };
 
 function summary(result: LoadResult) {
   const { recorded: _recorded, ...rest } = result;
@@ -182,22 +200,27 @@ type OpenLoopPoint = ReturnType<typeof summary> & {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** Several open-loop runs at one rate as one point: the median answers/s and the median of each percentile. */
-interface ReadPair {
-  ordersAlone: [number, number];
+interface ReadRun {
+  /** Orders answered per second in the read load's on phases, and in its off phases (onOffThroughput). */
   ordersBesideReads: number;
+  ordersAlone: number;
   dropPercent: number;
-  /** Answered reads per second (the load is due at READS_PER_SECOND). */
+  /** Slots of SLOT_MS compared on each side. */
+  slotsEach: number;
+  /** Orders answered per second over the whole run. */
+  ordersPerSecond: number;
+  /** Answered reads per second of the on phases (the load is due at READS_PER_SECOND then). */
   readsPerSecond: number;
   /** Reads that were due while every read connection was busy (their latency includes the wait). */
   readsQueuedBehind: number;
   readLatencyUs: Record<string, Percentiles>;
 }
 
-/** The medians over the pairs, field by field (each read kind's percentiles too); every pair in `pairs`. */
-function medianReadPair(pairs: ReadPair[]) {
+/** The medians over the runs, field by field (each read kind's percentiles too); every run in `runs`. */
+function medianReadRuns(runs: ReadRun[], phaseMs: number, edgeMs: number) {
   const readLatencyUs: Record<string, Percentiles> = {};
-  for (const kind of Object.keys(pairs[0]!.readLatencyUs)) {
-    const of = pairs.map((pair) => pair.readLatencyUs[kind]).filter((v): v is Percentiles => v !== undefined);
+  for (const kind of Object.keys(runs[0]!.readLatencyUs)) {
+    const of = runs.map((run) => run.readLatencyUs[kind]).filter((v): v is Percentiles => v !== undefined);
     readLatencyUs[kind] = {
       count: median(of.map((v) => v.count)), p50: median(of.map((v) => v.p50)), p90: median(of.map((v) => v.p90)),
       p99: median(of.map((v) => v.p99)), p999: median(of.map((v) => v.p999)), max: median(of.map((v) => v.max)),
@@ -205,11 +228,14 @@ function medianReadPair(pairs: ReadPair[]) {
   }
   return {
     readsDuePerSecond: READS_PER_SECOND,
-    dropPercent: median(pairs.map((pair) => pair.dropPercent)),
-    readsPerSecond: median(pairs.map((pair) => pair.readsPerSecond)),
-    ordersBesideReads: median(pairs.map((pair) => pair.ordersBesideReads)),
+    phaseMs,
+    edgeMs,
+    dropPercent: median(runs.map((run) => run.dropPercent)),
+    readsPerSecond: median(runs.map((run) => run.readsPerSecond)),
+    ordersBesideReads: median(runs.map((run) => run.ordersBesideReads)),
+    ordersAlone: median(runs.map((run) => run.ordersAlone)),
     readLatencyUs,
-    pairs,
+    runs,
   };
 }
 
@@ -453,7 +479,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
       ];
   const fractions = quick ? [0.5, 0.8] : [0.25, 0.5, 0.8, 1.0];
   const runs: VenueRun[] = [];
-  let readsBeside: ReturnType<typeof medianReadPair> | null = null;
+  let readsBeside: ReturnType<typeof medianReadRuns> | null = null;
   for (const { gatewayThreads, shards } of configs) {
     for (const mode of ['sync-result', 'accepted-async']) {
       const venue = await startBenchVenue({ GATEWAY_THREADS: String(gatewayThreads), MATCHING_SHARDS: String(shards), PROCESSING_MODE: mode });
@@ -525,31 +551,32 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           }
           if (mode === 'sync-result') {
             // Reads beside the order load: the same closed loop with a reads thread (an open loop at
-            // READS_PER_SECOND), after a snapshot refresh so that every instrument has a stored snapshot to read.
-            // Alternating pairs (beside reads, then alone again); each pair's drop is against the
-            // mean of the alone runs on either side of it (a warm JIT and a grown book favour later
-            // runs), and the figures are the medians over the pairs.
+            // READS_PER_SECOND, on and off in phases of READ_PHASE_MS), after a snapshot refresh so that
+            // every instrument has a stored snapshot to read. Each run's drop compares its on phases with
+            // its off phases; the figures are the medians over the runs.
             await fetch(`${venue.baseUrl}/api/v1/market-data/snapshots`, { method: 'POST', headers: { authorization: 'Bearer dev-token-viewer' } });
-            const pairs: ReadPair[] = [];
-            let previousAlone = closed.okPerSecond;
+            const readRuns: ReadRun[] = [];
             for (let k = 0; k < repeats; k++) {
               const of = repeats > 1 ? ` ${k + 1}/${repeats}` : '';
+              const gate = new StartGate(2);
+              const durationMs = READ_RUN_MS[quick ? 'quick' : 'full'];
               const [orders, reads] = await Promise.all([
-                runLoad(base(`${label}, closed loop beside reads${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 + 100 * k })),
-                runLoad(base('reads', { baseUrl: venue.baseUrl, role: 'reads', connections: READ_CONNECTIONS, ratePerSecond: READS_PER_SECOND, record: false, quiet: true })),
+                runLoad(base(`${label}, closed loop beside reads on and off${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 + 100 * k, durationMs, startGate: gate })),
+                runLoad(base('reads', {
+                  baseUrl: venue.baseUrl, role: 'reads', connections: READ_CONNECTIONS, ratePerSecond: READS_PER_SECOND, onOffMs: READ_PHASE_MS, durationMs, record: false, quiet: true, startGate: gate,
+                })),
               ]);
               console.log(describe(orders));
               all.push(orders);
-              const again = await runLoad(base(`${label}, closed loop alone again${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 21 + 100 * k }));
-              console.log(describe(again));
-              all.push(again);
-              const alone = (previousAlone + again.okPerSecond) / 2;
-              const drop = Number((((alone - orders.okPerSecond) / alone) * 100).toFixed(1));
-              pairs.push({ ordersAlone: [previousAlone, again.okPerSecond], ordersBesideReads: orders.okPerSecond, dropPercent: drop, readsPerSecond: reads.okPerSecond, readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs });
-              console.log(`  reads beside: ${reads.okPerSecond} reads/s, orders ${drop}% lower; ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
-              previousAlone = again.okPerSecond;
+              const compared = onOffThroughput(orders.okPerSlot, SLOT_MS, READ_PHASE_MS, READ_EDGE_MS);
+              const readsOk = Object.entries(reads.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
+              readRuns.push({
+                ordersBesideReads: compared.onPerSecond, ordersAlone: compared.offPerSecond, dropPercent: compared.dropPercent, slotsEach: compared.slotsEach,
+                ordersPerSecond: orders.okPerSecond, readsPerSecond: Math.round(readsOk / (reads.seconds / 2)), readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs,
+              });
+              console.log(`  reads on and off: orders ${compared.onPerSecond}/s with reads, ${compared.offPerSecond}/s without (${compared.dropPercent}% lower); ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
             }
-            readsBeside = medianReadPair(pairs);
+            readsBeside = medianReadRuns(readRuns, READ_PHASE_MS, READ_EDGE_MS);
           }
         }
         const verification = await verifyLoad(venue.databaseUrl, all);

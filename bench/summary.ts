@@ -119,11 +119,13 @@ export function buildSummary(): string {
       : '—',
     verdict(reads ? snapshot < 2000 && depth < 2000 : null),
   ]);
-  const pairs: any[] = reads?.pairs ?? [];
+  const readRuns: any[] = reads?.runs ?? [];
   rows.push([
     'order throughput drop beside reads',
     '< 10%',
-    reads ? `${reads.dropPercent}% (${k(reads.readsPerSecond)} reads/s${reads.readsDuePerSecond ? `, an open loop due at ${k(reads.readsDuePerSecond)}/s` : ', closed loop'})${pairs.length > 1 ? `; the ${pairs.length} pairs: ${pairs.map((pair) => `${pair.dropPercent}%`).join(', ')}` : ''}` : '—',
+    reads
+      ? `${reads.dropPercent}% (${k(reads.ordersBesideReads)} against ${k(reads.ordersAlone)} orders/s; ${k(reads.readsPerSecond)} reads/s, an open loop due at ${k(reads.readsDuePerSecond)}/s, on and off in turn every ${reads.phaseMs / 1000} s through each order run)${readRuns.length > 1 ? `; the ${readRuns.length} runs: ${readRuns.map((run) => `${run.dropPercent}%`).join(', ')}` : ''}`
+      : '—',
     verdict(reads ? reads.dropPercent < 10 : null),
   ]);
   const restart = l?.restart;
@@ -144,7 +146,7 @@ export function buildSummary(): string {
   ]);
 
   const lines = [
-    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Every target\'s figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 alternating pairs, the restarts of 3 after a graceful stop and 3 after a crash.'}`,
+    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Every target\'s figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 order runs (each comparing the on phases of the reads with their off phases), the restarts of 3 after a graceful stop and 3 after a crash.'}`,
     '',
     '| target | aim | measured | |',
     '|---|---|---|---|',

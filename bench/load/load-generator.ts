@@ -37,6 +37,33 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /** Called when the measured window opens (the first thread's) and when it closes (the last thread's). */
   window?: { opened(): void; closed(): void };
+  /** Open loop: on for this long, then off for as long, in turn, from the window's start (worker.ts; 0 or unset: always on). */
+  onOffMs?: number;
+  /** Runs started at once with the same gate start together: their windows, seconds and slots are the same spans. */
+  startGate?: StartGate;
+}
+
+/**
+ * A common start for runs made side by side (an order load and a read load beside it): each
+ * run arrives once all its threads are ready, and all start at one instant once every run has.
+ */
+export class StartGate {
+  private waiting: ((startAt: number) => void)[] = [];
+
+  constructor(private readonly runs: number) {
+    if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`a start gate is for 1 run or more, got ${runs}`);
+  }
+
+  /** Resolves with the common start (performance.now() time) once every run has arrived. */
+  arrive(): Promise<number> {
+    if (this.waiting.length >= this.runs) return Promise.reject(new Error(`more than ${this.runs} runs arrived at one start gate`));
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      if (this.waiting.length < this.runs) return;
+      const startAt = performance.now() + START_AHEAD_MS;
+      for (const go of this.waiting) go(startAt);
+    });
+  }
 }
 
 export interface Percentiles {
@@ -76,6 +103,8 @@ export interface LoadResult {
    * run's percentiles average away.
    */
   perSecond: { second: number; count: number; p50: number; p99: number; max: number }[];
+  /** 2xx answers per slot of SLOT_MS of the measured window (every thread's, by when each request was due). */
+  okPerSlot: number[];
   /** Each thread's measured window as epoch milliseconds: one span for all, as the threads start together. */
   threadWindows: { from: number; to: number }[];
 }
@@ -95,6 +124,8 @@ const workerModule = (): Promise<URL> =>
       throw error;
     },
   ));
+/** The slot of `okPerSlot`, in ms: fine enough to leave out the edges of a read load's on and off phases. */
+export const SLOT_MS = 100;
 /** How far ahead of the start message the threads' common start lies (a message takes well under this). */
 const START_AHEAD_MS = 20;
 
@@ -116,6 +147,49 @@ async function venueSession(baseUrl: string): Promise<{ runId: string; venueSess
   const answer = await fetch(`${baseUrl}/api/v1/venue/session`, { headers: { authorization: 'Bearer dev-token-viewer' } });
   if (answer.status !== 200) return { runId: 'run-local', venueSessionId: 'session-1' }; // the bare ceiling server
   return (await answer.json()) as { runId: string; venueSessionId: string };
+}
+
+export interface OnOffThroughput {
+  /** 2xx answers per second in the load's on phases, and in its off phases (the slots compared). */
+  onPerSecond: number;
+  offPerSecond: number;
+  /** How much lower the throughput was with the load on, in % of it with the load off (one decimal). */
+  dropPercent: number;
+  /** Slots compared in each (whole on-and-off cycles only, less each phase's first edgeMs). */
+  slotsEach: number;
+}
+
+/**
+ * The order throughput beside a load that was on and off in turn (onOffMs phases from the
+ * window's start, phase 0 on; LoadOptions.onOffMs): the answers per slot of the on phases
+ * against those of the off phases next to them, so that a drift of the machine over the run
+ * is in both. Each phase's first `edgeMs` is left out: the last reads of an on phase are still
+ * answered early in the off phase after it, and the venue takes a moment to turn with them.
+ * Only whole cycles count, so on and off have as many slots.
+ */
+export function onOffThroughput(okPerSlot: number[], slotMs: number, onOffMs: number, edgeMs: number): OnOffThroughput {
+  if (!(onOffMs > 0 && onOffMs % slotMs === 0 && edgeMs >= 0 && edgeMs % slotMs === 0 && edgeMs < onOffMs)) {
+    throw new RangeError(`on and off phases of whole slots with an edge shorter than a phase, got ${onOffMs} ms phases, ${edgeMs} ms edges, ${slotMs} ms slots`);
+  }
+  const perPhase = onOffMs / slotMs;
+  const edge = edgeMs / slotMs;
+  const cycles = Math.floor(okPerSlot.length / (2 * perPhase));
+  if (cycles < 1) throw new RangeError(`a window of ${okPerSlot.length} slots holds no whole on-and-off cycle of ${2 * perPhase}`);
+  let on = 0;
+  let off = 0;
+  let slotsEach = 0;
+  for (let slot = 0; slot < cycles * 2 * perPhase; slot++) {
+    const inPhase = slot % perPhase;
+    if (inPhase < edge) continue;
+    if (Math.floor(slot / perPhase) % 2 === 0) {
+      on += okPerSlot[slot]!;
+      slotsEach++;
+    } else off += okPerSlot[slot]!;
+  }
+  const seconds = (slotsEach * slotMs) / 1000;
+  const onPerSecond = Math.round(on / seconds);
+  const offPerSecond = Math.round(off / seconds);
+  return { onPerSecond, offPerSecond, dropPercent: off === 0 ? 0 : Number((((off - on) / off) * 100).toFixed(1)), slotsEach };
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
@@ -142,9 +216,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let ready = 0;
   const threadReady = (): void => {
     if (++ready < options.threads) return;
-    started = performance.now() + START_AHEAD_MS;
-    const at = performance.timeOrigin + started;
-    for (const worker of workers) worker.postMessage({ type: 'start', at });
+    const go = (startAt: number) => {
+      started = startAt;
+      const at = performance.timeOrigin + started;
+      for (const worker of workers) worker.postMessage({ type: 'start', at });
+    };
+    if (options.startGate === undefined) go(performance.now() + START_AHEAD_MS);
+    else void options.startGate.arrive().then(go);
   };
   const progress = setInterval(() => {
     if (options.quiet || started === Infinity) return;
@@ -165,6 +243,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         ratePerSecond: options.ratePerSecond / options.threads,
         pauseMs: options.pauseMs ?? 0,
         phase: k / options.threads,
+        onOffMs: options.onOffMs ?? 0,
+        slotMs: SLOT_MS,
         seed: options.seed * 1000 + k,
         session,
         record: options.record,
@@ -197,6 +277,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const merged = newHistogram();
   const reads: Record<string, hdr.Histogram> = {};
   const bySecond: hdr.Histogram[] = [];
+  const okPerSlot: number[] = [];
   const statuses: Record<string, number> = {};
   const kinds: Record<string, number> = {};
   const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
@@ -212,6 +293,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       bySecond[second] ??= newHistogram();
       bySecond[second]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
     });
+    report.okPerSlot.forEach((n, slot) => (okPerSlot[slot] = (okPerSlot[slot] ?? 0) + n));
     for (const [kind, encoded] of Object.entries(report.histograms)) {
       reads[kind] ??= newHistogram();
       reads[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
@@ -252,6 +334,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     recorded,
     recordedTruncated,
     threadWindows: reports.map((report) => report.window),
+    okPerSlot,
     perSecond: bySecond.flatMap((h, second) => (h === undefined ? [] : [{ second, count: h.totalCount, p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue }])),
   };
 }

@@ -40,6 +40,14 @@ export interface WorkerOptions {
   phase: number;
   seed: number;
   session: { runId: string; venueSessionId: string };
+  /**
+   * Open-loop reads only: the load is on for this long, then off for as long, in turn, from the
+   * start of the measured window (0: always on). The orders beside it are counted in slots
+   * (okPerSlot), so the throughput with reads and without is compared second by second.
+   */
+  onOffMs: number;
+  /** The slot of okPerSlot, in ms. */
+  slotMs: number;
   /** Keep each answered command for the verification (bounded by maxRecorded). */
   record: boolean;
   maxRecorded: number;
@@ -64,6 +72,8 @@ export interface WorkerReport {
   recordedTruncated: boolean;
   /** Order latency per second of the measured window, by when each request was due (encoded histograms; "" for a second without one). */
   perSecond: string[];
+  /** 2xx answers per slot (slotMs) of the measured window, by when each request was due (the first PER_SECOND_MAX seconds). */
+  okPerSlot: number[];
   /** This thread's measured window as epoch milliseconds (its end where a stop cut it short). */
   window: { from: number; to: number };
 }
@@ -76,6 +86,7 @@ const newHistogram = () => hdr.build({ useWebAssembly: false, lowestDiscernibleV
 const histogram = newHistogram();
 /** The same latencies by the second of the window they were due in: stalls show here, averaged away in the totals. */
 const perSecond: (hdr.Histogram | undefined)[] = new Array(Math.min(PER_SECOND_MAX, Math.ceil(options.durationMs / 1000))).fill(undefined);
+const okPerSlot: number[] = new Array(Math.min(Math.ceil((PER_SECOND_MAX * 1000) / options.slotMs), Math.ceil(options.durationMs / options.slotMs))).fill(0);
 const readHistograms: Record<string, hdr.Histogram> = {};
 const statuses: Record<string, number> = {};
 const kinds: Record<string, number> = {};
@@ -141,6 +152,8 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
     histogram.recordValue(latencyUs);
     const second = Math.floor((dueAt - measureFrom) / 1000);
     if (second < perSecond.length) (perSecond[second] ??= newHistogram()).recordValue(latencyUs);
+    const slot = Math.floor((dueAt - measureFrom) / options.slotMs);
+    if (status >= 200 && status < 300 && slot < okPerSlot.length) okPerSlot[slot]!++;
     statuses[status] = (statuses[status] ?? 0) + 1;
     kinds[request.kind] = (kinds[request.kind] ?? 0) + 1;
   }
@@ -180,7 +193,20 @@ async function closedLoop(): Promise<void> {
   await Promise.all(connections.map(lane));
 }
 
-/** Open loop: a request due every interval (`sendNext` sends it on an idle connection), queued while none is idle. */
+/**
+ * Whether the open loop's load is on at `dueAt`: always without onOffMs; with it, in the even
+ * phases counted from the measured window's start (phase 0 on; the warm-up's last phase off).
+ */
+function loadOn(dueAt: number): boolean {
+  return options.onOffMs === 0 || Math.floor((dueAt - measureFrom) / options.onOffMs) % 2 === 0;
+}
+
+/** The start of the on phase after the off phase `at` lies in (onOffMs > 0). */
+function nextOnAt(at: number): number {
+  return measureFrom + (Math.floor((at - measureFrom) / options.onOffMs) + 1) * options.onOffMs;
+}
+
+/** Open loop: a request due every interval (`sendNext` sends it on an idle connection), queued while none is idle; none while the load is off (onOffMs). */
 async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) => Promise<void>): Promise<void> {
   const intervalMs = 1000 / options.ratePerSecond;
   const first = started + options.phase * intervalMs;
@@ -203,12 +229,15 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
       while (first + sent * intervalMs <= end) {
         const dueAt = first + sent * intervalMs;
         sent++;
+        if (!loadOn(dueAt)) continue;
         if (idle.length === 0) queuedBehind += dueAt >= measureFrom ? 1 : 0;
         queue.push(dueAt);
       }
       if (queue.length > 100_000) dropped += queue.splice(0, queue.length - 100_000).length; // bounded: the oldest are given up, and counted
       pump();
-      if (now < deadline) setTimeout(tick, 1);
+      // While the load is off the thread sleeps until its next on phase, so that an off phase
+      // carries none of the load's work (its wake-ups included).
+      if (now < deadline) setTimeout(tick, loadOn(now) ? 1 : Math.max(1, nextOnAt(now) - now));
       else {
         const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();
@@ -276,6 +305,7 @@ for (const connection of connections) connection.close();
 const report: WorkerReport = {
   histogram: hdr.encodeIntoCompressedBase64(histogram),
   perSecond: perSecond.map((h) => (h === undefined ? '' : hdr.encodeIntoCompressedBase64(h))),
+  okPerSlot,
   histograms: Object.fromEntries(Object.entries(readHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
   statuses,
   kinds,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { runLoad } from '../../bench/load/load-generator.ts';
+import { onOffThroughput, runLoad, SLOT_MS, StartGate } from '../../bench/load/load-generator.ts';
 
 /**
  * A server on 127.0.0.1 that answers every request `{}`, counts what it served, notes when
@@ -192,4 +192,49 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
   } finally {
     await server.close();
   }
+});
+
+test('a read load on and off beside orders: both runs start at one instant through a gate, the reads are due only in the on phases, and the orders are counted per slot', { timeout: 30_000 }, async () => {
+  const server = await countingServer();
+  try {
+    const gate = new StartGate(2);
+    const [orders, reads] = await Promise.all([
+      // 200 orders a second, open loop: 20 due in each 100 ms slot.
+      runLoad({
+        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 2_000,
+        ratePerSecond: 200, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'orders', startGate: gate,
+      }),
+      // 100 reads a second, on for 500 ms and off for 500 ms: 100 due in the 2 s window, not 200.
+      runLoad({
+        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 2_000,
+        role: 'reads', ratePerSecond: 100, onOffMs: 500, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'reads on and off', startGate: gate,
+      }),
+    ]);
+    assert.deepEqual(orders.threadWindows, reads.threadWindows, 'one start, one window for both runs');
+    const readsOk = reads.statuses['200'] ?? 0;
+    assert.ok(readsOk >= 99 && readsOk <= 101, `${readsOk} reads, due only in the two on phases (100, give or take one at a phase edge)`);
+    // The reads reached the server in two bursts half a second apart (a phase off between them).
+    const gaps = server.gets.slice(1).map((at, k) => at - server.gets[k]!);
+    assert.ok(Math.max(...gaps) >= 400, `the longest pause between reads ${Math.max(...gaps).toFixed(0)} ms is an off phase`);
+    assert.equal(orders.okPerSlot.length, 2_000 / SLOT_MS);
+    assert.equal(orders.okPerSlot.reduce((a, b) => a + b, 0), orders.statuses['200']);
+    assert.equal(orders.statuses['200'], 400);
+    for (const n of orders.okPerSlot) assert.ok(n >= 19 && n <= 21, `each slot holds the 20 orders due in it (${orders.okPerSlot.join(' ')})`);
+  } finally {
+    await server.close();
+  }
+});
+
+test('the throughput beside a load on and off: on phases against off phases, whole cycles, each phase less its edge', () => {
+  // 100 ms slots, 500 ms phases, the first 200 ms of each left out: 3 slots a phase counted.
+  // On phases answer 90 a slot, off phases 100; the edges hold spikes that must not count.
+  const cycle = [1000, 1000, 90, 90, 90, /* off */ 1, 1, 100, 100, 100];
+  const slots = [...cycle, ...cycle, 7, 7, 7]; // two whole cycles and part of a third (left out)
+  assert.deepEqual(onOffThroughput(slots, 100, 500, 200), { onPerSecond: 900, offPerSecond: 1000, dropPercent: 10, slotsEach: 6 });
+  // No edge: every slot of the whole cycles.
+  assert.deepEqual(onOffThroughput([10, 30, 20, 20], 100, 200, 0), { onPerSecond: 200, offPerSecond: 200, dropPercent: 0, slotsEach: 2 });
+  assert.throws(() => onOffThroughput(slots, 100, 500, 500), /edge shorter than a phase/);
+  assert.throws(() => onOffThroughput(slots, 100, 250, 0), /whole slots/);
+  assert.throws(() => onOffThroughput([1, 2, 3], 100, 500, 0), /no whole on-and-off cycle/);
+  assert.throws(() => new StartGate(0), /1 run or more/);
 });
