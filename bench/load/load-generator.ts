@@ -46,22 +46,31 @@ export interface LoadOptions {
 /**
  * A common start for runs made side by side (an order load and a read load beside it): each
  * run arrives once all its threads are ready, and all start at one instant once every run has.
+ * Bounded: a run that waits longer than `timeoutMs` for the others fails (one of them failed
+ * to start, or was never made).
  */
 export class StartGate {
-  private waiting: ((startAt: number) => void)[] = [];
+  private readonly waiting: { go: (startAt: number) => void; timer: NodeJS.Timeout }[] = [];
 
-  constructor(private readonly runs: number) {
+  constructor(
+    private readonly runs: number,
+    private readonly timeoutMs = 60_000,
+  ) {
     if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`a start gate is for 1 run or more, got ${runs}`);
   }
 
   /** Resolves with the common start (performance.now() time) once every run has arrived. */
   arrive(): Promise<number> {
     if (this.waiting.length >= this.runs) return Promise.reject(new Error(`more than ${this.runs} runs arrived at one start gate`));
-    return new Promise((resolve) => {
-      this.waiting.push(resolve);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the other runs did not reach the start gate within ${this.timeoutMs} ms (${this.waiting.length} of ${this.runs} arrived)`)), this.timeoutMs);
+      this.waiting.push({ go: resolve, timer });
       if (this.waiting.length < this.runs) return;
       const startAt = performance.now() + START_AHEAD_MS;
-      for (const go of this.waiting) go(startAt);
+      for (const { go, timer: wait } of this.waiting) {
+        clearTimeout(wait);
+        go(startAt);
+      }
     });
   }
 }
@@ -214,6 +223,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let started = Infinity;
   const workers: Worker[] = [];
   let ready = 0;
+  let gateFailed: (error: unknown) => void = () => {};
+  const gate = new Promise<never>((_, reject) => (gateFailed = reject));
   const threadReady = (): void => {
     if (++ready < options.threads) return;
     const go = (startAt: number) => {
@@ -222,7 +233,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       for (const worker of workers) worker.postMessage({ type: 'start', at });
     };
     if (options.startGate === undefined) go(performance.now() + START_AHEAD_MS);
-    else void options.startGate.arrive().then(go);
+    else options.startGate.arrive().then(go, gateFailed);
   };
   const progress = setInterval(() => {
     if (options.quiet || started === Infinity) return;
@@ -230,7 +241,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const total = completed.reduce((a, b) => a + b, 0);
     process.stderr.write(`\r  ${options.label}: ${seconds.toFixed(0)} s, ${total} answered in the window     `);
   }, 1000);
-  const reports = await Promise.all(
+  const reports = await Promise.race([gate, Promise.all(
     Array.from({ length: options.threads }, (_, k) => {
       const data: WorkerOptions = {
         role: options.role ?? 'orders',
@@ -265,8 +276,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
       });
     }),
-  ).catch(async (error: unknown) => {
-    // One thread failed: the others may be waiting for a start that will not come.
+  )]).catch(async (error: unknown) => {
+    // One thread failed (or the runs beside it never came to the start gate): the others may be waiting for a start that will not come.
     clearInterval(progress);
     await Promise.all(workers.map((worker) => worker.terminate()));
     throw error;

@@ -41,7 +41,7 @@ export interface WorkerOptions {
   seed: number;
   session: { runId: string; venueSessionId: string };
   /**
-   * Open-loop reads only: the load is on for this long, then off for as long, in turn, from the
+   * Open loop only: the load is on for this long, then off for as long, in turn, from the
    * start of the measured window (0: always on). The orders beside it are counted in slots
    * (okPerSlot), so the throughput with reads and without is compared second by second.
    */
@@ -237,7 +237,7 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
       pump();
       // While the load is off the thread sleeps until its next on phase, so that an off phase
       // carries none of the load's work (its wake-ups included).
-      if (now < deadline) setTimeout(tick, loadOn(now) ? 1 : Math.max(1, nextOnAt(now) - now));
+      if (now < deadline) setTimeout(tick, loadOn(now) ? 1 : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
       else {
         const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();

@@ -238,3 +238,20 @@ test('the throughput beside a load on and off: on phases against off phases, who
   assert.throws(() => onOffThroughput([1, 2, 3], 100, 500, 0), /no whole on-and-off cycle/);
   assert.throws(() => new StartGate(0), /1 run or more/);
 });
+
+test('a run whose partner never comes to the start gate fails after the bound instead of waiting for ever', { timeout: 30_000 }, async () => {
+  const server = await countingServer();
+  try {
+    const gate = new StartGate(2, 300);
+    await assert.rejects(
+      runLoad({
+        baseUrl: server.baseUrl, mode: null, threads: 2, connections: 2, warmupMs: 0, durationMs: 1_000,
+        ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'alone at the gate', startGate: gate,
+      }),
+      /did not reach the start gate within 300 ms \(1 of 2 arrived\)/,
+    );
+    assert.equal(server.posts.length, 0, 'nothing was sent');
+  } finally {
+    await server.close();
+  }
+});
