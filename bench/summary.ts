@@ -115,6 +115,7 @@ export function buildSummary(): string {
     '< 2 ms',
     reads
       ? `${ms(snapshot)} / ${ms(depth)} (p50 ${ms(reads.readLatencyUs?.snapshot?.p50)} / ${ms(reads.readLatencyUs?.depth?.p50)}; \`/healthz\`, which does nothing, p99 ${ms(floor?.p99)} beside the same load)` +
+        (reads.readLatencyFromSendUs?.snapshot ? `; from the send instead of from when due, p99 ${ms(reads.readLatencyFromSendUs.snapshot.p99)} / ${ms(reads.readLatencyFromSendUs.depth?.p99)} (\`/healthz\` ${ms(reads.readLatencyFromSendUs.healthz?.p99)})` : '') +
         (idle?.reads?.snapshot ? `; one at a time onto the idle venue p99 ${ms(idle.reads.snapshot.p99)} / ${ms(idle.reads.depth?.p99)}` : '')
       : '—',
     verdict(reads ? snapshot < 2000 && depth < 2000 : null),
@@ -141,7 +142,7 @@ export function buildSummary(): string {
         ? 'met after a graceful stop, **missed** after a crash'
         : verdict(restart.readyMs < 10_000)
       : restart
-        ? 'not measured at 1 M (quick run)'
+        ? `not measured at 1 M (${restart.restingOrders} resting orders${l?.quick ? ': a quick run' : ''})`
         : verdict(null),
   ]);
 

@@ -97,6 +97,8 @@ export interface LoadResult {
   /** Client latency in microseconds (open loop: from when each request was due). */
   latencyUs: Percentiles;
   readLatencyUs: Record<string, Percentiles>;
+  /** The same reads from when each was sent: what the venue and the network took, without the generator's own wait to send it. */
+  readLatencyFromSendUs: Record<string, Percentiles>;
   statuses: Record<string, number>;
   kinds: Record<string, number>;
   transportErrors: number;
@@ -287,6 +289,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
   const merged = newHistogram();
   const reads: Record<string, hdr.Histogram> = {};
+  const readsFromSend: Record<string, hdr.Histogram> = {};
   const bySecond: hdr.Histogram[] = [];
   const okPerSlot: number[] = [];
   const statuses: Record<string, number> = {};
@@ -305,9 +308,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       bySecond[second]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
     });
     report.okPerSlot.forEach((n, slot) => (okPerSlot[slot] = (okPerSlot[slot] ?? 0) + n));
-    for (const [kind, encoded] of Object.entries(report.histograms)) {
-      reads[kind] ??= newHistogram();
-      reads[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
+    for (const [into, from] of [[reads, report.histograms], [readsFromSend, report.sendHistograms]] as const) {
+      for (const [kind, encoded] of Object.entries(from)) {
+        into[kind] ??= newHistogram();
+        into[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
+      }
     }
     for (const [code, n] of Object.entries(report.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
     for (const [kind, n] of Object.entries(report.kinds)) kinds[kind] = (kinds[kind] ?? 0) + n;
@@ -336,6 +341,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     requestsPerSecond: seconds > 0 ? Math.round(all / seconds) : 0,
     latencyUs: percentiles(merged),
     readLatencyUs: Object.fromEntries(Object.entries(reads).map(([kind, h]) => [kind, percentiles(h)])),
+    readLatencyFromSendUs: Object.fromEntries(Object.entries(readsFromSend).map(([kind, h]) => [kind, percentiles(h)])),
     statuses,
     kinds,
     transportErrors,

@@ -58,6 +58,8 @@ export interface WorkerOptions {
 export interface WorkerReport {
   histogram: string;
   histograms: Record<string, string>;
+  /** The same reads' latencies counted from when each was sent (the wait of a read due while the thread or its connection was busy left out). */
+  sendHistograms: Record<string, string>;
   statuses: Record<string, number>;
   kinds: Record<string, number>;
   transportErrors: number;
@@ -88,6 +90,7 @@ const histogram = newHistogram();
 const perSecond: (hdr.Histogram | undefined)[] = new Array(Math.min(PER_SECOND_MAX, Math.ceil(options.durationMs / 1000))).fill(undefined);
 const okPerSlot: number[] = new Array(Math.min(Math.ceil((PER_SECOND_MAX * 1000) / options.slotMs), Math.ceil(options.durationMs / options.slotMs))).fill(0);
 const readHistograms: Record<string, hdr.Histogram> = {};
+const sendHistograms: Record<string, hdr.Histogram> = {};
 const statuses: Record<string, number> = {};
 const kinds: Record<string, number> = {};
 const recorded: WorkerReport['recorded'] = { commandIds: [], statuses: [], bodyMd5: [], tradeIds: [], kinds: [] };
@@ -266,6 +269,7 @@ async function sendRead(connection: HttpConnection, dueAt: number): Promise<void
   const kind = READ_KINDS[k % READ_KINDS.length]!;
   const instrument = INSTRUMENTS[Math.floor(k / READ_KINDS.length) % INSTRUMENTS.length]!;
   let status = 0;
+  const sentAt = performance.now();
   try {
     status = (await connection.request('GET', READ_PATHS[kind]!(instrument), 'Authorization: Bearer dev-token-viewer\r\n', null)).status;
   } catch (error) {
@@ -275,7 +279,11 @@ async function sendRead(connection: HttpConnection, dueAt: number): Promise<void
     completed++;
     statuses[status] = (statuses[status] ?? 0) + 1;
     kinds[kind] = (kinds[kind] ?? 0) + 1;
-    if (status === 200) readHistograms[kind]!.recordValue(Math.max(1, Math.round((performance.now() - dueAt) * 1000)));
+    if (status === 200) {
+      const answeredAt = performance.now();
+      readHistograms[kind]!.recordValue(Math.max(1, Math.round((answeredAt - dueAt) * 1000)));
+      sendHistograms[kind]!.recordValue(Math.max(1, Math.round((answeredAt - sentAt) * 1000)));
+    }
   }
 }
 
@@ -292,7 +300,12 @@ async function readLoop(): Promise<void> {
 
 // Nothing is sent before the common start, so a run without a warm-up counts from its first request.
 if (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, started - performance.now()));
-if (options.role === 'reads') for (const kind of READ_KINDS) readHistograms[kind] = newHistogram();
+if (options.role === 'reads') {
+  for (const kind of READ_KINDS) {
+    readHistograms[kind] = newHistogram();
+    sendHistograms[kind] = newHistogram();
+  }
+}
 const sendOrder = (connection: HttpConnection, dueAt: number) => send(connection, flow.next(), dueAt);
 if (options.role === 'reads') await (options.ratePerSecond > 0 ? openLoop(sendRead) : readLoop());
 else await (options.ratePerSecond > 0 ? openLoop(sendOrder) : closedLoop());
@@ -307,6 +320,7 @@ const report: WorkerReport = {
   perSecond: perSecond.map((h) => (h === undefined ? '' : hdr.encodeIntoCompressedBase64(h))),
   okPerSlot,
   histograms: Object.fromEntries(Object.entries(readHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
+  sendHistograms: Object.fromEntries(Object.entries(sendHistograms).map(([kind, h]) => [kind, hdr.encodeIntoCompressedBase64(h)])),
   statuses,
   kinds,
   transportErrors,

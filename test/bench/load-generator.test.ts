@@ -189,6 +189,10 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
     assert.ok(sent.length >= 20, `${sent.length} reads sent`);
     assert.ok(queued.queuedBehind > 0, `${queued.queuedBehind} reads waited for the connection`);
     assert.ok(queued.readLatencyUs.healthz!.p50 >= 50_000, `healthz p50 ${queued.readLatencyUs.healthz!.p50} us counts its wait behind the tape`);
+    // Counted from the send instead, each read's own time: the /healthz without its wait, the tape with its 150 ms.
+    assert.ok(queued.readLatencyFromSendUs.healthz!.p50 < 50_000, `healthz p50 from the send ${queued.readLatencyFromSendUs.healthz!.p50} us leaves the wait out`);
+    assert.ok(queued.readLatencyFromSendUs.tape!.p50 >= 150_000, `tape p50 from the send ${queued.readLatencyFromSendUs.tape!.p50} us`);
+    assert.equal(queued.readLatencyFromSendUs.healthz!.count, queued.readLatencyUs.healthz!.count);
   } finally {
     await server.close();
   }
