@@ -299,7 +299,9 @@ async function readLoop(): Promise<void> {
 }
 
 // Nothing is sent before the common start, so a run without a warm-up counts from its first request.
-if (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, started - performance.now()));
+// A timer may fire up to a millisecond early (it is kept in whole ms): waited out again until the
+// start has come, as a request sent before it would fall outside the window and go uncounted.
+while (started > performance.now()) await new Promise((resolve) => setTimeout(resolve, Math.max(1, started - performance.now())));
 if (options.role === 'reads') {
   for (const kind of READ_KINDS) {
     readHistograms[kind] = newHistogram();

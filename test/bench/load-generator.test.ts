@@ -259,3 +259,20 @@ test('a run whose partner never comes to the start gate fails after the bound in
     await server.close();
   }
 });
+
+test('a run bounded by its request count counts every request it sent, the first ones too (none is sent before the common start)', { timeout: 60_000 }, async () => {
+  const server = await countingServer();
+  try {
+    for (let run = 0; run < 4; run++) {
+      const before = server.posts.length;
+      const result = await runLoad({
+        baseUrl: server.baseUrl, mode: null, threads: 2, connections: 8, warmupMs: 0, durationMs: 60_000, maxRequests: 200,
+        ratePerSecond: 0, seed: run, record: false, parseAnswers: false, quiet: true, label: `bounded ${run}`,
+      });
+      assert.equal(server.posts.length - before, 200, 'sent');
+      assert.equal(result.statuses['200'], 200, `run ${run}: every answer counted (${JSON.stringify(result.statuses)})`);
+    }
+  } finally {
+    await server.close();
+  }
+});
