@@ -67,11 +67,12 @@ const READ_CONNECTIONS = 64;
  * order run (the orders counted per 100 ms slot), and the drop compares the on phases with
  * the off phases beside them (load-generator.ts `onOffThroughput`), each phase less its first
  * READ_EDGE_MS (the last reads of an on phase are answered early in the off phase after it;
- * a tape read's p99 is 100-200 ms). The read thread sleeps through the off phases. Until 2026-11-27 (twenty-third session) the drop compared whole 8 s runs with
- * reads against runs without, alternating: on this machine the same venue's throughput moves
- * by about 10% from one run to the next (two runs without reads in the suite's last run: 6,795
- * and 8,873 a second), and the first pair's run without reads was the closed loop from before
- * the open-loop points, minutes and a million commands earlier, so one run's three pairs gave
+ * a tape read's p99 is 100-200 ms). The read thread sleeps through the off phases.
+ * Until 2026-11-27 (twenty-third session) the drop compared whole 8 s runs with reads against
+ * runs without, alternating: on this machine the same venue's throughput moves by about 10%
+ * from one run to the next (two runs without reads in the suite's run before: 6,795 and 8,873
+ * a second), and the first pair's run without reads was the closed loop from before the
+ * open-loop points, minutes and a million commands earlier, so one run's three pairs gave
  * 18.3%, 2.2% and 12.2%. Phases of 1 s put the machine's drift into both sides (2 s phases
  * did less well on runs without reads: bench/NOTES.md, "The drop beside reads measured within
  * one run").
@@ -199,7 +200,7 @@ type OpenLoopPoint = ReturnType<typeof summary> & {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** Several open-loop runs at one rate as one point: the median answers/s and the median of each percentile. */
+/** One order run beside the read load on and off (the drop of each run; the medians in medianReadRuns). */
 interface ReadRun {
   /** Orders answered per second in the read load's on phases, and in its off phases (onOffThroughput). */
   ordersBesideReads: number;
@@ -246,6 +247,7 @@ function medianReadRuns(runs: ReadRun[], phaseMs: number, edgeMs: number) {
   };
 }
 
+/** Several open-loop runs at one rate as one point: the median answers/s and the median of each percentile. */
 function medianOpenLoop(tries: { run: LoadResult; cpu: CpuUse | null }[]): OpenLoopPoint {
   const first = summary(tries[0]!.run);
   const latencyUs = { ...first.latencyUs };

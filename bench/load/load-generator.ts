@@ -197,10 +197,11 @@ export function onOffThroughput(okPerSlot: number[], slotMs: number, onOffMs: nu
       slotsEach++;
     } else off += okPerSlot[slot]!;
   }
+  if (off === 0) throw new RangeError('no answers in the off phases: nothing to compare the on phases with');
   const seconds = (slotsEach * slotMs) / 1000;
   const onPerSecond = Math.round(on / seconds);
   const offPerSecond = Math.round(off / seconds);
-  return { onPerSecond, offPerSecond, dropPercent: off === 0 ? 0 : Number((((off - on) / off) * 100).toFixed(1)), slotsEach };
+  return { onPerSecond, offPerSecond, dropPercent: Number((((off - on) / off) * 100).toFixed(1)), slotsEach };
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {

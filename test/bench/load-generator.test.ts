@@ -240,6 +240,7 @@ test('the throughput beside a load on and off: on phases against off phases, who
   assert.throws(() => onOffThroughput(slots, 100, 500, 500), /edge shorter than a phase/);
   assert.throws(() => onOffThroughput(slots, 100, 250, 0), /whole slots/);
   assert.throws(() => onOffThroughput([1, 2, 3], 100, 500, 0), /no whole on-and-off cycle/);
+  assert.throws(() => onOffThroughput([5, 5, 0, 0], 100, 200, 0), /no answers in the off phases/);
   assert.throws(() => new StartGate(0), /1 run or more/);
 });
 
