@@ -311,6 +311,7 @@ if (options.role === 'reads') {
 const sendOrder = (connection: HttpConnection, dueAt: number) => send(connection, flow.next(), dueAt);
 if (options.role === 'reads') await (options.ratePerSecond > 0 ? openLoop(sendRead) : readLoop());
 else await (options.ratePerSecond > 0 ? openLoop(sendOrder) : closedLoop());
+const endedAt = performance.now();
 clearInterval(progress);
 // A run stopped early (or bounded by its request count) ends its window here.
 clearTimeout(windowOpens);
@@ -332,6 +333,7 @@ const report: WorkerReport = {
   dropped,
   recorded,
   recordedTruncated,
-  window: { from: performance.timeOrigin + measureFrom, to: performance.timeOrigin + deadline },
+  // Its end: the deadline, or where the run ended before it (stopped, or bounded by its request count).
+  window: { from: performance.timeOrigin + measureFrom, to: performance.timeOrigin + Math.min(deadline, endedAt) },
 };
 parentPort!.postMessage({ type: 'done', report });

@@ -272,6 +272,9 @@ test('a run bounded by its request count counts every request it sent, the first
       });
       assert.equal(server.posts.length - before, 200, 'sent');
       assert.equal(result.statuses['200'], 200, `run ${run}: every answer counted (${JSON.stringify(result.statuses)})`);
+      // Its window ends where its last request was answered, not at the 60 s it was allowed.
+      assert.ok(result.seconds > 0 && result.seconds < 30, `the window is the run's (${result.seconds} s)`);
+      assert.equal(result.okPerSecond, Math.round(200 / result.seconds));
     }
   } finally {
     await server.close();
