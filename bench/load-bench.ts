@@ -232,11 +232,11 @@ function medianPercentiles(runs: Record<string, Percentiles>[]): Record<string, 
 }
 
 /** The medians over the runs, field by field (each read kind's percentiles too); every run in `runs`. */
-function medianReadRuns(runs: ReadRun[], phaseMs: number, edgeMs: number) {
+function medianReadRuns(runs: ReadRun[]) {
   return {
     readsDuePerSecond: READS_PER_SECOND,
-    phaseMs,
-    edgeMs,
+    phaseMs: READ_PHASE_MS,
+    edgeMs: READ_EDGE_MS,
     dropPercent: median(runs.map((run) => run.dropPercent)),
     readsPerSecond: median(runs.map((run) => run.readsPerSecond)),
     ordersBesideReads: median(runs.map((run) => run.ordersBesideReads)),
@@ -595,7 +595,7 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
               });
               console.log(`  reads on and off: orders ${compared.onPerSecond}/s with reads, ${compared.offPerSecond}/s without (${compared.dropPercent}% lower); ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
             }
-            readsBeside = medianReadRuns(readRuns, READ_PHASE_MS, READ_EDGE_MS);
+            readsBeside = medianReadRuns(readRuns);
           }
         }
         const verification = await verifyLoad(venue.databaseUrl, all);

@@ -205,6 +205,10 @@ export function onOffThroughput(okPerSlot: number[], slotMs: number, onOffMs: nu
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const onOffMs = options.onOffMs ?? 0;
+  if (!(Number.isFinite(onOffMs) && onOffMs >= 0) || (onOffMs > 0 && !(options.ratePerSecond > 0))) {
+    throw new RangeError(`on and off phases are for an open loop (a rate above 0), of 0 ms or more; got ${onOffMs} ms at ${options.ratePerSecond}/s`);
+  }
   const session = await venueSession(options.baseUrl);
   const entry = await workerModule();
   const completed = new Array<number>(options.threads).fill(0);
@@ -257,7 +261,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         ratePerSecond: options.ratePerSecond / options.threads,
         pauseMs: options.pauseMs ?? 0,
         phase: k / options.threads,
-        onOffMs: options.onOffMs ?? 0,
+        onOffMs,
         slotMs: SLOT_MS,
         seed: options.seed * 1000 + k,
         session,

@@ -244,7 +244,7 @@ test('the throughput beside a load on and off: on phases against off phases, who
   assert.throws(() => new StartGate(0), /1 run or more/);
 });
 
-test('a run whose partner never comes to the start gate fails after the bound instead of waiting for ever', { timeout: 30_000 }, async () => {
+test('a run whose partner never comes to the start gate fails after the bound instead of waiting for ever; on and off phases for a closed loop are refused', { timeout: 30_000 }, async () => {
   const server = await countingServer();
   try {
     const gate = new StartGate(2, 300);
@@ -255,6 +255,11 @@ test('a run whose partner never comes to the start gate fails after the bound in
       }),
       /did not reach the start gate within 300 ms \(1 of 2 arrived\)/,
     );
+    assert.equal(server.posts.length, 0, 'nothing was sent');
+    // On and off phases are for an open loop: a closed loop asked for them is refused, not run always on.
+    const closed = { baseUrl: server.baseUrl, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000, seed: 1, record: false, quiet: true, label: 'refused' };
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 0, onOffMs: 500 }), /for an open loop/);
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 10, onOffMs: -1 }), /of 0 ms or more/);
     assert.equal(server.posts.length, 0, 'nothing was sent');
   } finally {
     await server.close();
