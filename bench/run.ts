@@ -11,6 +11,7 @@ import { runMemoryLatencyBench } from './memory-latency-bench.ts';
 import { runPersistenceBench } from './persistence-bench.ts';
 import { runReadBench } from './read-bench.ts';
 import { runSnapshotRefreshBench } from './snapshot-refresh-bench.ts';
+import { runSustainedBench } from './sustained-bench.ts';
 import { writeSummary } from './summary.ts';
 
 const quick = process.argv.includes('--quick');
@@ -30,5 +31,7 @@ await timed('snapshot refresh', () => runSnapshotRefreshBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
 if (!quick) await timed('reads', () => runReadBench(quick));
 await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
+// Last: minutes of load on one venue (4 in a full run, 6 s in a quick one), the trend the short runs cannot show.
+await timed('sustained load', () => runSustainedBench(quick));
 writeSummary();
 console.log(`-- all benchmarks: ${((performance.now() - started) / 1000).toFixed(1)} s${quick ? ' (quick)' : ''}`);

@@ -68,6 +68,27 @@ function cpuBudgetLine(l: any): string | null {
   return `Where the cores went (CPU per answered command over the median closed-loop run at 2 gateway threads and 2 shards, from \`/proc\`): ${each.join('. ')}.`;
 }
 
+/** The sustained run (bench/sustained-bench.ts), window by window: the trend the 8 s runs cannot show. */
+function sustainedSummary(s: any): string | null {
+  const windows: any[] = s?.windows ?? [];
+  if (windows.length === 0) return null;
+  const range = (values: number[], format: (n: number) => string) => `${format(Math.min(...values))}–${format(Math.max(...values))}`;
+  const kb = (n: number) => `${n.toFixed(1)} KB`;
+  const fpi = (n: number) => n.toFixed(2);
+  const vacuumed = new Map<string, number>();
+  for (const w of windows) for (const [what, n] of Object.entries(w.autovacuum as Record<string, number>)) vacuumed.set(what, (vacuumed.get(what) ?? 0) + n);
+  const first = windows[0];
+  const last = windows.at(-1);
+  return (
+    `Sustained load (\`sustained.json\`${s.quick ? ', quick: too short for a trend' : ''}): one fresh venue, \`sync-result\` at 2 gateway threads and 2 shards, a closed loop of ${s.loadThreads} × ${s.connectionsPerThread} connections for ${(windows.length * s.windowMs) / 1000} s, in windows of ${s.windowMs / 1000} s. ` +
+    `Answered/s per window: ${windows.map((w) => k(w.okPerSecond)).join(', ')} (the last ${last.okPerSecond >= first.okPerSecond ? '+' : ''}${pct(last.okPerSecond / first.okPerSecond - 1)} against the first). ` +
+    `Projection lag p99 per window: ${windows.map((w) => ms(w.projectionLagUs.p99)).join(', ')}. ` +
+    `PostgreSQL per command: WAL ${range(windows.flatMap((w) => (w.walKBPerCommand === null ? [] : [w.walKBPerCommand])), kb)}, full-page images ${range(windows.flatMap((w) => (w.fullPageImagesPerCommand === null ? [] : [w.fullPageImagesPerCommand])), fpi)}; ` +
+    `${windows.reduce((sum, w) => sum + w.checkpoints, 0)} checkpoints; the database ${(s.databaseBytes / 2 ** 30).toFixed(2)} GiB at the end; ` +
+    (vacuumed.size === 0 ? 'no autovacuum seen at work.' : `autovacuum seen at work (samples a second): ${[...vacuumed].map(([what, n]) => `${what} ${n}`).join(', ')}.`)
+  );
+}
+
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
 
 export function buildSummary(): string {
@@ -100,11 +121,19 @@ export function buildSummary(): string {
   rows.push(['durable acknowledgement at half load (p50 / p99)', '< 2 ms / < 10 ms', half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}${halfCpu}${idleOrders}` : '—', verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null)]);
   const lag = l?.projectionLagUs;
   const lagRuns: any[] = lag?.runs ?? [];
+  // The same target over minutes of load on one venue (sustained.json): a window's p99 over it is a miss as well.
+  const sustained = load('sustained');
+  const sustainedWindows: any[] = sustained?.windows ?? [];
+  const sustainedOver = sustainedWindows.filter((w) => w.projectionLagUs.p99 >= 250_000).length;
+  const sustainedText =
+    sustainedWindows.length > 0 && !sustained.quick
+      ? `; over ${(sustainedWindows.length * sustained.windowMs) / 60_000} minutes of load on one venue, the p99 of each ${sustained.windowMs / 1000} s window: ${sustainedWindows.map((w) => ms(w.projectionLagUs.p99)).join(', ')} (${sustainedOver} of ${sustainedWindows.length} at or over 250 ms)`
+      : '';
   rows.push([
     'projection lag p99 at full load (journal commit → projection commit)',
     '< 250 ms',
-    lag ? `${ms(lag.p99)} (p50 ${ms(lag.p50)})${lagRuns.length > 1 ? `; each closed-loop run's own p99: ${lagRuns.map((run) => ms(run.p99)).join(', ')}` : ''}` : '—',
-    verdict(lag ? lag.p99 < 250_000 : null),
+    lag ? `${ms(lag.p99)} (p50 ${ms(lag.p50)})${lagRuns.length > 1 ? `; each closed-loop run's own p99: ${lagRuns.map((run) => ms(run.p99)).join(', ')}` : ''}${sustainedText}` : '—',
+    lag && lag.p99 < 250_000 && sustainedText !== '' && sustainedOver > 0 ? 'met in the 8 s runs, **missed** in the sustained windows' : verdict(lag ? lag.p99 < 250_000 : null),
   ]);
   const reads = l?.readsBeside;
   const snapshot = reads?.readLatencyUs?.snapshot?.p99;
@@ -173,6 +202,8 @@ export function buildSummary(): string {
     const budget = cpuBudgetLine(l);
     if (budget !== null) lines.push('', budget);
   }
+  const sustainedLine = sustainedSummary(load('sustained'));
+  if (sustainedLine !== null) lines.push('', sustainedLine);
   return lines.join('\n');
 }
 

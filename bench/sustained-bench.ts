@@ -1,0 +1,201 @@
+// Sustained load: one fresh venue (sync-result, 2 gateway threads, 2 shards) under a
+// closed loop for minutes, measured window by window. The load benchmark's runs are 8 s
+// (30 s beside the reads) on a young database, and bench/NOTES.md ("Sustained load")
+// found that an order rate and a projection lag measured so flatter a venue that runs
+// for long: over 20 minutes the rate fell by a quarter to a third and the lag's p99 went
+// over 250 ms in about 4 windows of 10, as the database grew (random-key index leaves,
+// full-page images after each checkpoint, autovacuum). So the suite measures the trend
+// itself, in every full run: per window the answers a second, the projection lag (the
+// venue's own histogram, read at each window's edges), PostgreSQL's WAL and full-page
+// images per command, its checkpoints, and the autovacuum workers seen at work (sampled
+// every second). Results: bench/results/sustained.json.
+//
+// Bounded: WINDOWS windows of WINDOW_MS, the load generator's own bounds; the run is not
+// kept for the verification against the database (2 M commands and more; every run of
+// the load benchmark is verified).
+
+import pg from 'pg';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { describe, runLoad, SLOT_MS, type LoadResult } from './load/load-generator.ts';
+import { startBenchVenue } from './load/venue.ts';
+import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
+import { writeResult } from './lib/results.ts';
+
+/** Windows of the run and their length: 4 minutes in a full run, 6 s in a quick one (the path exercised, no trend). */
+const WINDOWS = { full: 8, quick: 2 };
+const WINDOW_MS = { full: 30_000, quick: 3_000 };
+const CONNECTIONS = 64;
+const LOAD_THREADS = 2;
+/** The projection lag target (issue 7), for the count of windows above it. */
+export const LAG_TARGET_US = 250_000;
+/** How often the autovacuum workers at work are sampled. */
+const AUTOVACUUM_SAMPLE_MS = 1_000;
+
+/** What is read at each window's edge. */
+export interface EdgeSample {
+  /** The venue's projection lag histogram (GET /admin/v1/persistence/status `projections.lagBuckets`). */
+  lagBuckets: [number, number][];
+  walBytes: number;
+  fullPageImages: number;
+  checkpoints: number;
+}
+
+export interface SustainedWindow {
+  /** Seconds from the measured window's start to this window's end. */
+  endsAtSecond: number;
+  okPerSecond: number;
+  projectionLagUs: { count: number; p50: number; p99: number };
+  walKBPerCommand: number | null;
+  fullPageImagesPerCommand: number | null;
+  checkpoints: number;
+  /** Relations an autovacuum worker was seen at work on in this window, with the samples (about seconds) each. */
+  autovacuum: Record<string, number>;
+}
+
+/**
+ * The windows of a sustained run: `okPerSlot` (2xx answers per slot of `slotMs` from the
+ * measured window's start), the readings at the windows' edges (`edges[k]` at the start of
+ * window k, `edges[windows]` at the end of the last), and the autovacuum samples of each
+ * window. A window's answers are the slots within it; its lag, WAL and checkpoints are what
+ * changed between its two edges.
+ */
+export function sustainedWindows(okPerSlot: number[], slotMs: number, windowMs: number, edges: EdgeSample[], autovacuum: Record<string, number>[]): SustainedWindow[] {
+  if (!(windowMs > 0 && windowMs % slotMs === 0)) throw new RangeError(`windows of whole slots, got ${windowMs} ms windows of ${slotMs} ms slots`);
+  const windows = edges.length - 1;
+  if (windows < 1 || autovacuum.length !== windows) throw new RangeError(`${edges.length} edges and ${autovacuum.length} autovacuum samples for ${windows} windows`);
+  const perWindow = windowMs / slotMs;
+  const out: SustainedWindow[] = [];
+  for (let w = 0; w < windows; w++) {
+    let ok = 0;
+    for (let slot = w * perWindow; slot < (w + 1) * perWindow; slot++) ok += okPerSlot[slot] ?? 0;
+    const from = edges[w]!;
+    const to = edges[w + 1]!;
+    const lag = bucketsBetween(from.lagBuckets, to.lagBuckets);
+    const count = lag.reduce((sum, [, n]) => sum + n, 0);
+    out.push({
+      endsAtSecond: ((w + 1) * windowMs) / 1000,
+      okPerSecond: Math.round(ok / (windowMs / 1000)),
+      projectionLagUs: { count, p50: percentileOfBuckets(lag, 50), p99: percentileOfBuckets(lag, 99) },
+      walKBPerCommand: ok === 0 ? null : Number(((to.walBytes - from.walBytes) / 1024 / ok).toFixed(2)),
+      fullPageImagesPerCommand: ok === 0 ? null : Number(((to.fullPageImages - from.fullPageImages) / ok).toFixed(3)),
+      checkpoints: to.checkpoints - from.checkpoints,
+      autovacuum: autovacuum[w]!,
+    });
+  }
+  return out;
+}
+
+async function lagBuckets(baseUrl: string): Promise<[number, number][]> {
+  const answer = await fetch(`${baseUrl}/admin/v1/persistence/status`, { headers: { authorization: 'Bearer dev-token-operator' } });
+  if (answer.status !== 200) throw new Error(`persistence status answered ${answer.status}`);
+  return ((await answer.json()) as { projections: { lagBuckets: [number, number][] } }).projections.lagBuckets;
+}
+
+async function edgeSample(baseUrl: string, db: pg.Client): Promise<EdgeSample> {
+  const [buckets, wal] = await Promise.all([
+    lagBuckets(baseUrl),
+    db.query<{ bytes: string; fpi: string; checkpoints: number }>(
+      'SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, (SELECT (num_timed + num_requested)::int FROM pg_stat_checkpointer) AS checkpoints FROM pg_stat_wal',
+    ),
+  ]);
+  const row = wal.rows[0]!;
+  return { lagBuckets: buckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints };
+}
+
+export async function runSustainedBench(quick: boolean): Promise<Record<string, unknown>> {
+  const windows = WINDOWS[quick ? 'quick' : 'full'];
+  const windowMs = WINDOW_MS[quick ? 'quick' : 'full'];
+  const venue = await startBenchVenue({ PROCESSING_MODE: 'sync-result', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
+  // Two clients: the edges' readings must not queue behind an autovacuum sample, nor the other way round.
+  const edgesDb = new pg.Client({ connectionString: venue.databaseUrl });
+  const samplesDb = new pg.Client({ connectionString: venue.databaseUrl });
+  await Promise.all([edgesDb.connect(), samplesDb.connect()]);
+  const edges: EdgeSample[] = [];
+  const autovacuum: Record<string, number>[] = Array.from({ length: windows }, () => ({}));
+  const pending: Promise<unknown>[] = [];
+  let opened = 0;
+  let edgeTimer: NodeJS.Timeout | null = null;
+  let sampleTimer: NodeJS.Timeout | null = null;
+  const sampleAutovacuum = async () => {
+    const at = Math.floor((performance.now() - opened) / windowMs);
+    if (at < 0 || at >= windows) return;
+    const rows = await samplesDb.query<{ query: string }>("SELECT coalesce(query, '') AS query FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'");
+    for (const { query } of rows.rows) {
+      // "autovacuum: VACUUM ANALYZE runtime.order_lifecycle_state" and the like.
+      const what = query.replace(/^autovacuum:\s*/, '').trim() || 'starting';
+      autovacuum[at]![what] = (autovacuum[at]![what] ?? 0) + 1;
+    }
+  };
+  let run: LoadResult;
+  try {
+    run = await runLoad({
+      baseUrl: venue.baseUrl, mode: 'sync-result', threads: LOAD_THREADS, connections: CONNECTIONS, warmupMs: quick ? 500 : 2_000,
+      durationMs: windows * windowMs, ratePerSecond: 0, seed: 41, record: false, quiet: true, label: `sustained, ${windows} windows of ${windowMs / 1000} s`,
+      window: {
+        opened: () => {
+          opened = performance.now();
+          // The window's start, then each window's end (the last one's end is read after the run if the close came first).
+          let taken = 0;
+          const take = () => {
+            if (taken++ > windows) return;
+            pending.push(edgeSample(venue.baseUrl, edgesDb).then((sample) => edges.push(sample)));
+          };
+          take();
+          edgeTimer = setInterval(take, windowMs);
+          sampleTimer = setInterval(() => pending.push(sampleAutovacuum()), AUTOVACUUM_SAMPLE_MS);
+        },
+        closed: () => {
+          if (edgeTimer !== null) clearInterval(edgeTimer);
+          if (sampleTimer !== null) clearInterval(sampleTimer);
+        },
+      },
+    });
+    await Promise.all(pending);
+    // The last edge: the interval's own reading at the window's end may have come a little before or after the close.
+    while (edges.length < windows + 1) edges.push(await edgeSample(venue.baseUrl, edgesDb));
+    edges.length = windows + 1;
+  } finally {
+    if (edgeTimer !== null) clearInterval(edgeTimer);
+    if (sampleTimer !== null) clearInterval(sampleTimer);
+    await Promise.all([edgesDb.end(), samplesDb.end()]);
+  }
+  const databaseBytes = await databaseSize(venue.databaseUrl).finally(() => venue.stop());
+  console.log(describe(run));
+  const each = sustainedWindows(run.okPerSlot, SLOT_MS, windowMs, edges, autovacuum);
+  for (const w of each) {
+    const vacuums = Object.entries(w.autovacuum).map(([what, n]) => `${what} ${n}`).join(', ');
+    console.log(
+      `  to ${w.endsAtSecond} s: ${w.okPerSecond}/s, projection lag p50 ${(w.projectionLagUs.p50 / 1000).toFixed(1)} ms, p99 ${(w.projectionLagUs.p99 / 1000).toFixed(1)} ms; ` +
+        `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints${vacuums ? `; autovacuum: ${vacuums}` : ''}`,
+    );
+  }
+  const result = {
+    description: 'one fresh venue (sync-result, 2 gateway threads, 2 shards, the embedded PostgreSQL) under a closed loop, window by window',
+    machine: { cpus: os.availableParallelism(), node: process.version },
+    quick,
+    loadThreads: LOAD_THREADS,
+    connectionsPerThread: CONNECTIONS,
+    windowMs,
+    okPerSecond: run.okPerSecond,
+    latencyUs: run.latencyUs,
+    statuses: run.statuses,
+    windows: each,
+    windowsOverLagTarget: each.filter((w) => w.projectionLagUs.p99 >= LAG_TARGET_US).length,
+    databaseBytes,
+  };
+  writeResult('sustained', result);
+  return result;
+}
+
+async function databaseSize(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return Number((await client.query<{ bytes: string }>('SELECT pg_database_size(current_database())::text AS bytes')).rows[0]!.bytes);
+  } finally {
+    await client.end();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await runSustainedBench(process.argv.includes('--quick'));
