@@ -47,25 +47,42 @@ async function waitForProjections(client: pg.Client): Promise<void> {
   }
 }
 
+/**
+ * What the runs were told: the commands answered 2xx with each one's body hash (null where
+ * not kept), every trade an answer reported, and how many requests went unanswered (or
+ * unrecorded). In loops, not push(...items): a 30 s run reported 150,000 trades and more,
+ * and a spread that long overflows the stack (a full bench run ended there).
+ */
+export function collectAnswered(results: readonly Pick<LoadResult, 'recorded' | 'transportErrors' | 'recordedTruncated'>[]): {
+  ids: string[];
+  md5: (string | null)[];
+  reported: string[];
+  unanswered: number;
+} {
+  const ids: string[] = [];
+  const md5: (string | null)[] = [];
+  const reported: string[] = [];
+  let unanswered = 0;
+  for (const result of results) {
+    unanswered += result.transportErrors + (result.recordedTruncated ? 1 : 0);
+    const { commandIds, statuses, bodyMd5, tradeIds } = result.recorded;
+    for (let k = 0; k < commandIds.length; k++) {
+      const status = statuses[k]!;
+      if (status < 200 || status > 299) continue;
+      ids.push(commandIds[k]!);
+      md5.push(bodyMd5[k] ?? null);
+    }
+    for (const trade of tradeIds) reported.push(trade);
+  }
+  return { ids, md5, reported, unanswered };
+}
+
 export async function verifyLoad(databaseUrl: string, results: LoadResult[]): Promise<Verification> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
     await waitForProjections(client);
-    const ids: string[] = [];
-    const md5: (string | null)[] = [];
-    const reported: string[] = [];
-    let unanswered = 0;
-    for (const result of results) {
-      unanswered += result.transportErrors + (result.recordedTruncated ? 1 : 0);
-      result.recorded.commandIds.forEach((id, k) => {
-        const status = result.recorded.statuses[k]!;
-        if (status < 200 || status > 299) return;
-        ids.push(id);
-        md5.push(result.recorded.bodyMd5[k] ?? null);
-      });
-      reported.push(...result.recorded.tradeIds);
-    }
+    const { ids, md5, reported, unanswered } = collectAnswered(results);
     let outcomesMissing = 0;
     let bodiesChecked = 0;
     let bodiesDifferent = 0;
