@@ -176,7 +176,7 @@ export function buildSummary(): string {
   ]);
 
   const lines = [
-    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Every target\'s figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 order runs (each comparing the on phases of the reads with their off phases), the restarts of 3 after a graceful stop and 3 after a crash.'}`,
+    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Every target\'s figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 order runs (each comparing the on phases of the reads with their off phases), the restarts of 3 after a graceful stop and 3 after a crash; the sustained phase is one run of 4 minutes, judged window by window.'}`,
     '',
     '| target | aim | measured | |',
     '|---|---|---|---|',

@@ -17,7 +17,7 @@
 import pg from 'pg';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { describe, runLoad, SLOT_MS, type LoadResult } from './load/load-generator.ts';
+import { describe, runLoad, SLOT_MS } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
 import { writeResult } from './lib/results.ts';
@@ -107,13 +107,51 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
   const windows = WINDOWS[quick ? 'quick' : 'full'];
   const windowMs = WINDOW_MS[quick ? 'quick' : 'full'];
   const venue = await startBenchVenue({ PROCESSING_MODE: 'sync-result', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
+  try {
+    const { run, edges, autovacuum } = await sustainedRun(venue.baseUrl, venue.databaseUrl, windows, windowMs, quick);
+    const databaseBytes = await databaseSize(venue.databaseUrl);
+    console.log(describe(run));
+    const each = sustainedWindows(run.okPerSlot, SLOT_MS, windowMs, edges, autovacuum);
+    for (const w of each) {
+      const vacuums = Object.entries(w.autovacuum).map(([what, n]) => `${what} ${n}`).join(', ');
+      console.log(
+        `  to ${w.endsAtSecond} s: ${w.okPerSecond}/s, projection lag p50 ${(w.projectionLagUs.p50 / 1000).toFixed(1)} ms, p99 ${(w.projectionLagUs.p99 / 1000).toFixed(1)} ms; ` +
+          `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints${vacuums ? `; autovacuum: ${vacuums}` : ''}`,
+      );
+    }
+    const result = {
+      description: 'one fresh venue (sync-result, 2 gateway threads, 2 shards, the embedded PostgreSQL) under a closed loop, window by window',
+      machine: { cpus: os.availableParallelism(), node: process.version },
+      quick,
+      loadThreads: LOAD_THREADS,
+      connectionsPerThread: CONNECTIONS,
+      windowMs,
+      okPerSecond: run.okPerSecond,
+      latencyUs: run.latencyUs,
+      statuses: run.statuses,
+      windows: each,
+      windowsOverLagTarget: each.filter((w) => w.projectionLagUs.p99 >= LAG_TARGET_US).length,
+      databaseBytes,
+    };
+    writeResult('sustained', result);
+    return result;
+  } finally {
+    await venue.stop();
+  }
+}
+
+/** The closed loop, with the readings at the windows' edges and the autovacuum samples taken beside it. */
+async function sustainedRun(baseUrl: string, databaseUrl: string, windows: number, windowMs: number, quick: boolean) {
   // Two clients: the edges' readings must not queue behind an autovacuum sample, nor the other way round.
-  const edgesDb = new pg.Client({ connectionString: venue.databaseUrl });
-  const samplesDb = new pg.Client({ connectionString: venue.databaseUrl });
+  const edgesDb = new pg.Client({ connectionString: databaseUrl });
+  const samplesDb = new pg.Client({ connectionString: databaseUrl });
   await Promise.all([edgesDb.connect(), samplesDb.connect()]);
   const edges: EdgeSample[] = [];
   const autovacuum: Record<string, number>[] = Array.from({ length: windows }, () => ({}));
-  const pending: Promise<unknown>[] = [];
+  // Every reading taken while the load runs, each with its failure caught (and reported after the run).
+  const pending: Promise<void>[] = [];
+  const failures: string[] = [];
+  const track = (reading: Promise<unknown>) => pending.push(reading.then(() => undefined, (error: unknown) => void failures.push(error instanceof Error ? error.message : String(error))));
   let opened = 0;
   let edgeTimer: NodeJS.Timeout | null = null;
   let sampleTimer: NodeJS.Timeout | null = null;
@@ -127,10 +165,9 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
       autovacuum[at]![what] = (autovacuum[at]![what] ?? 0) + 1;
     }
   };
-  let run: LoadResult;
   try {
-    run = await runLoad({
-      baseUrl: venue.baseUrl, mode: 'sync-result', threads: LOAD_THREADS, connections: CONNECTIONS, warmupMs: quick ? 500 : 2_000,
+    const run = await runLoad({
+      baseUrl, mode: 'sync-result', threads: LOAD_THREADS, connections: CONNECTIONS, warmupMs: quick ? 500 : 2_000,
       durationMs: windows * windowMs, ratePerSecond: 0, seed: 41, record: false, quiet: true, label: `sustained, ${windows} windows of ${windowMs / 1000} s`,
       window: {
         opened: () => {
@@ -139,11 +176,11 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
           let taken = 0;
           const take = () => {
             if (taken++ > windows) return;
-            pending.push(edgeSample(venue.baseUrl, edgesDb).then((sample) => edges.push(sample)));
+            track(edgeSample(baseUrl, edgesDb).then((sample) => edges.push(sample)));
           };
           take();
           edgeTimer = setInterval(take, windowMs);
-          sampleTimer = setInterval(() => pending.push(sampleAutovacuum()), AUTOVACUUM_SAMPLE_MS);
+          sampleTimer = setInterval(() => track(sampleAutovacuum()), AUTOVACUUM_SAMPLE_MS);
         },
         closed: () => {
           if (edgeTimer !== null) clearInterval(edgeTimer);
@@ -152,40 +189,15 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
       },
     });
     await Promise.all(pending);
-    // The last edge: the interval's own reading at the window's end may have come a little before or after the close.
-    while (edges.length < windows + 1) edges.push(await edgeSample(venue.baseUrl, edgesDb));
+    if (failures.length > 0) throw new Error(`${failures.length} readings beside the sustained load failed, the first: ${failures[0]}`);
+    while (edges.length < windows + 1) edges.push(await edgeSample(baseUrl, edgesDb));
     edges.length = windows + 1;
+    return { run, edges, autovacuum };
   } finally {
     if (edgeTimer !== null) clearInterval(edgeTimer);
     if (sampleTimer !== null) clearInterval(sampleTimer);
     await Promise.all([edgesDb.end(), samplesDb.end()]);
   }
-  const databaseBytes = await databaseSize(venue.databaseUrl).finally(() => venue.stop());
-  console.log(describe(run));
-  const each = sustainedWindows(run.okPerSlot, SLOT_MS, windowMs, edges, autovacuum);
-  for (const w of each) {
-    const vacuums = Object.entries(w.autovacuum).map(([what, n]) => `${what} ${n}`).join(', ');
-    console.log(
-      `  to ${w.endsAtSecond} s: ${w.okPerSecond}/s, projection lag p50 ${(w.projectionLagUs.p50 / 1000).toFixed(1)} ms, p99 ${(w.projectionLagUs.p99 / 1000).toFixed(1)} ms; ` +
-        `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints${vacuums ? `; autovacuum: ${vacuums}` : ''}`,
-    );
-  }
-  const result = {
-    description: 'one fresh venue (sync-result, 2 gateway threads, 2 shards, the embedded PostgreSQL) under a closed loop, window by window',
-    machine: { cpus: os.availableParallelism(), node: process.version },
-    quick,
-    loadThreads: LOAD_THREADS,
-    connectionsPerThread: CONNECTIONS,
-    windowMs,
-    okPerSecond: run.okPerSecond,
-    latencyUs: run.latencyUs,
-    statuses: run.statuses,
-    windows: each,
-    windowsOverLagTarget: each.filter((w) => w.projectionLagUs.p99 >= LAG_TARGET_US).length,
-    databaseBytes,
-  };
-  writeResult('sustained', result);
-  return result;
 }
 
 async function databaseSize(databaseUrl: string): Promise<number> {
