@@ -262,7 +262,7 @@ function medianOpenLoop(tries: { run: LoadResult; cpu: CpuUse | null }[]): OpenL
   };
 }
 
-interface PersistenceFigures {
+export interface PersistenceFigures {
   captureLatencyUs: unknown;
   journalLatencyUs: unknown;
   projectionLagUs: { count: number; p50: number; p99: number };
@@ -311,7 +311,8 @@ interface IdleFloor {
   reads: Record<string, Percentiles>;
 }
 
-async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | null> {
+/** The venue's persistence figures (GET /admin/v1/persistence/status), or null if it did not answer 200. */
+export async function persistenceStatus(baseUrl: string): Promise<PersistenceFigures | null> {
   const answer = await fetch(`${baseUrl}/admin/v1/persistence/status`, { headers: { authorization: 'Bearer dev-token-operator' } });
   if (answer.status !== 200) return null;
   const status = (await answer.json()) as {

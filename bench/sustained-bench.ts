@@ -21,6 +21,7 @@ import { describe, runLoad, SLOT_MS } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
 import { writeResult } from './lib/results.ts';
+import { persistenceStatus } from './load-bench.ts';
 
 /** Windows of the run and their length: 4 minutes in a full run, 6 s in a quick one (the path exercised, no trend). */
 const WINDOWS = { full: 8, quick: 2 };
@@ -86,21 +87,16 @@ export function sustainedWindows(okPerSlot: number[], slotMs: number, windowMs: 
   return out;
 }
 
-async function lagBuckets(baseUrl: string): Promise<[number, number][]> {
-  const answer = await fetch(`${baseUrl}/admin/v1/persistence/status`, { headers: { authorization: 'Bearer dev-token-operator' } });
-  if (answer.status !== 200) throw new Error(`persistence status answered ${answer.status}`);
-  return ((await answer.json()) as { projections: { lagBuckets: [number, number][] } }).projections.lagBuckets;
-}
-
 async function edgeSample(baseUrl: string, db: pg.Client): Promise<EdgeSample> {
-  const [buckets, wal] = await Promise.all([
-    lagBuckets(baseUrl),
+  const [status, wal] = await Promise.all([
+    persistenceStatus(baseUrl),
     db.query<{ bytes: string; fpi: string; checkpoints: number }>(
       'SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, (SELECT (num_timed + num_requested)::int FROM pg_stat_checkpointer) AS checkpoints FROM pg_stat_wal',
     ),
   ]);
+  if (status === null) throw new Error('the venue did not answer its persistence status');
   const row = wal.rows[0]!;
-  return { lagBuckets: buckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints };
+  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints };
 }
 
 export async function runSustainedBench(quick: boolean): Promise<Record<string, unknown>> {
