@@ -53,6 +53,7 @@ import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceT
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
+import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
 import { checkSettings, commandsById, intakeKeysSince, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import {
   BOOK_SNAPSHOT_SETTING,
@@ -192,7 +193,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
   const startedMs: Record<string, number> = { database: Math.round(performance.now()) };
   const started = (step: string) => (startedMs[step] = Math.round(performance.now()));
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
   await client.connect();
   let session: Awaited<ReturnType<typeof openSession>>;
   let entry: (name: keyof typeof WORKER_ENTRIES) => URL;
@@ -370,7 +371,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const keeps = tableKeeps(memory);
     const registry = new SessionRegistry(session.active, session.known);
     const withReader = async <T>(read: (reader: pg.Client) => Promise<T>): Promise<T> => {
-      const reader = new pg.Client({ connectionString: databaseUrl });
+      const reader = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
       await reader.connect();
       try {
         return await read(reader);
@@ -461,7 +462,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         const replayStarted = performance.now();
         const held = shardsReady[shard]!.restored === null ? 0 : shardsReady[shard]!.sequence;
         if (held === journalEnd[shard]) return held;
-        const reader = new pg.Client({ connectionString: databaseUrl });
+        const reader = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
         await reader.connect();
         try {
           return await readJournal(reader, shard, held, async (payload, lastSequence) => {
@@ -657,7 +658,7 @@ async function saveBooks(venue: Venue): Promise<{ token: string; sequences: numb
  * A failure costs the next start its replay or its full scan only.
  */
 async function keepForNextStart(venue: Venue, books: { token: string; sequences: number[]; bytes: number; openOrders: number } | null): Promise<void> {
-  const client = new pg.Client({ connectionString: venue.databaseUrl });
+  const client = new pg.Client({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
   try {
     await client.connect();
     if (books !== null) {
@@ -685,7 +686,7 @@ async function keepForNextStart(venue: Venue, books: { token: string; sequences:
  */
 async function checkpointKeyFilters(venue: Venue): Promise<void> {
   const began = performance.now();
-  const client = new pg.Client({ connectionString: venue.databaseUrl });
+  const client = new pg.Client({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
   await client.connect();
   try {
     const pause = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -38,6 +38,7 @@ import type { Logger } from 'pino';
 import { writeEngineCapture } from '../core/engine-snapshot.ts';
 import { SHARD_CHECKPOINT_WORD } from '../core/shard-runner.ts';
 import type { ShardCheckpoint } from '../core/shard-thread.ts';
+import { MAIN_APPLICATION_NAME } from './connection-names.ts';
 
 /** Where a shard's checkpoint lives: two slots, alternating. */
 export function checkpointPath(dataDir: string, shard: number, slot: number): string {
@@ -151,7 +152,7 @@ export class EngineCheckpoints {
         }
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      const client = new pg.Client({ connectionString: options.databaseUrl });
+      const client = new pg.Client({ connectionString: options.databaseUrl, application_name: MAIN_APPLICATION_NAME });
       try {
         await client.connect();
         await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [

@@ -16,6 +16,7 @@ import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
+import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME } from './connection-names.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
@@ -93,8 +94,12 @@ const gatewayBells = data.gatewayDoorbells.map((buffer) => new Doorbell(buffer))
 const sessionCache = new Map<string, [string, string]>();
 let stopping = false;
 
-const connect = async (): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: data.databaseUrl });
+/**
+ * A connection named for what it does (`application_name`, shown by pg_stat_activity): an
+ * operator, and the benchmarks, can tell the journal's commits from the projections.
+ */
+const connect = async (name: string): Promise<pg.Client> => {
+  const client = new pg.Client({ connectionString: data.databaseUrl, application_name: name });
   client.on('error', () => undefined); // a dropped connection surfaces on the next query
   await client.connect();
   return client;
@@ -106,12 +111,14 @@ const connect = async (): Promise<pg.Client> => {
  * transactions only, and the start-up catch-up projects them again from the journal.
  * The journal's commits then do not queue behind the projections' larger flushes.
  */
-const connectProjector = async (): Promise<pg.Client> => {
-  const client = await connect();
+const connectProjector = async (name = PROJECTOR_APPLICATION_NAME): Promise<pg.Client> => {
+  const client = await connect(name);
   await client.query(PROJECTOR_SESSION_SQL);
   await loadSessions(client);
   return client;
 };
+
+const connectJournal = () => connect(JOURNAL_APPLICATION_NAME);
 
 /** The tables the first reads plan queries on, analyzed at start if stale (persistence/recovery.ts analyzeStale). */
 const STARTUP_TABLES = ['runtime.command_log', 'runtime.executions', 'runtime.trades', 'runtime.journal_batches', 'runtime.intake_batches'];
@@ -273,7 +280,7 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
-    const durable = writer.commit(connect, writerClient, commit); // sent before it returns (unless it must connect or retry first)
+    const durable = writer.commit(connectJournal, writerClient, commit); // sent before it returns (unless it must connect or retry first)
     drainIngest();
     await durable;
     ringGateways();
@@ -374,7 +381,7 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   holdIngest = true;
   try {
     await flushAll();
-    const client = await connectProjector();
+    const client = await connectProjector('venue-rebuild');
     try {
       // Its TRUNCATE waits for every reader of the table, and every later reader waits
       // behind it (PostgreSQL's lock queue): that wait is bounded, then the rebuild fails.
@@ -438,7 +445,7 @@ parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
 });
 
 async function main(): Promise<void> {
-  const client = await connectProjector();
+  const client = await connectProjector('venue-start');
   const lastCommit = await client.query<{ n: string | null }>(
     'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
   );
@@ -453,7 +460,7 @@ async function main(): Promise<void> {
   // Stale planner statistics made the books' GROUP BY below sort a million rows on disk: the
   // lifecycle table is analyzed at once, on its own connection, beside the loads that do not
   // need it; the other tables the first reads plan on right after, not waited for.
-  const analyzer = connect();
+  const analyzer = connect('venue-start-analyze');
   const analyzed = analyzer.then((reader) => analyzeStale(reader, ['runtime.order_lifecycle_state']));
   void analyzed
     .then(async (first) => [...first, ...(await analyzeStale(await analyzer, STARTUP_TABLES))])
@@ -468,7 +475,7 @@ async function main(): Promise<void> {
   const booksLoaded = analyzed
     .catch(() => [])
     .then(async () => {
-      const reader = await connect();
+      const reader = await connect('venue-start-books');
       try {
         await books.load(reader);
       } finally {

@@ -33,6 +33,7 @@ import { availability } from './availability.ts';
 import { keepAnalyzed } from './planner-statistics.ts';
 import { settlementAdmin, settlementRead } from './settlement-store.ts';
 import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
+import { READS_APPLICATION_NAME } from './connection-names.ts';
 
 export interface ReadThreadData {
   databaseUrl: string;
@@ -58,7 +59,7 @@ const PROJECTION_WAIT_MS = 2_000;
 const data = workerData as ReadThreadData;
 const logger = pino({ level: data.logLevel, base: { thread: 'read' } });
 const control = new PersistenceControl(data.control);
-const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4 });
+const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4, application_name: READS_APPLICATION_NAME });
 pool.on('error', () => undefined);
 const principalIndex = new Map(data.principalIds.map((id, index) => [id, index]));
 

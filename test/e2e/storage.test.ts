@@ -203,6 +203,14 @@ test('the operator rebuild of order_lifecycle_state equals the incrementally mai
     const connections = status.queues.find((queue: any) => queue.name.startsWith('open connections'));
     assert.ok(connections.now >= 1 && connections.capacity > 0 && connections.capacity <= 10_000, JSON.stringify(connections));
     assert.ok(mark('tier 2 groups') >= 1, 'tier 2 sealed groups');
+
+    // Each of the venue's connections says what it does (application_name): the journal's
+    // commits and the projections are told apart in pg_stat_activity, and none is unnamed.
+    const connectionNames = await withClient(url, async (client) =>
+      (await client.query<{ name: string }>("SELECT application_name AS name FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows.map((row) => row.name),
+    );
+    assert.ok(connectionNames.includes('venue-journal') && connectionNames.includes('venue-projector'), JSON.stringify(connectionNames));
+    assert.deepEqual(connectionNames.filter((name) => !name.startsWith('venue-')), [], JSON.stringify(connectionNames));
   });
 });
 

@@ -1,0 +1,13 @@
+// The names the venue gives its PostgreSQL connections (`application_name`, shown in
+// pg_stat_activity and in the server's log lines with %a): an operator looking at a busy
+// server, and the benchmarks measuring it, can tell the journal's commits from the
+// projections and the reads.
+
+/** Tier 1: the persistence thread's commits of intake and journal batches (the acknowledgement path). */
+export const JOURNAL_APPLICATION_NAME = 'venue-journal';
+/** Tier 2: the persistence thread's projection groups (command log, lifecycle, executions, trades). */
+export const PROJECTOR_APPLICATION_NAME = 'venue-projector';
+/** The read thread's pool (reads beyond the shared-memory views, settlement). */
+export const READS_APPLICATION_NAME = 'venue-reads';
+/** The main thread: migrations, recovery at start, admin work. */
+export const MAIN_APPLICATION_NAME = 'venue-main';
