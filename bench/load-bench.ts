@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, onOffThroughput, runLoad, SLOT_MS, StartGate, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
-import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
+import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sampleWaits, sleepsPerCommand, waitsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
 import { renderEnvelope } from '../core/outcome-format.ts';
 import { verifyLoad, type Verification } from './load/verify.ts';
@@ -121,20 +121,20 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
 
 /**
  * A load run and the CPU each part of the machine used over its measured window
- * (bench/load/cpu-use.ts), per 2xx answer, with the times each part's threads slept per
- * answer; null if the window did not open and close (a run stopped in its warm-up) or
+ * (bench/load/cpu-use.ts), per 2xx answer, with the times each part's threads slept and
+ * the µs they waited for a core per answer; null if the window did not open and close (a run stopped in its warm-up) or
  * nothing was answered.
  */
 async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
-  type Edge = { parts: CpuSample; sleeps: CpuSample; machine: MachineSample | null; at: number };
-  const sample = (): Edge => ({ parts: sampleCpu(targets), sleeps: sampleSleeps(targets), machine: sampleMachine(), at: performance.now() });
+  type Edge = { parts: CpuSample; sleeps: CpuSample; waits: CpuSample; machine: MachineSample | null; at: number };
+  const sample = (): Edge => ({ parts: sampleCpu(targets), sleeps: sampleSleeps(targets), waits: sampleWaits(targets), machine: sampleMachine(), at: performance.now() });
   const edges: { opened?: Edge; closed?: Edge } = {};
   const run = await runLoad({ ...options, window: { opened: () => (edges.opened = sample()), closed: () => (edges.closed = sample()) } });
   const answered = Object.entries(run.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const { opened, closed } = edges;
   if (opened === undefined || closed === undefined || answered === 0) return { run, cpu: null };
   const cpu = cpuPerCommand(opened.parts, closed.parts, answered, closed.at - opened.at, { before: opened.machine, after: closed.machine });
-  return { run, cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered) } };
+  return { run, cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered), waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered) } };
 }
 
 /** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy); sleeps per answer: gateways 0.05, ..." for the progress output. */
@@ -144,7 +144,9 @@ function cpuLine(cpu: CpuUse | null): string {
   const machine = cpu.machine === null ? '' : `; the machine: ${cpu.machine.busyCores} cores busy, ${cpu.machine.iowaitCores} in I/O wait, ${cpu.machine.stealCores} stolen, ${cpu.machine.idleCores} idle`;
   const slept = cpu.sleepsPerCommand;
   const sleeps = slept === undefined ? '' : `; sleeps per answer: ${Object.keys(cpu.perCommandUs).map((part) => `${part} ${slept[part] ?? 0}`).join(', ')}`;
-  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})${sleeps}`;
+  const waited = cpu.waitUsPerCommand;
+  const waits = waited === undefined ? '' : `; waited for a core per answer: ${Object.keys(cpu.perCommandUs).map((part) => `${part} ${waited[part] ?? 0} µs`).join(', ')}`;
+  return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})${sleeps}${waits}`;
 }
 
 /** What the venue and its PostgreSQL spent per answered command: every part but the generator. */

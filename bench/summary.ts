@@ -49,7 +49,7 @@ const machineOf = (machine: { busyCores: number; iowaitCores: number; stealCores
 
 /**
  * Where the two cores went in each 2/2 mode's median closed-loop run (CPU per answered
- * command from /proc, bench/load/cpu-use.ts), and what the cores would leave the venue
+ * command from /proc, bench/load/cpu-use.ts, and how long each part waited for a core), and what the cores would leave the venue
  * and PostgreSQL at the mode's target ratio.
  */
 function cpuBudgetLine(l: any): string | null {
@@ -59,8 +59,10 @@ function cpuBudgetLine(l: any): string | null {
   const each = Object.entries(modes).flatMap(([mode, m]: [string, any]) => {
     if (m.measured === null) return [];
     const parts = Object.entries(m.measured.perCommandUs as Record<string, number>).map(([part, n]) => `${part} ${us(n)}`).join(', ');
+    const waited = m.measured.waitUsPerCommand as Record<string, number> | undefined;
+    const waits = waited === undefined ? '' : `; runnable but waiting for a core: ${Object.keys(m.measured.perCommandUs).map((part) => `${part} ${us(waited[part] ?? 0)}`).join(', ')}`;
     return [
-      `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy${machineOf(m.measured.machine)}). At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
+      `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy${machineOf(m.measured.machine)})${waits}. At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
         `less the generator's ${us(l.cpuBudget.generatorAtCeilingUs)} a request at the ceiling (its cheapest), ${us(m.leftForVenueAndPostgresUs)} would be left for the venue and PostgreSQL, which spent ${us(m.venueAndPostgresUs)}`,
     ];
   });
@@ -83,6 +85,9 @@ function sustainedSummary(s: any): string | null {
     `Sustained load (\`sustained.json\`${s.quick ? ', quick: too short for a trend' : ''}): one fresh venue, \`sync-result\` at 2 gateway threads and 2 shards, a closed loop of ${s.loadThreads} × ${s.connectionsPerThread} connections for ${(windows.length * s.windowMs) / 1000} s, in windows of ${s.windowMs / 1000} s. ` +
     `Answered/s per window: ${windows.map((w) => k(w.okPerSecond)).join(', ')} (the last ${last.okPerSecond >= first.okPerSecond ? '+' : ''}${pct(last.okPerSecond / first.okPerSecond - 1)} against the first). ` +
     `Projection lag p99 per window: ${windows.map((w) => ms(w.projectionLagUs.p99)).join(', ')}. ` +
+    (windows.some((w) => w.projectorMsPerSecond != null)
+      ? `The projection backend per window, ms a second running / runnable but waiting for a core: ${windows.map((w) => (w.projectorMsPerSecond == null ? '—' : `${w.projectorMsPerSecond.run} / ${w.projectorMsPerSecond.waitedForCore}`)).join(', ')}. `
+      : '') +
     `PostgreSQL per command: WAL ${range(windows.flatMap((w) => (w.walKBPerCommand === null ? [] : [w.walKBPerCommand])), kb)}, full-page images ${range(windows.flatMap((w) => (w.fullPageImagesPerCommand === null ? [] : [w.fullPageImagesPerCommand])), fpi)}; ` +
     `${windows.reduce((sum, w) => sum + w.checkpoints, 0)} checkpoints; the database ${(s.databaseBytes / 2 ** 30).toFixed(2)} GiB at the end; ` +
     (vacuumed.size === 0 ? 'no autovacuum seen at work.' : `autovacuum seen at work (samples a second): ${[...vacuumed].map(([what, n]) => `${what} ${n}`).join(', ')}.`)

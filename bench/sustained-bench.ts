@@ -7,14 +7,16 @@
 // full-page images after each checkpoint, autovacuum). So the suite measures the trend
 // itself, in every full run: per window the answers a second, the projection lag (the
 // venue's own histogram, read at each window's edges), PostgreSQL's WAL and full-page
-// images per command, its checkpoints, and the autovacuum workers seen at work (sampled
-// every second). Results: bench/results/sustained.json.
+// images per command, its checkpoints, the autovacuum workers seen at work (sampled
+// every second), and the projection backend's time running and waiting for a core
+// (its /proc schedstat at the edges). Results: bench/results/sustained.json.
 //
 // Bounded: WINDOWS windows of WINDOW_MS, the load generator's own bounds; the run is not
 // kept for the verification against the database (2 M commands and more; every run of
 // the load benchmark is verified).
 
 import pg from 'pg';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, runLoad, SLOT_MS } from './load/load-generator.ts';
@@ -22,6 +24,8 @@ import { startBenchVenue } from './load/venue.ts';
 import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
 import { writeResult } from './lib/results.ts';
 import { persistenceStatus } from './load-bench.ts';
+import { parseSchedstat } from './load/cpu-use.ts';
+import { PROJECTOR_APPLICATION_NAME } from '../persistence/connection-names.ts';
 
 /** Windows of the run and their length: 4 minutes in a full run, 6 s in a quick one (the path exercised, no trend). */
 const WINDOWS = { full: 8, quick: 2 };
@@ -40,6 +44,12 @@ export interface EdgeSample {
   walBytes: number;
   fullPageImages: number;
   checkpoints: number;
+  /**
+   * The projection backend (the venue's connection named PROJECTOR_APPLICATION_NAME) and its
+   * run time and run-queue wait so far (/proc/<pid>/schedstat); null when it was not found or
+   * PostgreSQL is not on this machine.
+   */
+  projector: { pid: number; runNs: number; waitNs: number } | null;
 }
 
 export interface SustainedWindow {
@@ -52,6 +62,12 @@ export interface SustainedWindow {
   checkpoints: number;
   /** Relations an autovacuum worker was seen at work on in this window, with the samples (about seconds) each. */
   autovacuum: Record<string, number>;
+  /**
+   * The projection backend's ms a second running and waiting, runnable, for a core over the
+   * window: how much of the projections' delay is their turn at a core (null when the same
+   * backend was not read at both edges).
+   */
+  projectorMsPerSecond: { run: number; waitedForCore: number } | null;
 }
 
 /**
@@ -82,6 +98,10 @@ export function sustainedWindows(okPerSlot: number[], slotMs: number, windowMs: 
       fullPageImagesPerCommand: ok === 0 ? null : Number(((to.fullPageImages - from.fullPageImages) / ok).toFixed(3)),
       checkpoints: to.checkpoints - from.checkpoints,
       autovacuum: autovacuum[w]!,
+      projectorMsPerSecond:
+        from.projector === null || to.projector === null || from.projector.pid !== to.projector.pid
+          ? null
+          : { run: Math.round((to.projector.runNs - from.projector.runNs) / 1e3 / windowMs), waitedForCore: Math.round((to.projector.waitNs - from.projector.waitNs) / 1e3 / windowMs) },
     });
   }
   return out;
@@ -90,13 +110,24 @@ export function sustainedWindows(okPerSlot: number[], slotMs: number, windowMs: 
 async function edgeSample(baseUrl: string, db: pg.Client): Promise<EdgeSample> {
   const [status, wal] = await Promise.all([
     persistenceStatus(baseUrl),
-    db.query<{ bytes: string; fpi: string; checkpoints: number }>(
-      'SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, (SELECT (num_timed + num_requested)::int FROM pg_stat_checkpointer) AS checkpoints FROM pg_stat_wal',
+    db.query<{ bytes: string; fpi: string; checkpoints: number; projector: number | null }>(
+      'SELECT wal_bytes::text AS bytes, wal_fpi::text AS fpi, (SELECT (num_timed + num_requested)::int FROM pg_stat_checkpointer) AS checkpoints, ' +
+        '(SELECT min(pid) FROM pg_stat_activity WHERE application_name = $1) AS projector FROM pg_stat_wal',
+      [PROJECTOR_APPLICATION_NAME],
     ),
   ]);
   if (status === null) throw new Error('the venue did not answer its persistence status');
   const row = wal.rows[0]!;
-  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints };
+  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints, projector: row.projector === null ? null : schedOf(row.projector) };
+}
+
+/** A process's run time and run-queue wait, or null when it is not on this machine (or has gone). */
+function schedOf(pid: number): EdgeSample['projector'] {
+  try {
+    return { pid, ...parseSchedstat(readFileSync(`/proc/${pid}/schedstat`, 'utf8')) };
+  } catch {
+    return null;
+  }
 }
 
 export async function runSustainedBench(quick: boolean): Promise<Record<string, unknown>> {
@@ -112,7 +143,9 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
       const vacuums = Object.entries(w.autovacuum).map(([what, n]) => `${what} ${n}`).join(', ');
       console.log(
         `  to ${w.endsAtSecond} s: ${w.okPerSecond}/s, projection lag p50 ${(w.projectionLagUs.p50 / 1000).toFixed(1)} ms, p99 ${(w.projectionLagUs.p99 / 1000).toFixed(1)} ms; ` +
-          `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints${vacuums ? `; autovacuum: ${vacuums}` : ''}`,
+          `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints` +
+          (w.projectorMsPerSecond === null ? '' : `; the projection backend ran ${w.projectorMsPerSecond.run} and waited for a core ${w.projectorMsPerSecond.waitedForCore} ms a second`) +
+          (vacuums ? `; autovacuum: ${vacuums}` : ''),
       );
     }
     const result = {

@@ -53,6 +53,20 @@ export function statusSleeps(status: string): number {
   return Number(match[1]);
 }
 
+/**
+ * A thread's /proc/.../schedstat line: the nanoseconds it has run, and those it has waited,
+ * runnable, for a core (then its time slices). On two saturated cores every thread takes
+ * turns; the wait is how long its turns kept it waiting.
+ */
+export function parseSchedstat(schedstat: string): { runNs: number; waitNs: number } {
+  const fields = schedstat.trim().split(/\s+/);
+  const [runNs, waitNs] = [Number(fields[0]), Number(fields[1])];
+  if (fields.length < 3 || !Number.isSafeInteger(runNs) || runNs < 0 || !Number.isSafeInteger(waitNs) || waitNs < 0) {
+    throw new Error(`not a schedstat line: ${JSON.stringify(schedstat.slice(0, 80))}`);
+  }
+  return { runNs, waitNs };
+}
+
 /** The process's state letter (R, S, Z, ...) of a /proc/<pid>/stat line. */
 export function statState(stat: string): string {
   return fieldsAfterName(stat)[0]!;
@@ -148,6 +162,19 @@ const SLEEPS: Counter = {
   reaped: () => 0,
 };
 
+/**
+ * Run-queue waits in ns; a process's /proc/<pid>/schedstat is its first thread's only, so its
+ * threads are added up. Those of an ended child are not kept anywhere.
+ */
+const WAITS: Counter = {
+  thread: (pid, thread) => {
+    const schedstat = readProc(`/proc/${pid}/task/${thread}/schedstat`);
+    return schedstat === null ? null : parseSchedstat(schedstat).waitNs;
+  },
+  process: (pid) => threadsOf(pid).reduce((sum, thread) => sum + (WAITS.thread(pid, thread) ?? 0), 0),
+  reaped: () => 0,
+};
+
 function samplePerPart(targets: CpuTargets, counter: Counter): CpuSample {
   const sample: CpuSample = new Map();
   if (targets.venuePid !== undefined) {
@@ -180,6 +207,17 @@ export function sampleSleeps(targets: CpuTargets): CpuSample {
   return samplePerPart(targets, SLEEPS);
 }
 
+/** The ns each part's threads have waited for a core so far (a part whose processes have gone is left out). */
+export function sampleWaits(targets: CpuTargets): CpuSample {
+  return samplePerPart(targets, WAITS);
+}
+
+/** µs each part waited for a core per answered command, between two samples of sampleWaits (one decimal; never below zero). */
+export function waitsPerCommand(before: CpuSample, after: CpuSample, commands: number): Record<string, number> {
+  if (!(commands > 0)) throw new RangeError(`waitsPerCommand needs answered commands, got ${commands}`);
+  return Object.fromEntries([...after].map(([part, ns]) => [part, Math.round(Math.max(0, ns - (before.get(part) ?? 0)) / commands / 100) / 10]));
+}
+
 /** Sleeps per answered command, per part, between two samples (two decimals; never below zero). */
 export function sleepsPerCommand(before: CpuSample, after: CpuSample, commands: number): Record<string, number> {
   if (!(commands > 0)) throw new RangeError(`sleepsPerCommand needs answered commands, got ${commands}`);
@@ -199,6 +237,8 @@ export interface CpuUse {
   machine: MachineUse | null;
   /** Sleeps per answered command, per part, over the same window (where they were sampled). */
   sleepsPerCommand?: Record<string, number>;
+  /** µs each part waited, runnable, for a core per answered command, over the same window (where it was sampled). */
+  waitUsPerCommand?: Record<string, number>;
 }
 
 /** What each part used between two samples, per answered command (`machine`: the whole machine's two samples over the same window). */

@@ -1,13 +1,14 @@
 // The load benchmark's CPU accounting (bench/load/cpu-use.ts): /proc's stat lines read
 // right whatever a thread is named, each venue thread put in its part by name, and the
-// figures per answered command computed from two samples: CPU, and the times each
-// part's threads slept.
+// figures per answered command computed from two samples: CPU, the times each part's
+// threads slept, and how long they waited for a core.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, type CpuSample } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
 
 /**
  * Samples before and after a named test thread does its piece of work (it posts once when
@@ -198,5 +199,52 @@ test('sleeps per answered command: a status file read for its voluntary switches
     assert.ok(whole >= shards, `the process's threads together slept ${whole} times`);
   } finally {
     await sleeper.terminate();
+  }
+});
+
+test('waits for a core per answered command: a schedstat line read for its run-queue wait, and more threads spinning than there are cores counted as waiting in their part', { timeout: 30_000 }, async () => {
+  // run time (ns), run-queue wait (ns), time slices
+  assert.deepEqual(parseSchedstat('3419081223 1183340957 27513\n'), { runNs: 3419081223, waitNs: 1183340957 });
+  assert.throws(() => parseSchedstat('12 x 3\n'), /schedstat/);
+  assert.throws(() => parseSchedstat('-1 5 3\n'), /schedstat/);
+  assert.throws(() => parseSchedstat('12\n'), /schedstat/);
+  // 300 µs and 50 µs waited over 200 answers, in ns; a part that only shrank (a thread gone) counts 0.
+  assert.deepEqual(waitsPerCommand(new Map([['PostgreSQL', 1_000_000], ['gateways', 5_000_000]]), new Map([['PostgreSQL', 61_000_000], ['gateways', 15_000_000], ['shards', 4_000_000]]), 200), {
+    PostgreSQL: 300, gateways: 50, shards: 20,
+  });
+  assert.deepEqual(waitsPerCommand(new Map([['gateways', 9_000]]), new Map([['gateways', 3_000]]), 1), { gateways: 0 });
+  assert.throws(() => waitsPerCommand(new Map(), new Map(), 0), /answered commands/);
+
+  // One thread more than there are cores, each spinning for 300 ms of the clock: at any
+  // moment one of them at least is runnable without a core, so together they wait 300 ms
+  // at least (more when anything else runs).
+  const spinners = Array.from({ length: os.availableParallelism() + 1 }, () =>
+    new Worker(
+      `const { writeFileSync } = require('node:fs');
+       const { parentPort } = require('node:worker_threads');
+       writeFileSync('/proc/thread-self/comm', 'shard-8');
+       parentPort.on('message', () => {
+         const end = Date.now() + 300;
+         while (Date.now() < end);
+         parentPort.postMessage('spun');
+       });
+       parentPort.postMessage('named');`,
+      { eval: true },
+    ),
+  );
+  try {
+    await Promise.all(spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve))));
+    const targets = { venuePid: process.pid, generatorPid: process.pid };
+    const before = sampleWaits(targets);
+    const done = spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve)));
+    for (const worker of spinners) worker.postMessage('spin');
+    await Promise.all(done);
+    const after = sampleWaits(targets);
+    const shardsMs = ((after.get('shards') ?? 0) - (before.get('shards') ?? 0)) / 1e6;
+    assert.ok(shardsMs >= 150, `the spinning shard-named threads waited ${shardsMs} ms for a core`);
+    const wholeMs = ((after.get('generator') ?? 0) - (before.get('generator') ?? 0)) / 1e6;
+    assert.ok(wholeMs >= shardsMs, `the process's threads together waited ${wholeMs} ms`);
+  } finally {
+    await Promise.all(spinners.map((worker) => worker.terminate()));
   }
 });
