@@ -16,7 +16,7 @@ import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
-import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME } from './connection-names.ts';
+import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
@@ -381,7 +381,7 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   holdIngest = true;
   try {
     await flushAll();
-    const client = await connectProjector('venue-rebuild');
+    const client = await connectProjector(REBUILD_APPLICATION_NAME);
     try {
       // Its TRUNCATE waits for every reader of the table, and every later reader waits
       // behind it (PostgreSQL's lock queue): that wait is bounded, then the rebuild fails.
@@ -445,7 +445,7 @@ parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
 });
 
 async function main(): Promise<void> {
-  const client = await connectProjector('venue-start');
+  const client = await connectProjector(START_APPLICATION_NAME);
   const lastCommit = await client.query<{ n: string | null }>(
     'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
   );
@@ -460,7 +460,7 @@ async function main(): Promise<void> {
   // Stale planner statistics made the books' GROUP BY below sort a million rows on disk: the
   // lifecycle table is analyzed at once, on its own connection, beside the loads that do not
   // need it; the other tables the first reads plan on right after, not waited for.
-  const analyzer = connect('venue-start-analyze');
+  const analyzer = connect(`${START_APPLICATION_NAME}-analyze`);
   const analyzed = analyzer.then((reader) => analyzeStale(reader, ['runtime.order_lifecycle_state']));
   void analyzed
     .then(async (first) => [...first, ...(await analyzeStale(await analyzer, STARTUP_TABLES))])
@@ -475,7 +475,7 @@ async function main(): Promise<void> {
   const booksLoaded = analyzed
     .catch(() => [])
     .then(async () => {
-      const reader = await connect('venue-start-books');
+      const reader = await connect(`${START_APPLICATION_NAME}-books`);
       try {
         await books.load(reader);
       } finally {
