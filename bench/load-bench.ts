@@ -122,8 +122,8 @@ async function startBareServer(threads: number, bytes: number): Promise<{ baseUr
 /**
  * A load run and the CPU each part of the machine used over its measured window
  * (bench/load/cpu-use.ts), per 2xx answer, with the times each part's threads slept and
- * the µs they waited for a core per answer; null if the window did not open and close (a run stopped in its warm-up) or
- * nothing was answered.
+ * the µs they waited for a core per answer; null if the window did not open and close (a
+ * run stopped in its warm-up) or nothing was answered.
  */
 async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
   type Edge = { parts: CpuSample; sleeps: CpuSample; waits: CpuSample; machine: MachineSample | null; at: number };
@@ -137,7 +137,7 @@ async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promis
   return { run, cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered), waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered) } };
 }
 
-/** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy); sleeps per answer: gateways 0.05, ..." for the progress output. */
+/** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy); sleeps per answer: gateways 0.05, ...; waited for a core per answer: gateways 80 µs, ..." for the progress output. */
 function cpuLine(cpu: CpuUse | null): string {
   if (cpu === null) return '';
   const parts = Object.entries(cpu.perCommandUs).map(([part, us]) => `${part} ${us} µs`);

@@ -49,8 +49,8 @@ const machineOf = (machine: { busyCores: number; iowaitCores: number; stealCores
 
 /**
  * Where the two cores went in each 2/2 mode's median closed-loop run (CPU per answered
- * command from /proc, bench/load/cpu-use.ts, and how long each part waited for a core), and what the cores would leave the venue
- * and PostgreSQL at the mode's target ratio.
+ * command from /proc, bench/load/cpu-use.ts, and how long each part waited for a core),
+ * and what the cores would leave the venue and PostgreSQL at the mode's target ratio.
  */
 function cpuBudgetLine(l: any): string | null {
   const modes = l?.cpuBudget?.modes;

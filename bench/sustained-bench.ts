@@ -47,7 +47,7 @@ export interface EdgeSample {
   /**
    * The projection backend (the venue's connection named PROJECTOR_APPLICATION_NAME) and its
    * run time and run-queue wait so far (/proc/<pid>/schedstat); null when it was not found or
-   * PostgreSQL is not on this machine.
+   * PostgreSQL is not the venue's embedded server (a DATABASE_URL's pids are another machine's).
    */
   projector: { pid: number; runNs: number; waitNs: number } | null;
 }
@@ -107,7 +107,8 @@ export function sustainedWindows(okPerSlot: number[], slotMs: number, windowMs: 
   return out;
 }
 
-async function edgeSample(baseUrl: string, db: pg.Client): Promise<EdgeSample> {
+/** `localPostgres`: the venue's PostgreSQL runs on this machine (its embedded server), so its pids are this machine's. */
+async function edgeSample(baseUrl: string, db: pg.Client, localPostgres: boolean): Promise<EdgeSample> {
   const [status, wal] = await Promise.all([
     persistenceStatus(baseUrl),
     db.query<{ bytes: string; fpi: string; checkpoints: number; projector: number | null }>(
@@ -118,7 +119,7 @@ async function edgeSample(baseUrl: string, db: pg.Client): Promise<EdgeSample> {
   ]);
   if (status === null) throw new Error('the venue did not answer its persistence status');
   const row = wal.rows[0]!;
-  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints, projector: row.projector === null ? null : schedOf(row.projector) };
+  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints, projector: row.projector === null || !localPostgres ? null : schedOf(row.projector) };
 }
 
 /** A process's run time and run-queue wait, or null when it is not on this machine (or has gone). */
@@ -135,7 +136,7 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
   const windowMs = WINDOW_MS[quick ? 'quick' : 'full'];
   const venue = await startBenchVenue({ PROCESSING_MODE: 'sync-result', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
   try {
-    const { run, edges, autovacuum } = await sustainedRun(venue.baseUrl, venue.databaseUrl, windows, windowMs, quick);
+    const { run, edges, autovacuum } = await sustainedRun(venue.baseUrl, venue.databaseUrl, venue.postgresPid !== null, windows, windowMs, quick);
     const databaseBytes = await databaseSize(venue.databaseUrl);
     console.log(describe(run));
     const each = sustainedWindows(run.okPerSlot, SLOT_MS, windowMs, edges, autovacuum);
@@ -170,7 +171,7 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
 }
 
 /** The closed loop, with the readings at the windows' edges and the autovacuum samples taken beside it. */
-async function sustainedRun(baseUrl: string, databaseUrl: string, windows: number, windowMs: number, quick: boolean) {
+async function sustainedRun(baseUrl: string, databaseUrl: string, localPostgres: boolean, windows: number, windowMs: number, quick: boolean) {
   // Two clients: the edges' readings must not queue behind an autovacuum sample, nor the other way round.
   const edgesDb = new pg.Client({ connectionString: databaseUrl });
   const samplesDb = new pg.Client({ connectionString: databaseUrl });
@@ -205,7 +206,7 @@ async function sustainedRun(baseUrl: string, databaseUrl: string, windows: numbe
           let taken = 0;
           const take = () => {
             if (taken++ > windows) return;
-            track(edgeSample(baseUrl, edgesDb).then((sample) => edges.push(sample)));
+            track(edgeSample(baseUrl, edgesDb, localPostgres).then((sample) => edges.push(sample)));
           };
           take();
           edgeTimer = setInterval(take, windowMs);
@@ -219,7 +220,7 @@ async function sustainedRun(baseUrl: string, databaseUrl: string, windows: numbe
     });
     await Promise.all(pending);
     if (failures.length > 0) throw new Error(`${failures.length} readings beside the sustained load failed, the first: ${failures[0]}`);
-    while (edges.length < windows + 1) edges.push(await edgeSample(baseUrl, edgesDb));
+    while (edges.length < windows + 1) edges.push(await edgeSample(baseUrl, edgesDb, localPostgres));
     edges.length = windows + 1;
     return { run, edges, autovacuum };
   } finally {
