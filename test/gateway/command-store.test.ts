@@ -97,20 +97,32 @@ test('bodies of every size and mix of UTF-8 widths, round and round a small aren
   assert.throws(() => s.setResponse(create(s).index, 200, 'z'.repeat(arenaBytes + 1)), /exceeds the arena/);
 });
 
-/** The resident set of this process, in bytes (Linux). */
-function residentBytes(): number {
-  const line = readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
-  return Number(line.split(/\s+/)[1]) * 1024;
+/**
+ * The resident bytes of each of this process's mappings, by start address (Linux,
+ * /proc/self/smaps). The whole process's resident set is not a fair measure of one
+ * buffer: the garbage collector returns and takes pages meanwhile (one run saw the
+ * process grow by 94.5% of an 80 MiB store that prefault had wholly mapped in).
+ */
+function residentByMapping(): Map<string, number> {
+  const resident = new Map<string, number>();
+  let start = '';
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const range = /^([0-9a-f]+)-[0-9a-f]+ /.exec(line);
+    if (range !== null) start = range[1]!;
+    else if (line.startsWith('Rss:')) resident.set(start, Number(line.split(/\s+/)[1]) * 1024);
+  }
+  return resident;
 }
 
 test('prefault maps every page of a fresh store in and changes nothing in a used one', () => {
   // A fresh 80 MiB store: its pages are not resident until something writes them.
   const bytes = commandStoreBytes(1 << 16, 64 * 1024 * 1024);
   const fresh = store(1 << 16, 64 * 1024 * 1024);
-  const before = residentBytes();
+  const before = residentByMapping();
   fresh.prefault();
-  const grown = residentBytes() - before;
-  assert.ok(grown >= bytes * 0.95, `resident set grew by ${grown} of the store's ${bytes} bytes`);
+  // The store lies in one mapping (its own, or one the kernel merged it into): that mapping grew by the store.
+  const grown = Math.max(...[...residentByMapping()].map(([start, bytesNow]) => bytesNow - (before.get(start) ?? 0)));
+  assert.ok(grown >= bytes * 0.95, `the largest growth of one mapping was ${grown} bytes, of the store's ${bytes}`);
 
   // A used store: records and bodies everywhere, the counters in the first page.
   const s = store(1024, 64 * 1024);
