@@ -1,8 +1,8 @@
 // Entry of every worker thread: loads the real entry module, passed as workerData.entryUrl.
-// A TypeScript entry needs tsx's loader registered in the new thread first (Node 20 does
-// not carry `--import tsx` into workers); the venue's own threads get JavaScript built
-// at start (core/worker-build.ts) and skip it. Thread plumbing only, like ring.ts: no
-// domain code.
+// A TypeScript entry needs tsx's loader registered in the new thread first (spawnWorker
+// starts every worker without the tsx preload flags it would inherit from its parent);
+// the venue's own threads get JavaScript built at start (core/worker-build.ts) and skip
+// it. Thread plumbing only, like ring.ts: no domain code.
 const { workerData } = await import('node:worker_threads');
 if (/\.ts$/.test(workerData.entryUrl)) {
   const { register } = await import('tsx/esm/api');

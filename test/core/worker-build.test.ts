@@ -10,7 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { BUILD_DIR, buildWorkers } from '../../core/worker-build.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { spawnWorker, withoutTsxPreload } from '../../core/worker-spawn.ts';
 import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
 import { MIGRATIONS_DIR } from '../../persistence/migrations.ts';
 
@@ -22,6 +22,7 @@ interface Report {
   migrations: string;
   echo: number;
   stack: string;
+  execArgv: string[];
 }
 
 async function run(entry: URL): Promise<Report> {
@@ -41,6 +42,7 @@ test('a built worker computes the same paths from import.meta.url as under tsx, 
   assert.equal(compiled.principals, DEFAULT_PRINCIPALS_FILE);
   assert.equal(compiled.migrations, MIGRATIONS_DIR);
   assert.deepEqual({ ...compiled, stack: '' }, { ...interpreted, stack: '' });
+  assert.deepEqual(compiled.execArgv, withoutTsxPreload(process.execArgv));
   assert.match(compiled.stack, /fixtures\/module-urls\.worker\.ts:\d+/, compiled.stack);
 });
 
@@ -56,4 +58,26 @@ test('builds of the same sources share one folder, also when they run at once', 
 
 test('entries with the same file name are refused (their bundles would overwrite each other)', async () => {
   await assert.rejects(buildWorkers([ENTRY, new URL('./other/module-urls.worker.ts', ENTRY)]), /distinct file names/);
+});
+
+test('workers start without the tsx preload they would inherit, and keep every other node flag', async () => {
+  // This file runs under `node --import tsx` (npm test): a worker would inherit that flag, and
+  // every module it imports would then go through tsx's loader hooks.
+  assert.ok(process.execArgv.some((flag) => /tsx/.test(flag)), `the test runs without a tsx preload: ${JSON.stringify(process.execArgv)}`);
+  const built = (await buildWorkers([ENTRY])).get(ENTRY.href)!;
+  const report = await run(built);
+  assert.equal(report.echo, 42);
+  assert.deepEqual(report.execArgv.filter((flag) => /tsx/.test(flag)), [], `a tsx flag reached the worker: ${JSON.stringify(report.execArgv)}`);
+
+  assert.deepEqual(withoutTsxPreload(['--import', 'tsx']), []);
+  assert.deepEqual(withoutTsxPreload(['--import=tsx', '--cpu-prof', '--max-old-space-size=4096']), ['--cpu-prof', '--max-old-space-size=4096']);
+  // What the tsx command itself passes to node.
+  assert.deepEqual(
+    withoutTsxPreload(['--require', '/work/x/node_modules/tsx/dist/preflight.cjs', '--import', 'file:///work/x/node_modules/tsx/dist/loader.mjs', '--perf-basic-prof']),
+    ['--perf-basic-prof'],
+  );
+  assert.deepEqual(withoutTsxPreload(['--loader', 'tsx/esm']), []);
+  // Other preloads, and packages whose names merely start with tsx, stay.
+  assert.deepEqual(withoutTsxPreload(['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']), ['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']);
+  assert.deepEqual(withoutTsxPreload(['--import']), ['--import']); // a flag without its value is left for node to refuse
 });
