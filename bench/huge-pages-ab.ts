@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { buildCompareStream, newOurEngine, runOurs } from './lib/engine-compare.ts';
+import { reapAtExit } from './lib/leftovers.ts';
 import { writeResult } from './lib/results.ts';
 
 const HUGE = 'glibc.malloc.hugetlb=1';
@@ -39,7 +40,7 @@ function runChild(cpu: number, hugePages: boolean): Promise<{ median: number; ru
   const env = { ...process.env };
   if (hugePages) env.GLIBC_TUNABLES = HUGE;
   else delete env.GLIBC_TUNABLES;
-  const proc = spawn('taskset', ['-c', String(cpu), process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), '--child'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = reapAtExit(spawn('taskset', ['-c', String(cpu), process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), '--child'], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
   let out = '';
   proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const timer = setTimeout(() => proc.kill('SIGKILL'), CHILD_TIMEOUT_MS);

@@ -17,9 +17,8 @@
 
 import { spawn } from 'node:child_process';
 import pg from 'pg';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, onOffThroughput, runLoad, SLOT_MS, StartGate, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
@@ -31,6 +30,7 @@ import { copyCapacity } from './persistence-bench.ts';
 import { bucketsBetween, percentileOfBuckets } from '../persistence/latency-histogram.ts';
 import { writeResult, RESULTS_DIR } from './lib/results.ts';
 import { writeLatencyPlot } from './lib/plot.ts';
+import { reapAtExit, scratchFolder } from './lib/leftovers.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CONNECTIONS = 64;
@@ -98,7 +98,7 @@ function answerBytes(): number {
 }
 
 async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; pid: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = reapAtExit(spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }));
   const baseUrl = await new Promise<string>((resolve, reject) => {
     let seen = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -381,7 +381,7 @@ async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBenchVenue>>
  * medians of the times to /readyz; every start is in `starts`.
  */
 async function restartBench(orders: number, times: number, crash: { walFraction: number; loadMsMax: number }): Promise<Record<string, unknown>> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-restart-'));
+  const dataDir = scratchFolder('venue-bench-restart-');
   try {
     const env = { PROCESSING_MODE: 'accepted-async', ORDER_CAPACITY: String(Math.max(1 << 21, orders * 2)) };
     const venue = await startBenchVenue(env, dataDir);

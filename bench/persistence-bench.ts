@@ -16,11 +16,9 @@
 // The load generator shares the 2 cores with the venue and PostgreSQL: commands/s is
 // a floor for what the venue can take, not its ceiling (wrk drives it harder).
 
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -33,48 +31,15 @@ import { JournalWriter, type StorageCommit } from '../persistence/journal-writer
 import type { LatencySummary, PersistenceStatus } from '../core/storage-protocol.ts';
 import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { migrate } from '../persistence/migrations.ts';
+import { scratchFolder } from './lib/leftovers.ts';
 import { writeResult } from './lib/results.ts';
+import { startBenchVenue } from './load/venue.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const TOKEN = 'dev-token-trader-a';
 const OPERATOR = 'dev-token-operator';
 const PARTICIPANT = 'a1000000-0000-4000-8000-000000000001';
 const ACCOUNT = 'a2000000-0000-4000-8000-000000000001';
 const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `7c000000-0000-4000-8000-00000000000${k}`);
-
-interface Venue {
-  baseUrl: string;
-  stop(): Promise<void>;
-}
-
-async function startVenue(mode: string, dataDir: string): Promise<Venue> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, PROCESSING_MODE: mode, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let seen = '';
-    const timer = setTimeout(() => reject(new Error(`the venue did not start:\n${seen}`)), 120_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = /venue listening on http:\/\/[^:]+:(\d+)/.exec(seen);
-      if (match !== null) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the venue exited with ${code}:\n${seen}`)));
-  });
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 function getJson<T>(url: string, token: string): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -177,8 +142,7 @@ async function drive(baseUrl: string, seconds: number, maxRequests: number, inFl
 const lagOf = (status: PersistenceStatus) => status.shards.reduce((sum, shard) => sum + shard.projectionLag, 0);
 
 async function measureMode(mode: string, seconds: number, maxRequests: number, inFlight: number): Promise<Record<string, unknown>> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-'));
-  const venue = await startVenue(mode, dataDir);
+  const venue = await startBenchVenue({ PROCESSING_MODE: mode, GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
   try {
     await drive(venue.baseUrl, 1, 2_000, 16); // warm-up: JIT, connections, first pages
     const statusUrl = `${venue.baseUrl}/admin/v1/persistence/status`;
@@ -235,7 +199,6 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
     return figures;
   } finally {
     await venue.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -248,7 +211,7 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
  * storage ceiling, in commands per second.
  */
 export async function copyCapacity(batchSizes: number[], commands: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }[]> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-copy-'));
+  const dataDir = scratchFolder('venue-bench-copy-');
   const server = await startEmbeddedPostgres(dataDir, () => undefined, { template: true });
   try {
     const admin = new pg.Client({ connectionString: server.url });

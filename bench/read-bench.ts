@@ -4,43 +4,15 @@
 // phases (the drop should stay within 10%), and p50/p99 of each read under load.
 // Both loads come from this process over keep-alive connections, on the same 2 cores.
 
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LatencySummary } from '../core/storage-protocol.ts';
 import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { writeResult } from './lib/results.ts';
+import { startBenchVenue } from './load/venue.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const INSTRUMENTS = Array.from({ length: 4 }, (_, k) => `ab000000-0000-4000-8000-00000000000${k}`);
-
-function startVenue(dataDir: string): Promise<{ baseUrl: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = /venue listening on http:\/\/[^:]+:(\d+)/.exec(seen);
-      if (match !== null)
-        resolve({
-          baseUrl: `http://127.0.0.1:${match[1]}`,
-          stop: () =>
-            new Promise((done) => {
-              child.once('exit', () => done());
-              child.kill('SIGTERM');
-            }),
-        });
-    });
-    child.once('exit', (code) => reject(new Error(`the venue exited with ${code}:\n${seen}`)));
-  });
-}
 
 function orderBody(i: number): string {
   const buy = i % 2 === 0;
@@ -115,8 +87,7 @@ export async function runReadBench(quick: boolean): Promise<void> {
   const seconds = quick ? 3 : 8;
   const inFlight = 64;
   const readers = 4;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-reads-'));
-  const venue = await startVenue(dataDir);
+  const venue = await startBenchVenue({ GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
   try {
     await orderLoad(venue.baseUrl, 1, 16); // warm-up, and books to read
     await call(new http.Agent(), new URL('/api/v1/market-data/snapshots', venue.baseUrl), 'POST', 'dev-token-viewer');
@@ -140,7 +111,6 @@ export async function runReadBench(quick: boolean): Promise<void> {
     });
   } finally {
     await venue.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

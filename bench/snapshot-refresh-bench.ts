@@ -7,13 +7,13 @@
 // both must return the same best prices and quantities, and each is timed (median of
 // the repetitions). Writes bench/results/snapshot-refresh.json.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres.ts';
 import { refreshSnapshots } from '../persistence/market-data.ts';
 import { migrate } from '../persistence/migrations.ts';
+import { scratchFolder } from './lib/leftovers.ts';
 import { writeResult } from './lib/results.ts';
 
 const INSTRUMENTS = 8;
@@ -74,7 +74,7 @@ async function addOpenOrders(db: pg.Client, from: number, count: number): Promis
 export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
   const sizes = quick ? [10_000, 100_000] : [10_000, 100_000, 400_000];
   const repetitions = quick ? 3 : 5;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'venue-bench-snapshots-'));
+  const dataDir = scratchFolder('venue-bench-snapshots-');
   const server = await startEmbeddedPostgres(dataDir, () => undefined, { template: true });
   const db = new pg.Client({ connectionString: server.url });
   const results: { openOrders: number; refreshMsMedian: number; windowSumMsMedian: number; sameAnswers: boolean }[] = [];

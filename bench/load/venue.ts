@@ -2,18 +2,19 @@
 // benchmarks: its URL, its database URL (the embedded server it started), a stop.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
-import { childrenOf, statState } from './cpu-use.ts';
+import { postmasterIn, reapAtExit, running, scratchFolder, stopPostgresAtExit } from '../lib/leftovers.ts';
+import { childrenOf } from './cpu-use.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface BenchVenue {
   baseUrl: string;
   databaseUrl: string;
+  /** The venue's DATA_DIR. */
+  dataDir: string;
   child: ChildProcess;
   /** Milliseconds from spawn to /readyz 200. */
   readyMs: number;
@@ -33,13 +34,14 @@ export interface BenchVenue {
 
 /** `nodeArgs`: extra node flags (e.g. --cpu-prof, which NODE_OPTIONS may not carry). */
 export async function startBenchVenue(env: Record<string, string>, dataDir?: string, nodeArgs: string[] = []): Promise<BenchVenue> {
-  const dir = dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'venue-bench-'));
+  const dir = dataDir ?? scratchFolder('venue-bench-');
+  stopPostgresAtExit(dir); // a caller's folder is kept, but not its PostgreSQL
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server.ts'], {
+  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', EMBEDDED_POSTGRES_TEMPLATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let seen = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the venue did not start:\n${seen.slice(-4000)}`)), 300_000);
@@ -79,6 +81,7 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   return {
     baseUrl,
     databaseUrl,
+    dataDir: dir,
     child,
     readyMs,
     postgresPid: env.DATABASE_URL === undefined ? postmasterOf(dir) : null,
@@ -99,23 +102,17 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
             if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error; // a backend that ended since it was listed
           }
         }
-        while (all.some(alive)) await new Promise((resolve) => setTimeout(resolve, 10));
+        while (all.some(running)) await new Promise((resolve) => setTimeout(resolve, 10));
       }
     },
     log: () => seen,
   };
 }
 
-/** The pid of the embedded PostgreSQL running on a venue's data folder (postmaster.pid's first line). */
+/** The pid of the embedded PostgreSQL running on a venue's data folder. */
 function postmasterOf(dataDir: string): number {
-  return Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pid = postmasterIn(dataDir);
+  if (pid === 0) throw new Error(`no PostgreSQL runs on ${dataDir} (no readable postgres/postmaster.pid)`);
+  return pid;
 }
 
-/** Running (a zombie, dead but not yet reaped, is not). */
-function alive(pid: number): boolean {
-  try {
-    return statState(readFileSync(`/proc/${pid}/stat`, 'utf8')) !== 'Z';
-  } catch {
-    return false;
-  }
-}
