@@ -50,7 +50,7 @@ export function scratchFolder(prefix: string): string {
 }
 
 /** An existing folder: at exit, any PostgreSQL running on it is stopped and the folder removed. */
-export function removeAtExit(folder: string): void {
+function removeAtExit(folder: string): void {
   install();
   folders.set(folder, true);
 }
@@ -91,13 +91,27 @@ export function running(pid: number): boolean {
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
-/** Runs the cleanups now (the exit handler; exported for the test of it). */
-export function cleanUpNow(): void {
+/**
+ * Whether `pid` is still the postmaster of `folder`: after a kill -9 the postmaster.pid file
+ * stays, and its pid may since belong to another process, which must not get the signal.
+ */
+function postmasterOf(pid: number, folder: string): boolean {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const at = args.indexOf('-D');
+    return at >= 0 && path.resolve(args[at + 1] ?? '') === path.resolve(folder, 'postgres');
+  } catch {
+    return false;
+  }
+}
+
+/** The exit handler: runs the cleanups at once. */
+function cleanUpNow(): void {
   for (const child of children) if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) signal(child.pid, 'SIGKILL');
   children.clear();
   for (const [folder, remove] of folders) {
     const postmaster = postmasterIn(folder);
-    if (postmaster > 0 && signal(postmaster, 'SIGQUIT')) {
+    if (postmaster > 0 && postmasterOf(postmaster, folder) && signal(postmaster, 'SIGQUIT')) {
       const deadline = Date.now() + POSTGRES_EXIT_WAIT_MS;
       while (running(postmaster) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, 10);
     }
