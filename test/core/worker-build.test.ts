@@ -4,6 +4,7 @@
 // files, and venues building at the same time from one tree share one folder.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -80,4 +81,19 @@ test('workers start without the tsx preload they would inherit, and keep every o
   // Other preloads, and packages whose names merely start with tsx, stay.
   assert.deepEqual(withoutTsxPreload(['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']), ['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']);
   assert.deepEqual(withoutTsxPreload(['--import']), ['--import']); // a flag without its value is left for node to refuse
+});
+
+test('a parent started with V8 flags (which Node refuses in a worker\'s explicit flags) still starts its workers, without the tsx preload', () => {
+  // --max-old-space-size, --expose-gc and --perf-basic-prof act on the whole process: an inherited
+  // list may hold them, an explicit one may not (ERR_WORKER_INVALID_EXEC_ARGV).
+  const fixture = fileURLToPath(new URL('./fixtures/spawn-with-flags.ts', import.meta.url));
+  for (const flags of [['--max-old-space-size=1024'], ['--expose-gc', '--perf-basic-prof', '--enable-source-maps']]) {
+    const run = spawnSync(process.execPath, [...flags, '--import', 'tsx', fixture], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(run.status, 0, `with ${flags.join(' ')}: ${run.stderr.slice(-2000)}`);
+    const report = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { echo: number; execArgv: string[] };
+    assert.equal(report.echo, 7);
+    assert.deepEqual(report.execArgv.filter((flag) => /tsx/.test(flag)), [], `with ${flags.join(' ')}: ${JSON.stringify(report.execArgv)}`);
+    // What a worker may be given is kept.
+    if (flags.includes('--enable-source-maps')) assert.ok(report.execArgv.includes('--enable-source-maps'), JSON.stringify(report.execArgv));
+  }
 });
