@@ -14,7 +14,6 @@
 // the database stops, exit 0.
 
 import { randomInt, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import v8 from 'node:v8';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import pg from 'pg';
@@ -30,6 +29,7 @@ import { buildWorkers } from './core/worker-build.ts';
 import { spawnWorker } from './core/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
+import { claimPort } from './gateway/port-claim.ts';
 import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
 import {
@@ -147,24 +147,6 @@ function ask(port: MessagePort, request: RecoveryRequest, transfer: ArrayBuffer[
   });
 }
 
-/**
- * uWebSockets.js listens with SO_REUSEPORT, so a second venue on a busy port would
- * silently share it with the first: a plain exclusive bind first refuses that. PORT=0
- * takes the free port this bind gets (uWS does not share a port it picked itself).
- */
-function claimPort(host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)),
-    );
-    probe.listen({ host, port, exclusive: true }, () => {
-      const bound = (probe.address() as { port: number }).port;
-      probe.close(() => resolve(bound));
-    });
-  });
-}
-
 async function until(condition: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
   while (!condition()) {
@@ -175,7 +157,8 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }): Promise<Venue> {
   verifyShardMap();
-  const port = await claimPort(config.host, config.port);
+  const claim = await claimPort(config.host, config.port); // held until the gateways listen: see gateway/port-claim.ts
+  const port = claim.port;
   const principals = Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
   const principalIds = principals.list.map((principal) => principal.principalId);
   // Compiled beside the database's start; awaited before the migrations.
@@ -246,6 +229,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     //     the replay reached and starts writing
     //   read thread: loads its books
     // then the re-drive, then the gateways' tables learn what storage holds.
+    await claim.release();
     const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {

@@ -1,0 +1,37 @@
+// The venue's HTTP port, claimed before anything else starts and held until the gateways
+// listen on it.
+//
+// uWebSockets.js listens with SO_REUSEPORT, so a second venue on a busy port would
+// silently share it with the first: a plain exclusive bind first refuses that. PORT=0
+// takes the free port this bind gets (uWS does not share a port it picked itself).
+//
+// The bind is held (unref'ed: it never keeps the process up) until release(), which the
+// start calls just before the gateway threads listen. Closing it at once left the port
+// free while the embedded PostgreSQL picked a free port of its own, and the kernel may
+// hand out the port just released: in one crash-loop run PostgreSQL took the venue's
+// port and the gateways could not listen ("gateway 0 cannot listen").
+
+import { createServer } from 'node:net';
+
+export interface PortClaim {
+  port: number;
+  /** Frees the port for the gateways; idempotent. */
+  release(): Promise<void>;
+}
+
+export function claimPort(host: string, port: number): Promise<PortClaim> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)),
+    );
+    probe.listen({ host, port, exclusive: true }, () => {
+      probe.unref();
+      let released: Promise<void> | null = null;
+      resolve({
+        port: (probe.address() as { port: number }).port,
+        release: () => (released ??= new Promise<void>((done) => probe.close(() => done()))),
+      });
+    });
+  });
+}
