@@ -21,7 +21,10 @@ export interface PortClaim {
 
 export function claimPort(host: string, port: number): Promise<PortClaim> {
   return new Promise((resolve, reject) => {
-    const probe = createServer();
+    // A client that connects while the port is held (a probe of /readyz during the start) is
+    // cut off at once, as a refused connection would be: kept open, it would also hold up
+    // close(), whose callback waits for every connection to end, and with it the start.
+    const probe = createServer((socket) => socket.destroy());
     probe.once('error', (error: NodeJS.ErrnoException) =>
       reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)),
     );

@@ -3,7 +3,7 @@
 // its own) can be handed the same port; a busy port is refused; release frees it.
 
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { test } from 'node:test';
 import { claimPort } from '../../gateway/port-claim.ts';
 
@@ -35,8 +35,20 @@ test('a claimed port stays bound until released, a busy one is refused, and rele
   }
   await Promise.all(others.map((other) => ('close' in other ? other.close() : undefined)));
 
+  // A client that connects meanwhile (a /readyz probe during the start) is cut off, and does not hold up the release.
+  const client = connect({ host: '127.0.0.1', port: claim.port });
+  const ended = await new Promise<string>((resolve) => {
+    client.once('close', () => resolve('closed'));
+    client.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+    client.setTimeout(5_000, () => resolve('still open after 5 s'));
+  });
+  assert.notEqual(ended, 'still open after 5 s');
+  const parked = connect({ host: '127.0.0.1', port: claim.port }); // left as it is: release must not wait for it
+  parked.on('error', () => undefined);
+
   await claim.release();
   await claim.release(); // idempotent
+  parked.destroy();
   const after = await listen(claim.port);
   assert.ok('close' in after, `the port stayed busy after release: ${(after as Error).message}`);
   await after.close();
