@@ -8,7 +8,7 @@
 //    captured command reached the journal once, the books (lifecycle projection, depth
 //    view, matching itself) equal an independent replay of the committed history,
 //    trading goes on. The checks live in test/support/crash-checks.ts, shared with the
-//    crash loop (test/faults/crash-loop.test.ts).
+//    crash loop (test/0-endurance/crash-loop.test.ts).
 
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // What a test that kills the venue (SIGKILL) checks once it restarted on the same data,
 // shared by test/e2e/recovery.test.ts (one kill per mode) and
-// test/faults/crash-loop.test.ts (a kill per cycle, many cycles):
+// test/0-endurance/crash-loop.test.ts (a kill per cycle, many cycles):
 //  - a seeded mixed load (submits on instruments of both shards, crossing, hidden, IOC,
 //    cancels and modifies of earlier orders, both traders), sent until the kill;
 //  - every acknowledged command terminal with its original answer, replays byte for byte;

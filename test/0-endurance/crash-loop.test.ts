@@ -22,7 +22,7 @@
 //
 // Replaying a failure: the test prints the master seed and each cycle's seed (the
 // failure message names both). `CRASH_SEED=<master> CRASH_CYCLES=<n> node --import tsx
-// --test test/faults/crash-loop.test.ts` draws the same loads, modes and kill points
+// --test test/0-endurance/crash-loop.test.ts` draws the same loads, modes and kill points
 // again (timing still decides which requests were answered before each kill).
 
 import assert from 'node:assert/strict';
