@@ -86,6 +86,10 @@ export class VenueProcess {
         COMMAND_STORE_RECORDS: '65536',
         COMMAND_STORE_ARENA_BYTES: String(32 * 1024 * 1024),
         SHARED_TABLE_BUCKETS: '65536',
+        // 256 KiB per key filter, rated for 209,715 keys (the default 16 MiB each): every
+        // graceful stop adds the tables' keys to the filters and saves them to DATA_DIR, which
+        // took 0.35 s of each test venue's stop and 0.3 s of CPU with the default's 64 MiB.
+        KEY_FILTER_BITS: String(1 << 21),
         LOG_LEVEL: 'info',
         DATA_DIR: dataDir,
         EMBEDDED_POSTGRES_TEMPLATE: 'true', // a fresh cluster copied, not initdb'd: 0.6-1 s less per start
