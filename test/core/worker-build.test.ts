@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BUILD_DIR, buildWorkers } from '../../core/worker-build.ts';
+import { Worker } from 'node:worker_threads';
+import { BUILD_DIR, buildWorkers, workerBuilds } from '../../core/worker-build.ts';
 import { spawnWorker, withoutTsxPreload } from '../../core/worker-spawn.ts';
 import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
 import { MIGRATIONS_DIR } from '../../persistence/migrations.ts';
@@ -55,6 +56,48 @@ test('builds of the same sources share one folder, also when they run at once', 
   assert.deepEqual(readdirSync(folder), ['module-urls.worker.mjs']);
   assert.deepEqual(readdirSync(BUILD_DIR).filter((name) => name.startsWith(`.tmp-${process.pid}-`)), [], 'a temporary folder was left behind');
   assert.equal((await run(new URL([...hrefs][0]!))).echo, 42);
+});
+
+test('a start whose sources are unchanged uses the last build without compiling; a changed source, or a removed build, is compiled again', async (t) => {
+  // Sources of their own (in a folder under the project, so that node_modules resolves), changed by the test.
+  const dir = fileURLToPath(new URL(`./fixtures/.build-probe-${process.pid}/`, import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const entry = new URL(`file://${dir}probe.worker.ts`);
+  writeFileSync(fileURLToPath(entry), "import { parentPort } from 'node:worker_threads';\nimport { VALUE } from './value.ts';\nparentPort!.postMessage(VALUE);\n");
+  const setValue = (value: number) => writeFileSync(`${dir}value.ts`, `export const VALUE: number = ${value};\n`);
+  const valueOf = async (url: URL) => {
+    const worker = new Worker(url);
+    const [value] = (await once(worker, 'message')) as [number];
+    await worker.terminate();
+    return value;
+  };
+  const build = async () => {
+    const before = { ...workerBuilds };
+    const url = (await buildWorkers([entry])).get(entry.href)!;
+    return { url, compiled: workerBuilds.compiled - before.compiled, reused: workerBuilds.reused - before.reused };
+  };
+
+  setValue(1);
+  const first = await build();
+  assert.deepEqual([first.compiled, first.reused], [1, 0]);
+  assert.equal(await valueOf(first.url), 1);
+  const again = await build();
+  assert.deepEqual([again.compiled, again.reused], [0, 1], 'unchanged sources were compiled again');
+  assert.equal(again.url.href, first.url.href);
+
+  setValue(2); // an imported module changes: the bundle must follow
+  const changed = await build();
+  assert.deepEqual([changed.compiled, changed.reused], [1, 0], 'a changed source was not compiled again');
+  assert.notEqual(changed.url.href, first.url.href);
+  assert.equal(await valueOf(changed.url), 2);
+  assert.deepEqual([(await build()).reused], [1]);
+
+  rmSync(path.dirname(fileURLToPath(changed.url)), { recursive: true }); // the build's folder removed (as stale, or by hand)
+  const rebuilt = await build();
+  assert.deepEqual([rebuilt.compiled, rebuilt.reused], [1, 0]);
+  assert.equal(rebuilt.url.href, changed.url.href);
+  assert.equal(await valueOf(rebuilt.url), 2);
 });
 
 test('entries with the same file name are refused (their bundles would overwrite each other)', async () => {
