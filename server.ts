@@ -284,6 +284,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       if (note === null || note === undefined || note.sequence > journalEnd[shardId]!) return null;
       return { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
     };
+    const checkpointFrom = (shardId: number): number => {
+      const note = checkpointNotes[shardId];
+      return note === null || note === undefined || note.sequence > journalEnd[shardId]! ? 0 : note.sequence;
+    };
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     const checkpointing = config.dataDir !== '' && config.engineCheckpointCommands > 0;
     const bufferChannels = Array.from({ length: checkpointing ? config.matchingShards : 0 }, () => new MessageChannel());
@@ -303,6 +307,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         recoveryPort: recoveryChannels[shardId]!.port2,
         snapshot: shardSnapshot(shardId),
         checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
+        checkpointFrom: checkpointFrom(shardId),
         checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
       const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];

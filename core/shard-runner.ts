@@ -142,6 +142,11 @@ export class ShardRunner {
     }
   }
 
+  /** Sets how many commands the engine holds since the checkpoint a crash would start from (before run()). */
+  countTowardCheckpoint(commands: number): void {
+    this.sinceCheckpoint = Math.max(0, commands);
+  }
+
   /** Between two batches (every result published): unless the last one is still being written. */
   private takeCheckpoint(): void {
     if (Atomics.compareExchange(this.control, SHARD_CHECKPOINT_WORD, 0, 1) !== 0) return;

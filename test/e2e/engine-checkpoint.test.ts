@@ -147,6 +147,49 @@ test('a checkpoint is named only once its journal is durable; a crash before tha
   });
 });
 
+test('the commands a start replays or restores count toward the next checkpoint, after a crash and after a graceful stop', async (t) => {
+  // Counted from the start instead, a venue restarted more often than every
+  // ENGINE_CHECKPOINT_COMMANDS commands never took a checkpoint again, and each crash replayed
+  // more than the one before. Shard 0 only, one command per batch (sequential sync-result bids),
+  // so each checkpoint comes exactly every 100 commands of its journal.
+  const dir = dataDir();
+  const env = { DATA_DIR: dir, PROCESSING_MODE: 'sync-result', ENGINE_CHECKPOINT_COMMANDS: '100' };
+  let venue = await VenueProcess.start(env);
+  const instrumentId = INSTRUMENTS.find((id) => shardOf(uuidWords(id), 0, SHARDS) === 0)!;
+  let sentBids = 0;
+  const bid = async (count: number) => {
+    for (let k = 0; k < count; k++, sentBids++) {
+      const body = submitBody({ instrumentId, side: 'BUY', price: String(10 + (sentBids % 30)), quantity: '1' });
+      assert.equal((await venue.order('/api/v1/orders/submit', body, { mode: 'sync-result' })).status, 200);
+    }
+  };
+  const namedAt = async (sequence: number, what: string) => {
+    const url = await storageUrl(dir); // the venue's PostgreSQL, on a new port after each start
+    const note = await until(async () => {
+      const named = (await withClient(url, (client) => readCheckpointNotes(client, SHARDS)))[0];
+      return named !== null && named !== undefined && named.sequence >= sequence ? named : null;
+    }, `${what}: shard 0's checkpoint at ${sequence}`, 15_000);
+    assert.equal(note.sequence, sequence, what);
+  };
+
+  await stopAfter(() => venue, async () => {
+    await bid(150);
+    await namedAt(100, 'the first 150 commands');
+    await venue.kill();
+    venue = await VenueProcess.start(env); // replays 101-150 after the checkpoint at 100
+    assert.equal(booksLine(venue.log)[0], 'checkpoint at 100, then the journal to 150');
+    await bid(60); // 110 commands since the named checkpoint, 60 of them since the start
+    await namedAt(200, 'after a crash, 50 replayed and 60 new commands');
+    await bid(30);
+    assert.equal(await venue.stop(), 0); // the engine saved at 230 (the folder is the test's: kept); the named checkpoint is at 200
+    venue = await VenueProcess.start(env);
+    assert.equal(booksLine(venue.log)[0], 'saved at the last stop');
+    await bid(70); // 100 since the named checkpoint, 70 of them since the start
+    await namedAt(300, 'after a graceful stop, 30 restored and 70 new commands');
+    t.diagnostic(`bids sent: ${sentBids}`);
+  });
+});
+
 function statOrNull(file: string) {
   try {
     return statSync(file);

@@ -57,6 +57,7 @@ export class ShardHarness {
       recoveryPort: null,
       snapshot: null,
       checkpointCommands: 0,
+      checkpointFrom: 0,
       checkpointBuffers: null,
     };
     this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data });
