@@ -380,7 +380,7 @@ async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBenchVenue>>
  * is scanned, what was taken but never journaled is re-driven). The figures are the
  * medians of the times to /readyz; every start is in `starts`.
  */
-async function restartBench(orders: number, times: number, crash: { walFraction: number; loadMsMax: number }): Promise<Record<string, unknown>> {
+export async function restartBench(orders: number, times: number, crash: { walFraction: number; loadMsMax: number }): Promise<Record<string, unknown>> {
   const dataDir = scratchFolder('venue-bench-restart-');
   try {
     const env = { PROCESSING_MODE: 'accepted-async', ORDER_CAPACITY: String(Math.max(1 << 21, orders * 2)) };
