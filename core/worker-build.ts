@@ -109,10 +109,8 @@ export async function buildWorkers(entries: readonly URL[]): Promise<Map<string,
   const key = sha256(JSON.stringify({ options, esbuild: esbuildPackage.version, tsconfig: sha256(readFileSync(path.join(ROOT, 'tsconfig.json'))) })).slice(0, 16);
   const indexFile = path.join(BUILD_DIR, `inputs-${key}.json`);
   const earlier = reusable(indexFile, names);
-  if (earlier !== null) {
+  if (earlier !== null && touched([earlier, indexFile])) {
     workerBuilds.reused++;
-    const now = new Date();
-    for (const used of [earlier, indexFile]) utimesSync(used, now, now); // in use: not stale (removeStale)
     return urlsIn(earlier);
   }
 
@@ -143,6 +141,17 @@ export async function buildWorkers(entries: readonly URL[]): Promise<Map<string,
   writeAtomically(indexFile, JSON.stringify({ folder: path.basename(dir), inputs } satisfies BuildIndex));
   removeStale([dir, indexFile]);
   return urlsIn(dir);
+}
+
+/** Marks a build in use (not stale for removeStale); false if it was removed meanwhile (then it is built again). */
+function touched(paths: readonly string[]): boolean {
+  const now = new Date();
+  try {
+    for (const used of paths) utimesSync(used, now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function exists(dir: string): boolean {
