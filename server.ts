@@ -229,7 +229,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     //     the replay reached and starts writing
     //   read thread: loads its books
     // then the re-drive, then the gateways' tables learn what storage holds.
-    await claim.release();
     const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {
@@ -246,8 +245,15 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
     }
     // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
+    // The port's claim is let go when the first gateway is about to listen (its `bind`), not
+    // before the threads start: the port is free only for a message's round trip.
     await Promise.all(
       venue.gateways.map(async (worker, gatewayId) => {
+        const asked = await once<GatewayMessage>(worker, (m) => m.type === 'bind' || m.type === 'error', `gateway ${gatewayId}`);
+        if (asked.type === 'error') throw new Error(asked.message);
+        await claim.release();
+        worker.postMessage({ type: 'listen' });
+        logger.debug({ gatewayId }, 'the port claim let go: the gateway listens');
         const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
         if (message.type === 'error') throw new Error(message.message);
       }),

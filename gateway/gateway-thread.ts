@@ -29,7 +29,8 @@ export interface GatewayThreadData {
   adminPort: MessagePort;
 }
 
-export type GatewayMessage = { type: 'ready'; gatewayId: number; port: number } | { type: 'drained'; gatewayId: number } | { type: 'error'; message: string };
+/** `bind`: ready to listen, waiting for the main thread to let go of the port's claim (gateway/port-claim.ts), which then sends `listen`. */
+export type GatewayMessage = { type: 'bind'; gatewayId: number } | { type: 'ready'; gatewayId: number; port: number } | { type: 'drained'; gatewayId: number } | { type: 'error'; message: string };
 
 const DRAIN_TIMEOUT_MS = 15_000;
 
@@ -85,7 +86,11 @@ function stopListening(): void {
 
 const prefaultMs = flow.prefaultStore();
 logger.debug({ ms: Math.round(prefaultMs) }, 'command store mapped in');
-listen(true);
+// The main thread holds the port (an exclusive bind) until a gateway is this close to
+// listening: released earlier, before the threads started and mapped their stores (about
+// half a second), any socket of the machine could be given the port meanwhile (an outgoing
+// connection's local port, another server asking for a free one) and the start failed.
+parentPort!.postMessage({ type: 'bind', gatewayId } satisfies GatewayMessage);
 
 async function resultLoop(): Promise<void> {
   while (running) {
@@ -112,6 +117,10 @@ resultLoop().catch((error: unknown) => {
 });
 
 parentPort!.on('message', (message: { type: string; accepting?: boolean }) => {
+  if (message.type === 'listen') {
+    listen(true);
+    return;
+  }
   if (message.type === 'accepting') {
     // The connection guard: at the limit new connections are refused by the kernel (no
     // listen socket); those open are served as before.
