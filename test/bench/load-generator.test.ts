@@ -156,12 +156,15 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
   const server = await countingServer((path) => (path.includes('/trades/') ? 150 : 0));
   const paths = server.getPaths;
   try {
+    // 64 connections, where about 6 are busy at a time (40 tape reads a second, 150 ms each): with
+    // 16, a stall of the test's process beside the suite's other lanes (the crash loop's CPU) let
+    // 31 reads wait for a connection in one run, which queuedBehind below counts.
     const result = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 16, warmupMs: 0, durationMs: 1_000,
+      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 64, warmupMs: 0, durationMs: 1_000,
       role: 'reads', ratePerSecond: 160, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads',
     });
-    // 160 due in the second, all answered: a closed loop on 16 connections would send about
-    // 16 / (0.15 s / 4 + a little) = 400 a second here, and fewer the slower the tape.
+    // 160 due in the second, all answered: a closed loop on 64 connections would send about
+    // 64 / (0.15 s / 4 + a little) = 1,600 a second here, and fewer the slower the tape.
     assert.equal(result.statuses['200'], 160);
     assert.deepEqual(result.kinds, { snapshot: 40, depth: 40, tape: 40, healthz: 40 });
     const kindOf = (path: string) => (path === '/healthz' ? 'healthz' : path.includes('/snapshots/') ? 'snapshot' : path.includes('/depth/') ? 'depth' : path.includes('/trades/') ? 'tape' : path);
