@@ -157,7 +157,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }): Promise<Venue> {
   verifyShardMap();
-  const claim = await claimPort(config.host, config.port); // held until the gateways listen: see gateway/port-claim.ts
+  const claim = await claimPort(config.host, config.port); // held until the first gateway is about to listen: see gateway/port-claim.ts
   const port = claim.port;
   const principals = Principals.load(config.principalsFile); // fail fast on a bad file, before any thread starts
   const principalIds = principals.list.map((principal) => principal.principalId);
@@ -284,15 +284,15 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const books = config.dataDir === '' ? 'no DATA_DIR' : await takeSnapshotNote(client, BOOK_SNAPSHOT_SETTING, config.matchingShards);
     const checkpointNotes = config.dataDir === '' ? [] : await readCheckpointNotes(client, config.matchingShards);
     const journalEnd = typeof books === 'string' ? journalSequences(await storageMark(client, config.matchingShards)) : journalSequences(books.mark);
+    // The checkpoint the database names for a shard, if the journal reaches it: what a crash would start from.
+    const usableCheckpoint = (shardId: number) => {
+      const note = checkpointNotes[shardId];
+      return note === null || note === undefined || note.sequence > journalEnd[shardId]! ? null : note;
+    };
     const shardSnapshot = (shardId: number): ShardThreadData['snapshot'] => {
       if (typeof books !== 'string') return { file: engineSnapshotPath(config.dataDir, shardId), token: books.token, sequence: journalEnd[shardId]!, source: 'stop' };
-      const note = checkpointNotes[shardId];
-      if (note === null || note === undefined || note.sequence > journalEnd[shardId]!) return null;
-      return { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
-    };
-    const checkpointFrom = (shardId: number): number => {
-      const note = checkpointNotes[shardId];
-      return note === null || note === undefined || note.sequence > journalEnd[shardId]! ? 0 : note.sequence;
+      const note = usableCheckpoint(shardId);
+      return note === null ? null : { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
     };
     const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
     const checkpointing = config.dataDir !== '' && config.engineCheckpointCommands > 0;
@@ -313,7 +313,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         recoveryPort: recoveryChannels[shardId]!.port2,
         snapshot: shardSnapshot(shardId),
         checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
-        checkpointFrom: checkpointFrom(shardId),
+        checkpointFrom: usableCheckpoint(shardId)?.sequence ?? 0,
         checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
       const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];

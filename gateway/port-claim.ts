@@ -1,12 +1,14 @@
-// The venue's HTTP port, claimed before anything else starts and held until the gateways
-// listen on it.
+// The venue's HTTP port, claimed before anything else starts and held until a gateway
+// is about to listen on it.
 //
 // uWebSockets.js listens with SO_REUSEPORT, so a second venue on a busy port would
 // silently share it with the first: a plain exclusive bind first refuses that. PORT=0
 // takes the free port this bind gets (uWS does not share a port it picked itself).
 //
 // The bind is held (unref'ed: it never keeps the process up) until release(), which the
-// start calls just before the gateway threads listen. Closing it at once left the port
+// start calls when the first gateway thread says it is about to listen (its `bind`
+// message; the port is then free for 1-2 ms). Released before the gateway threads started,
+// it was free for about half a second, and one test venue lost it. Closing it at once left the port
 // free while the embedded PostgreSQL picked a free port of its own, and the kernel may
 // hand out the port just released: in one crash-loop run PostgreSQL took the venue's
 // port and the gateways could not listen ("gateway 0 cannot listen").
