@@ -176,7 +176,7 @@ export async function runCoreBench(quick: boolean): Promise<void> {
     'one command at a time': new StreamRunner(stream, 1),
     [`prefetch, batches of ${SHARD_PREFETCH_BATCH}`]: new StreamRunner(stream, SHARD_PREFETCH_BATCH),
   };
-  const bench = new Bench({ name: 'matching core', time: quick ? 1000 : 6000, warmupTime: quick ? 200 : 1000 });
+  const bench = new Bench({ name: 'matching core', time: quick ? 500 : 6000, warmupTime: quick ? 100 : 1000 });
   for (const [name, runner] of Object.entries(runners)) {
     bench.add(name, () => runner.runChunk(), { beforeEach: () => runner.resetIfDone() });
   }

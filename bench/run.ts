@@ -31,7 +31,7 @@ await timed('snapshot refresh', () => runSnapshotRefreshBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
 if (!quick) await timed('reads', () => runReadBench(quick));
 await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
-// Last: minutes of load on one venue (4 in a full run, 6 s in a quick one), the trend the short runs cannot show.
+// Last: minutes of load on one venue (4 minutes in a full run, 4 s in a quick one), the trend the short runs cannot show.
 await timed('sustained load', () => runSustainedBench(quick));
 writeSummary();
 console.log(`-- all benchmarks: ${((performance.now() - started) / 1000).toFixed(1)} s${quick ? ' (quick)' : ''}`);

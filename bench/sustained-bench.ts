@@ -27,9 +27,9 @@ import { persistenceStatus } from './load-bench.ts';
 import { parseSchedstat } from './load/cpu-use.ts';
 import { PROJECTOR_APPLICATION_NAME } from '../persistence/connection-names.ts';
 
-/** Windows of the run and their length: 4 minutes in a full run, 6 s in a quick one (the path exercised, no trend). */
+/** Windows of the run and their length: 4 minutes in a full run, 4 s in a quick one (the path exercised, no trend). */
 const WINDOWS = { full: 8, quick: 2 };
-const WINDOW_MS = { full: 30_000, quick: 3_000 };
+const WINDOW_MS = { full: 30_000, quick: 2_000 };
 const CONNECTIONS = 64;
 const LOAD_THREADS = 2;
 /** The projection lag target (issue 7), for the count of windows above it. */
