@@ -351,7 +351,7 @@ async function walSinceCheckpoint(databaseUrl: string): Promise<{ bytes: number;
  * then the venue and its PostgreSQL are killed (kill -9) with the load still running,
  * and the load stops.
  */
-async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBenchVenue>>, walFraction: number, loadMsMax: number, seed: number) {
+export async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBenchVenue>>, walFraction: number, loadMsMax: number, seed: number) {
   const stop = new AbortController();
   const started = performance.now();
   const load = runLoad({
