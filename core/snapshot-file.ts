@@ -17,8 +17,13 @@ const CHUNK_BYTES = 8 << 20;
  * this many (fdatasync), instead of leaving them dirty in the page cache: the kernel would
  * write a 40-64 MiB file back in one go about 30 s later, and PostgreSQL's WAL flushes, which
  * every durable answer waits for, would queue behind it on the device (60 ms here at 1.1 GB/s).
+ * 8 MiB (about 7 ms of the device) rather than 1: each fdatasync waits for the filesystem's
+ * journal and the device's cache flush, which PostgreSQL's WAL and checkpointer keep busy
+ * under load, and at 1 MiB an engine checkpoint of 40-80 MB took 0.4-1.8 s to write under a
+ * closed loop (5.5 s in a fill of a million orders); 8 MiB halved that, with the latencies of
+ * an open loop beside frequent saves unchanged (bench/NOTES.md, "Saves flushed every 8 MiB").
  */
-const FLUSH_BYTES = 1 << 20;
+const FLUSH_BYTES = 8 << 20;
 
 /** The magic, the header's length and the header. */
 function filePrefix(magic: string, header: object): Buffer {

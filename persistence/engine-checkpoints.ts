@@ -120,6 +120,9 @@ export class EngineCheckpoints {
 
   take(message: ShardCheckpoint): void {
     const { capture, shardId } = message;
+    // Said when taken as well as when noted: the pause is the shard's stall, and a crash
+    // between the two (the write under load can take seconds) shows which one was in flight.
+    this.options.logger.info({ shard: shardId, sequence: capture.header.sequence, bytes: capture.bytes, pauseMs: message.pauseMs }, 'engine checkpoint taken');
     if (capture.bytes > capture.body.byteLength * 0.6) this.sendBuffer(shardId, capture.bytes * 2);
     const done = this.write(message).finally(() => {
       Atomics.store(new Int32Array(this.options.shardControls[message.shardId]!), SHARD_CHECKPOINT_WORD, 0);
