@@ -23,7 +23,8 @@ const CHUNK_BYTES = 8 << 20;
  * closed loop (5.5 s in a fill of a million orders); 8 MiB halved that, with the latencies of
  * an open loop beside frequent saves unchanged (bench/NOTES.md, "Saves flushed every 8 MiB").
  */
-const FLUSH_BYTES = 8 << 20;
+export const SNAPSHOT_FLUSH_BYTES = 8 << 20;
+const FLUSH_BYTES = SNAPSHOT_FLUSH_BYTES;
 
 /** The magic, the header's length and the header. */
 function filePrefix(magic: string, header: object): Buffer {

@@ -1,5 +1,5 @@
 // The files saved for the next start (core/snapshot-file.ts): what is written reads back
-// whole, and a save while running hands its bytes to the disk as it goes (a MiB at a time)
+// whole, and a save while running hands its bytes to the disk as it goes (8 MiB at a time)
 // instead of leaving tens of MiB dirty for the kernel to write back in one burst later,
 // which PostgreSQL's WAL flushes would queue behind.
 
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { SnapshotFileReader, writeSnapshotFileAsync } from '../../core/snapshot-file.ts';
+import { SNAPSHOT_FLUSH_BYTES, SnapshotFileReader, writeSnapshotFileAsync } from '../../core/snapshot-file.ts';
 
 /** Seeded bytes, so that a mix-up of sections or offsets shows. */
 function bytes(length: number, seed: number): Uint8Array {
@@ -40,22 +40,23 @@ async function sizesAtDatasyncs(dir: string, run: () => Promise<void>): Promise<
 }
 
 for (const changing of [false, true]) {
-  test(`a save while running (${changing ? 'sections written meanwhile' : 'still sections'}) reads back whole and is flushed a MiB at a time as it is written`, async () => {
+  test(`a save while running (${changing ? 'sections written meanwhile' : 'still sections'}) reads back whole and is flushed ${SNAPSHOT_FLUSH_BYTES >> 20} MiB at a time as it is written`, async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'venue-snapshot-file-'));
     try {
       const file = path.join(dir, 'saved.bin');
-      // 3.5 MiB in three sections that straddle the MiB boundaries.
-      const sections = [bytes(1_500_000, 1), bytes(7, 2), bytes(2_170_000, 3)];
+      // 3.5 flushes' worth in three sections that straddle the flush boundaries.
+      const flush = SNAPSHOT_FLUSH_BYTES;
+      const sections = [bytes(Math.round(1.43 * flush), 1), bytes(7, 2), bytes(Math.round(2.07 * flush), 3)];
       const total = sections.reduce((sum, section) => sum + section.byteLength, 0);
       let written = 0;
       const sizes = await sizesAtDatasyncs(dir, async () => {
         written = await writeSnapshotFileAsync(file, 'TEST', { shape: 'three sections' }, sections, changing);
       });
       const flushes = sizes.length;
-      assert.ok(flushes >= Math.floor(total / (1 << 20)) && flushes <= Math.ceil(total / (1 << 20)) + 1, `${flushes} flushes for ${total} bytes`);
-      // As it is written: each flush comes after about a MiB more, never the whole file at the end.
+      assert.ok(flushes >= Math.floor(total / flush) && flushes <= Math.ceil(total / flush) + 1, `${flushes} flushes for ${total} bytes`);
+      // As it is written: each flush comes after about `flush` bytes more, never the whole file at the end.
       const steps = sizes.map((size, k) => size - (k === 0 ? 0 : sizes[k - 1]!));
-      assert.ok(steps.every((step) => step >= 1 << 20 && step < 2 << 20), `sizes at the flushes: ${sizes.join(', ')}`);
+      assert.ok(steps.every((step) => step >= flush && step < 2 * flush), `sizes at the flushes: ${sizes.join(', ')}`);
       const reader = SnapshotFileReader.open(file, 'TEST', 'a test file', 1024);
       assert.ok(typeof reader !== 'string', String(reader));
       try {
