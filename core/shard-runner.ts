@@ -66,9 +66,10 @@ export interface ShardRunnerOptions {
   batch?: number;
   /**
    * A checkpoint of the engine every `commands` commands (while none is being written):
-   * `take` copies what it needs before it returns, between two batches. Null: none.
+   * `take` copies what it needs before it returns, between two batches, or returns false
+   * to be asked again after the next batch (it is not ready: its buffer is on its way). Null: none.
    */
-  checkpoint?: { commands: number; take: (batch: number) => void } | null;
+  checkpoint?: { commands: number; take: (batch: number) => boolean } | null;
 }
 
 /** A ring this shard writes, with what it wrote and has not published yet. */
@@ -95,7 +96,7 @@ export class ShardRunner {
   private readonly batchMax: number;
   private readonly idleSleepMs: number;
   private batch: number;
-  private readonly checkpoint: { commands: number; take: (batch: number) => void } | null;
+  private readonly checkpoint: { commands: number; take: (batch: number) => boolean } | null;
   private sinceCheckpoint = 0;
   /** A one-slot buffer the replay and re-drive paths run commands from. */
   private readonly scratch = new SlotBuffer();
@@ -150,13 +151,15 @@ export class ShardRunner {
   /** Between two batches (every result published): unless the last one is still being written. */
   private takeCheckpoint(): void {
     if (Atomics.compareExchange(this.control, SHARD_CHECKPOINT_WORD, 0, 1) !== 0) return;
-    this.sinceCheckpoint = 0;
+    let taken: boolean;
     try {
-      this.checkpoint!.take(this.batch);
+      taken = this.checkpoint!.take(this.batch);
     } catch (error) {
       Atomics.store(this.control, SHARD_CHECKPOINT_WORD, 0);
       throw error;
     }
+    if (taken) this.sinceCheckpoint = 0;
+    else Atomics.store(this.control, SHARD_CHECKPOINT_WORD, 0); // still due: asked again after the next batch
   }
 
   /** One pass over every command ring; returns the commands processed. */

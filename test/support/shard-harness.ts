@@ -1,7 +1,7 @@
 // Runs a real shard thread and plays one gateway against it: writes command slots
 // into its ring and collects the result groups. Used by the shard thread tests.
 
-import type { Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import { COMMAND_SLOT_BYTES, encodeCommand, type CommandInput } from '../../core/command-slot.ts';
 import { Doorbell } from '../../core/doorbell.ts';
 import { ResultReader } from '../../core/result-reader.ts';
@@ -17,6 +17,14 @@ export interface ResultGroup {
   events: ResultEvent[];
 }
 
+export interface HarnessOptions {
+  commandSlots?: number;
+  resultSlots?: number;
+  orderCapacity?: number;
+  /** Checkpoints of the engine while running (the thread's 'checkpoint' messages), the buffers for them sent on `buffers`' other end. */
+  checkpoint?: { commands: number; buffers: MessagePort; bufferWaitMs: number };
+}
+
 export class ShardHarness {
   readonly worker: Worker;
   readonly control: Int32Array;
@@ -27,7 +35,7 @@ export class ShardHarness {
   private nextToken = 1;
   private readonly done = new Map<number, ResultGroup>();
 
-  static async start(options: { commandSlots?: number; resultSlots?: number; orderCapacity?: number } = {}): Promise<ShardHarness> {
+  static async start(options: HarnessOptions = {}): Promise<ShardHarness> {
     const harness = new ShardHarness(options);
     await new Promise<void>((resolve, reject) => {
       harness.worker.once('message', () => resolve());
@@ -36,7 +44,7 @@ export class ShardHarness {
     return harness;
   }
 
-  private constructor(options: { commandSlots?: number; resultSlots?: number; orderCapacity?: number }) {
+  private constructor(options: HarnessOptions) {
     const commandRing = createRingBuffer(COMMAND_SLOT_BYTES, options.commandSlots ?? 64);
     const resultRing = createRingBuffer(RESULT_RECORD_BYTES, options.resultSlots ?? 256);
     const doorbell = Doorbell.create();
@@ -56,11 +64,13 @@ export class ShardHarness {
       control,
       recoveryPort: null,
       snapshot: null,
-      checkpointCommands: 0,
+      checkpointCommands: options.checkpoint?.commands ?? 0,
       checkpointFrom: 0,
-      checkpointBuffers: null,
+      checkpointBuffers: options.checkpoint?.buffers ?? null,
+      ...(options.checkpoint === undefined ? {} : { checkpointBufferWaitMs: options.checkpoint.bufferWaitMs }),
     };
-    this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data });
+    const transferList = data.checkpointBuffers === null ? [] : [data.checkpointBuffers];
+    this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data }, { transferList });
     this.control = new Int32Array(control);
     this.commands = new RingProducer(commandRing, COMMAND_SLOT_BYTES);
     this.results = new ResultReader(resultRing);
