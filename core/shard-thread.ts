@@ -153,10 +153,17 @@ const runner = new ShardRunner({
           commands: data.checkpointCommands,
           take: (lastBatch) => {
             const started = performance.now();
-            for (let m = receive(); m !== undefined; m = receive()) copies = m.message as SharedArrayBuffer;
+            let received = false;
+            for (let m = receive(); m !== undefined; m = receive()) {
+              copies = m.message as SharedArrayBuffer;
+              received = true;
+            }
+            // Asked again after every batch while it waits: the state's size is measured only when a buffer came.
+            const waitMs = data.checkpointBufferWaitMs ?? CHECKPOINT_BUFFER_WAIT_MS;
+            if (bufferAwaitedSince !== 0 && !received && started - bufferAwaitedSince < waitMs) return false;
             if (data.checkpointBuffers !== null && (copies === null || copies.byteLength < engineStateBytes(engine))) {
               if (bufferAwaitedSince === 0) bufferAwaitedSince = started;
-              if (started - bufferAwaitedSince < (data.checkpointBufferWaitMs ?? CHECKPOINT_BUFFER_WAIT_MS)) return false;
+              if (started - bufferAwaitedSince < waitMs) return false;
             }
             bufferAwaitedSince = 0;
             const capture = captureEngine(engine, '', data.shardId, lastBatch, (bytes) =>
