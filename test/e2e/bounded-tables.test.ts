@@ -15,11 +15,20 @@ import { uuidWords } from '../../core/uuid.ts';
 import { clientOrderDigest, wordsOf } from '../../gateway/keys.ts';
 import { cancelBody, cancelByClientOrderBody, submitBody, TOKENS, stopAfter, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 import { assertShape } from '../support/response-schemas.ts';
+import { inParallel } from '../support/crash-checks.ts';
 
 const INSTRUMENT = '8d000000-0000-4000-8000-000000000001';
 const dir = VenueProcess.makeDataDir();
 after(() => VenueProcess.removeDataDir(dir));
 const FILTER_BITS = 1 << 20;
+/**
+ * Requests in flight at once where their order does not matter: a durable answer waits
+ * for its group commit, so one at a time paid a commit per command (these tests took a
+ * minute each); sixteen share them.
+ */
+const IN_FLIGHT = 16;
+/** 0, 1, … n-1. */
+const upTo = (n: number): number[] => Array.from({ length: n }, (_, k) => k);
 
 /**
  * The key filters the last save wrote (a graceful stop, or a checkpoint while running),
@@ -70,26 +79,25 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
   let venue = await VenueProcess.start(env);
   const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
   await stopAfter(() => venue, async () => {
-    for (let k = 0; k < 300; k++) {
+    await inParallel(upTo(300), IN_FLIGHT, async (k) => {
       const body = submitBody({ instrumentId: INSTRUMENT, side: k % 2 === 0 ? 'BUY' : 'SELL', price: k % 2 === 0 ? '10' : '11', quantity: '1' });
       const key = `bounded-${k}`;
       const answer = await venue.order('/api/v1/orders/submit', body, { key });
       assert.equal(answer.status, 200);
-      sent.push({ body, key, answer });
-    }
+      sent[k] = { body, key, answer };
+    });
     const checkOld = async (label: string) => {
       // Every command: the two tables forget independently, so some keys are forgotten while
       // their commandId is still remembered (a replay must not turn into a commandId conflict).
-      for (let k = 0; k < 300; k++) {
-        const { body, key, answer } = sent[k]!;
+      await inParallel(sent, IN_FLIGHT, async ({ body, key, answer }) => {
         const replay = await venue.order('/api/v1/orders/submit', body, { key });
-        assert.deepEqual([replay.status, replay.text], [200, answer.text], `${label}: command ${k} replays its original answer`);
+        assert.deepEqual([replay.status, replay.text], [200, answer.text], `${label}: command ${key} replays its original answer`);
         const other = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT }), { key });
         assert.equal(other.status, 409, `${label}: its key with another payload is a conflict`);
         const reusedId = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), commandId: body.commandId }, { key: `${key}-again` });
         assert.equal(reusedId.status, 409, `${label}: its commandId under another key is a conflict`);
         assert.match(reusedId.json.error, /commandId/);
-      }
+      });
       const fresh = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, price: '5' }));
       assert.equal(fresh.status, 200, `${label}: new commands are still taken`);
     };
@@ -115,22 +123,22 @@ test('a tiny table forgets, storage remembers: replays and conflicts hold across
 
     // After a crash the filters saved at the stop still serve, with the keys of every command taken after it.
     const crashed: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
-    for (let k = 0; k < 150; k++) {
+    await inParallel(upTo(150), IN_FLIGHT, async (k) => {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '3', quantity: '1' });
       const key = `crashed-${k}`;
       const answer = await venue.order('/api/v1/orders/submit', body, { key });
       assert.equal(answer.status, 200);
       crashed.push({ body, key, answer });
-    }
+    });
     await venue.kill();
     const crash = await everyStoredKeyIsSaved(dir);
     assert.deepEqual(crash, { mark: stop.mark, takenAfter: 151 }, 'the stop\'s mark; after it the fresh command and the 150 of the crashed run');
     venue = await VenueProcess.start(env);
     assert.ok(venue.log.includes(`"storedKeys":-1,"storedOrders":-1,"takenAfter":151,"keyFilters":"saved at ${stop.mark}"`), 'no scan of storage');
-    for (const { body, key, answer } of crashed) {
+    await inParallel(crashed, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], 'a command of the crashed run replays its original answer');
-    }
+    });
   });
 });
 
@@ -142,10 +150,10 @@ test('the order directory forgets, storage remembers: a reused orderId on anothe
     const elsewhere = instrumentOn(1);
     const first = submitBody({ instrumentId: home, side: 'BUY', price: '10', quantity: '1' });
     assert.equal((await venue.order('/api/v1/orders/submit', first)).status, 200);
-    for (let k = 0; k < 300; k++) {
+    await inParallel(upTo(300), IN_FLIGHT, async () => {
       const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: home, side: 'BUY', price: '9', quantity: '1' }));
       assert.equal(answer.status, 200);
-    }
+    });
     // The first orderId left the directory long ago; the shard of `elsewhere` never saw it.
     const reused = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: elsewhere, side: 'SELL', price: '11', quantity: '1' }), orderId: first.orderId });
     assert.equal(reused.status, 200);
@@ -181,12 +189,12 @@ test('the clientOrderId table forgets, storage remembers: an open order\'s clien
   await stopAfter(() => venue, async () => {
     const instrumentId = instrumentOn(0);
     const resting: Record<string, unknown>[] = [];
-    for (let k = 0; k < 300; k++) {
+    await inParallel(upTo(300), IN_FLIGHT, async (k) => {
       const body = submitBody({ instrumentId, side: 'BUY', price: '9', quantity: '1', clientOrderId: `held-${k}` });
       const answer = await venue.order('/api/v1/orders/submit', body);
       assert.ok(answer.json.outcome.accepted !== undefined, answer.text);
-      resting.push(body);
-    }
+      resting[k] = body;
+    });
     const check = async (label: string, k: number) => {
       // The claims of the first orders left the table long ago; the orders are still open.
       const reused = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '8', quantity: '1', clientOrderId: `held-${k}` }));
@@ -222,13 +230,13 @@ test('past their rated load the key filters still give no wrong answer (old comm
   const venue = await VenueProcess.start({ DATA_DIR: tinyDir, SHARED_TABLE_BUCKETS: '16', KEY_FILTER_BITS: '1024' });
   const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
   await stopAfter(() => venue, async () => {
-    for (let k = 0; k < 300; k++) {
+    await inParallel(upTo(300), IN_FLIGHT, async (k) => {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' });
       const key = `overload-${k}`;
       const answer = await venue.order('/api/v1/orders/submit', body, { key });
       assert.equal(answer.status, 200, answer.text);
-      sent.push({ body, key, answer });
-    }
+      sent[k] = { body, key, answer };
+    });
     const warnings = async () => {
       for (let waited = 0; ; waited += 50) {
         const found = venue.log.split('\n').filter((line) => line.includes('a key filter holds more keys than it is rated for'));
@@ -239,10 +247,10 @@ test('past their rated load the key filters still give no wrong answer (old comm
     const first = await warnings();
     assert.deepEqual(first.map((w) => w.filter).sort(), ['commandIds', 'idempotency', 'orderIds'], 'each filter says it once');
     for (const warning of first) assert.ok(warning.ratedKeys === 102 && warning.added > 102, JSON.stringify(warning));
-    for (const { body, key, answer } of sent) {
+    await inParallel(sent, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);
-    }
+    });
     const reused = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' }), orderId: sent[0]!.body.orderId });
     assert.equal(reused.json.outcome.rejected?.code, 'DUPLICATE_ORDER_ID', reused.text);
     const fresh = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '7', quantity: '1' }));
@@ -273,10 +281,10 @@ test('past their rated load the key filters still give no wrong answer (old comm
   await stopAfter(() => restarted, async () => {
     assert.equal(sized.keyFilterBits, 8192);
     assert.match(sized.msg, /key filters sized for the stored keys/);
-    for (const { body, key, answer } of sent) {
+    await inParallel(sent, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await restarted.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer after the restart`);
-    }
+    });
     // 300 replays take far longer than the 50 ms between the watch's looks: filters of 1024
     // bits holding these keys would have warned by now.
     assert.doesNotMatch(restarted.log, /a key filter holds more keys than it is rated for/);
@@ -308,13 +316,13 @@ test('after a crash with the projections behind the journal, the commands the st
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE runtime.command_log IN ACCESS EXCLUSIVE MODE');
     const behind: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
-    for (let k = 0; k < 100; k++) {
+    await inParallel(upTo(100), IN_FLIGHT, async (k) => {
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '3', quantity: '1' });
       const key = `behind-${k}`;
       const answer = await venue.order('/api/v1/orders/submit', body, { key });
       assert.equal(answer.status, 200, answer.text);
       behind.push({ body, key, answer });
-    }
+    });
     const lag = await venue.get('/admin/v1/persistence/status', TOKENS.operator);
     assert.ok((lag.json as { shards: { projectionLag: number }[] }).shards.some((shard) => shard.projectionLag > 0), 'the projections are behind at the crash');
     await venue.kill();
@@ -327,12 +335,12 @@ test('after a crash with the projections behind the journal, the commands the st
     assert.equal(passes.length, 1, 'one pass over storage');
     assert.match(venue.log, /"remembered":\d+,"storedKeys":\d+,"storedOrders":\d+,"takenAfter":-1,"keyFilters":"scanned \(no saved key filters noted in the database\)"/);
     assert.match(venue.log, /"commands":100,"orders":100,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
-    for (const { body, key, answer } of behind) {
+    await inParallel(behind, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);
       const reusedId = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), commandId: body.commandId }, { key: `${key}-again` });
       assert.equal(reusedId.status, 409, `${key}: its commandId under another key is a conflict`);
-    }
+    });
     await venue.untilProjected();
     await withClient((await embeddedUrl(crashDir))!, async (client) => {
       const rows = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM runtime.command_log');
@@ -349,18 +357,18 @@ test('while running, the key filters are saved every KEY_FILTER_CHECKPOINT_COMMA
   await stopAfter(() => venue, async () => {
     const sent: { body: Record<string, unknown>; key: string; answer: HttpAnswer }[] = [];
     const saves = () => venue.log.match(/key filters saved \(a checkpoint while running\)/g)?.length ?? 0;
-    for (let k = 0; k < 400; k++) {
+    const send = async (k: number) => {
       // Resting orders, some with a clientOrderId (its claim is in the fourth table and filter).
       const body = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '2', quantity: '1', ...(k % 3 === 0 ? { clientOrderId: `kept-${k}` } : {}) });
       const key = `checkpointed-${k}`;
       const answer = await venue.order('/api/v1/orders/submit', body, { key });
       assert.equal(answer.status, 200, answer.text);
-      sent.push({ body, key, answer });
-      if (k === 299) {
-        const deadline = Date.now() + 10_000;
-        while (saves() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
+      sent[k] = { body, key, answer };
+    };
+    await inParallel(upTo(300), IN_FLIGHT, send);
+    const deadline = Date.now() + 10_000;
+    while (saves() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await inParallel(upTo(100).map((k) => 300 + k), IN_FLIGHT, send);
     assert.ok(saves() >= 3, `saved while running (${saves()} times)`);
     await venue.kill();
     const saved = await everyStoredKeyIsSaved(checkpointDir);
@@ -368,7 +376,7 @@ test('while running, the key filters are saved every KEY_FILTER_CHECKPOINT_COMMA
 
     venue = await VenueProcess.start(env);
     assert.ok(venue.log.includes(`"storedKeys":-1,"storedOrders":-1,"takenAfter":${saved.takenAfter},"keyFilters":"saved at ${saved.mark}"`), 'the save and the records after it, no scan');
-    for (const { body, key, answer } of sent) {
+    await inParallel(sent, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);
       const reusedId = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), commandId: body.commandId }, { key: `${key}-again` });
@@ -379,6 +387,6 @@ test('while running, the key filters are saved every KEY_FILTER_CHECKPOINT_COMMA
         const reusedClientOrder = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: INSTRUMENT }), clientOrderId: body.clientOrderId });
         assert.equal(reusedClientOrder.json.outcome.rejected?.code, 'DUPLICATE_CLIENT_ORDER_ID', `${key}: its clientOrderId is held by an open order`);
       }
-    }
+    });
   }, { after: () => VenueProcess.removeDataDir(checkpointDir) });
 });
