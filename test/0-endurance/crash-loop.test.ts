@@ -163,6 +163,7 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
         }
         const cycleStart = Date.now();
         const burst = await sendUntilKilled(venue, load, { concurrency, ...trigger });
+        const killedAt = Date.now();
         totals.kills++;
         totals.killsMidLoad += burst.killedMidLoad ? 1 : 0;
         totals.inFlightAtKills += burst.inFlightAtKill;
@@ -170,6 +171,7 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
 
         // The restart, then every check over everything acknowledged so far.
         venue = await VenueProcess.start(env);
+        const restartedAt = Date.now();
         assert.equal((await venue.get('/readyz')).status, 200);
         assert.deepEqual((await venue.get('/api/v1/venue/session', TOKENS.traderA)).json, session, 'a restart keeps the session');
         const acknowledged = all.filter(isAcknowledged);
@@ -179,6 +181,7 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
         await assertReplaysRepeat(venue, replayed);
         const unanswered = await assertUnansweredNeverStuck(venue, load.slice(0, burst.sent).filter((command) => !isAcknowledged(command)));
         await venue.untilProjected();
+        const answersCheckedAt = Date.now();
         const url = await embeddedUrl(dir);
         assert.ok(url !== null);
         const settles = cycle % SETTLE_EVERY === 0;
@@ -211,7 +214,7 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
             `, unacknowledged ${unanswered.terminal} captured + ${unanswered.unknown} never; restart re-drove ${recovered(/"commands":(\d+)[^\n]*re-driven/)}` +
             `; checked ${acknowledged.length} acknowledged, replayed ${replayed.length}; ${trades} trades, ${books.resting} resting` +
             (settles ? `; swept ${books.swept} sides, settled (${settled.at(-1)!.factCount} facts)` : '') +
-            ` (${Date.now() - cycleStart} ms)`,
+            ` (${Date.now() - cycleStart} ms: load ${killedAt - cycleStart}, restart ${restartedAt - killedAt}, answers ${answersCheckedAt - restartedAt}, storage and books ${Date.now() - answersCheckedAt})`,
         );
       } catch (error) {
         if (error instanceof Error) error.message = `cycle ${cycle} (CRASH_SEED=${MASTER_SEED}, cycle seed ${seed}): ${error.message}`;
