@@ -39,6 +39,12 @@ export interface LoadOptions {
   window?: { opened(): void; closed(): void };
   /** Open loop: on for this long, then off for as long, in turn, from the window's start (worker.ts; 0 or unset: always on). */
   onOffMs?: number;
+  /**
+   * Open loop: requests fall due in groups of this many at one instant, a group every
+   * burst / ratePerSecond seconds (the rate unchanged; 1 or unset: each on its own). Latency
+   * still counts from when each request was due.
+   */
+  burst?: number;
   /** Runs started at once with the same gate start together: their windows, seconds and slots are the same spans. */
   startGate?: StartGate;
 }
@@ -209,6 +215,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   if (!(Number.isFinite(onOffMs) && onOffMs >= 0) || (onOffMs > 0 && !(options.ratePerSecond > 0))) {
     throw new RangeError(`on and off phases are for an open loop (a rate above 0), of 0 ms or more; got ${onOffMs} ms at ${options.ratePerSecond}/s`);
   }
+  const burst = options.burst ?? 1;
+  if (!(Number.isInteger(burst) && burst >= 1) || (burst > 1 && !(options.ratePerSecond > 0 && burst <= options.connections))) {
+    throw new RangeError(`a burst is a whole number of requests, 1 or more; above 1 only in an open loop, and at most a thread's connections (${options.connections}); got ${burst}`);
+  }
   const session = await venueSession(options.baseUrl);
   const entry = await workerModule();
   const completed = new Array<number>(options.threads).fill(0);
@@ -262,6 +272,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         pauseMs: options.pauseMs ?? 0,
         phase: k / options.threads,
         onOffMs,
+        burst,
         slotMs: SLOT_MS,
         seed: options.seed * 1000 + k,
         session,
@@ -394,6 +405,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     warmupMs: 1000,
     durationMs: Number(arg('seconds', '10')) * 1000,
     ratePerSecond: Number(arg('rate', '0')),
+    burst: Number(arg('burst', '1')),
     seed: Number(arg('seed', '1')),
     parseAnswers: arg('parse', 'yes') === 'yes',
     record: false,

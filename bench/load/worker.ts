@@ -46,6 +46,8 @@ export interface WorkerOptions {
    * (okPerSlot), so the throughput with reads and without is compared second by second.
    */
   onOffMs: number;
+  /** Open loop: requests due together in groups of this many, a group every burst intervals (1: each on its own). */
+  burst: number;
   /** The slot of okPerSlot, in ms. */
   slotMs: number;
   /** Keep each answered command for the verification (bounded by maxRecorded). */
@@ -213,6 +215,9 @@ function nextOnAt(at: number): number {
 async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) => Promise<void>): Promise<void> {
   const intervalMs = 1000 / options.ratePerSecond;
   const first = started + options.phase * intervalMs;
+  const burst = options.burst;
+  /** When request n falls due: its group's instant. */
+  const dueOf = (n: number): number => first + (n - (n % burst)) * intervalMs;
   let sent = 0;
   const queue: number[] = []; // due times waiting for a free connection
   await new Promise<void>((resolve) => {
@@ -229,8 +234,8 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
     const tick = () => {
       const now = performance.now();
       const end = Math.min(now, deadline);
-      while (first + sent * intervalMs <= end) {
-        const dueAt = first + sent * intervalMs;
+      while (dueOf(sent) <= end) {
+        const dueAt = dueOf(sent);
         sent++;
         if (!loadOn(dueAt)) continue;
         if (idle.length === 0) queuedBehind += dueAt >= measureFrom ? 1 : 0;
@@ -240,7 +245,8 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
       pump();
       // While the load is off the thread sleeps until its next on phase, so that an off phase
       // carries none of the load's work (its wake-ups included).
-      if (now < deadline) setTimeout(tick, loadOn(now) ? 1 : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
+      // Grouped, the thread sleeps until the next group is due (a tick each ms would be most of its wake-ups).
+      if (now < deadline) setTimeout(tick, loadOn(now) ? (burst === 1 ? 1 : Math.max(1, dueOf(sent) - now)) : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
       else {
         const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();

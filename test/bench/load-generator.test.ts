@@ -127,6 +127,34 @@ test("an open loop's threads take turns: started together, each sends half an in
   }
 });
 
+test('an open loop in bursts: requests fall due in groups at one instant, the rate unchanged; bursts are refused for a closed loop and beyond the connections', { timeout: 30_000 }, async () => {
+  const server = await countingServer();
+  try {
+    // 50 a second in groups of 5: a group every 100 ms (without bursts, one every 20 ms).
+    const result = await runLoad({
+      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 1_000,
+      ratePerSecond: 50, burst: 5, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'bursts',
+    });
+    assert.equal(result.statuses['200'], 50, 'every request due in the second answered');
+    // The arrivals split where more than 40 ms passed: groups of 5, about 100 ms apart. A
+    // stall of this process beside the suite's other lanes may send two groups together, so
+    // most groups, not all, must be whole and alone.
+    const groups: number[] = [1];
+    for (let k = 1; k < server.posts.length; k++) {
+      if (server.posts[k]! - server.posts[k - 1]! > 40) groups.push(1);
+      else groups[groups.length - 1]!++;
+    }
+    assert.ok(groups.filter((size) => size === 5).length >= 8, `groups of 5: ${groups.join(' ')}`);
+    const closed = { baseUrl: server.baseUrl, mode: null, threads: 1, connections: 4, warmupMs: 0, durationMs: 100, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'refused' };
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 0, burst: 2 }), /above 1 only in an open loop/);
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 10, burst: 5 }), /at most a thread's connections \(4\)/);
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 10, burst: 1.5 }), /a whole number of requests/);
+    await assert.rejects(runLoad({ ...closed, ratePerSecond: 10, burst: 0 }), /a whole number of requests/);
+  } finally {
+    await server.close();
+  }
+});
+
 test('a paced closed loop waits between an answer and the next request, and its latencies leave the pause out', { timeout: 30_000 }, async () => {
   const server = await countingServer();
   try {
