@@ -90,6 +90,40 @@ test('addKeysTo since a stamp: only the entries written since (new keys, rewritt
   for (let n = 200; n < 230; n++) assert.equal(wrapped.mightContain(keyOf(n), 0), n >= 210, `key ${n} across the wrap`);
 });
 
+test('addKeysTo reads only the groups of 8 buckets a write reached: an entry planted in an unwritten group is not seen, one planted beside a written key is', () => {
+  // The layout of core/shared-key-table.ts with 2 extra words: a 16-word header, buckets of
+  // a 16-word lock line and 8 entries of 9 words (used, stamp, 4 key words, value, extras),
+  // then a written word per 8 buckets.
+  const buckets = 64;
+  const bucketWords = 16 + 8 * 9;
+  const writtenAt = 16 + buckets * bucketWords;
+  const t = table(buckets);
+  const words = t.words;
+  assert.equal(words.length, writtenAt + buckets / 8);
+  assert.deepEqual([...words.subarray(writtenAt)], [0, 0, 0, 0, 0, 0, 0, 0], 'nothing written yet');
+  t.insertIfAbsent(keyOf(1), 0, 1);
+  const marked = [...words.subarray(writtenAt)];
+  assert.equal(marked.reduce((a, b) => a + b, 0), 1, `one group marked by the insert: ${marked.join(' ')}`);
+  const group = marked.indexOf(1);
+  // An entry in use with key 77 in the first bucket of another group, and key 78 in the last
+  // bucket of the marked group (its last entry: the insert took the first of its own bucket).
+  const plant = (bucket: number, n: number) => {
+    const entry = 16 + bucket * bucketWords + 16 + 7 * 9;
+    words[entry] = 1;
+    words[entry + 1] = t.stamp;
+    words.set(keyOf(n), entry + 2);
+  };
+  plant(((group + 1) % 8) * 8, 77);
+  plant(group * 8 + 7, 78);
+  const filter = new KeyFilter(createKeyFilter(1 << 16));
+  assert.equal(t.addKeysTo(filter), 2);
+  assert.ok(filter.mightContain(keyOf(1), 0) && filter.mightContain(keyOf(78), 0), 'the written group is read, every bucket of it');
+  assert.equal(filter.mightContain(keyOf(77), 0), false, 'a group no write reached is passed over');
+  // Removing the key leaves its group marked: later writes there are found without a new mark.
+  assert.ok(t.remove(keyOf(1), 0, 1));
+  assert.equal(words[writtenAt + group], 1);
+});
+
 test('three threads racing to insert the same 20,000 keys: exactly one wins each key, all agree', async () => {
   const shape = { bucketCount: 65536, extraWords: 1 }; // roomy: no bucket overflows, so no eviction
   const buffer = createSharedKeyTable(shape);
