@@ -59,8 +59,8 @@ interface BuildIndex {
   inputs: Record<string, string>;
 }
 
-/** The folder of an earlier build of the same entries whose every source is unchanged, or null. */
-function reusable(indexFile: string, names: readonly string[]): string | null {
+/** An earlier build of the same entries whose every source is unchanged, or null. */
+function reusable(indexFile: string, names: readonly string[]): { dir: string; inputs: Record<string, string> } | null {
   let index: BuildIndex;
   try {
     index = JSON.parse(readFileSync(indexFile, 'utf8')) as BuildIndex;
@@ -75,7 +75,7 @@ function reusable(indexFile: string, names: readonly string[]): string | null {
   } catch {
     return null; // a source removed, or the folder removed as stale
   }
-  return dir;
+  return { dir, inputs: index.inputs };
 }
 
 /** Writes a file whole or not at all (a start reading it meanwhile sees the old one or the new one). */
@@ -87,6 +87,11 @@ function writeAtomically(file: string, text: string): void {
 
 /** Builds the entries; returns the built module's URL for each entry URL (by href). */
 export async function buildWorkers(entries: readonly URL[]): Promise<Map<string, URL>> {
+  return (await buildEntries(entries)).urls;
+}
+
+/** Builds the entries: the built module's URL for each entry URL (by href), and the hash of every file the build read. */
+async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string, URL>; inputs: Record<string, string> }> {
   const names = entries.map((entry) => path.basename(fileURLToPath(entry), '.ts'));
   if (new Set(names).size !== names.length) throw new Error(`worker entries need distinct file names: ${names.join(', ')}`);
   const urlsIn = (dir: string) => new Map(entries.map((entry, k) => [entry.href, pathToFileURL(path.join(dir, `${names[k]}.mjs`))]));
@@ -109,9 +114,9 @@ export async function buildWorkers(entries: readonly URL[]): Promise<Map<string,
   const key = sha256(JSON.stringify({ options, esbuild: esbuildPackage.version, tsconfig: sha256(readFileSync(path.join(ROOT, 'tsconfig.json'))) })).slice(0, 16);
   const indexFile = path.join(BUILD_DIR, `inputs-${key}.json`);
   const earlier = reusable(indexFile, names);
-  if (earlier !== null && touched([earlier, indexFile])) {
+  if (earlier !== null && touched([earlier.dir, indexFile])) {
     workerBuilds.reused++;
-    return urlsIn(earlier);
+    return { urls: urlsIn(earlier.dir), inputs: earlier.inputs };
   }
 
   const read = new Map<string, string>();
@@ -139,8 +144,29 @@ export async function buildWorkers(entries: readonly URL[]): Promise<Map<string,
     }
   }
   writeAtomically(indexFile, JSON.stringify({ folder: path.basename(dir), inputs } satisfies BuildIndex));
-  removeStale([dir, indexFile]);
-  return urlsIn(dir);
+  removeStale([dir, indexFile, MAIN_BUILD]);
+  return { urls: urlsIn(dir), inputs };
+}
+
+/** The venue's main module (the main thread's entry), which core/venue-start.mjs runs. */
+export const MAIN_ENTRY = new URL('../server.ts', import.meta.url);
+/** Where core/venue-start.mjs finds the built main module: a BuildIndex whose inputs also hold what decides the build but is not in the bundle. */
+export const MAIN_BUILD = path.join(BUILD_DIR, 'main.json');
+
+/**
+ * Builds server.ts (as the workers are, one bundle) and names it in MAIN_BUILD for
+ * core/venue-start.mjs, which runs it when every input is unchanged and runs this (through
+ * core/build-main.ts) otherwise. Besides the bundle's sources, the inputs hold tsconfig.json
+ * and esbuild's package.json (a change of either builds again), and core/worker-build.ts
+ * itself is among the sources (so a change of the build options is too).
+ */
+export async function buildMain(): Promise<URL> {
+  const { urls, inputs } = await buildEntries([MAIN_ENTRY]);
+  const main = urls.get(MAIN_ENTRY.href)!;
+  const decides = [path.join(ROOT, 'tsconfig.json'), path.join(ROOT, 'node_modules/esbuild/package.json')];
+  const all = { ...inputs, ...Object.fromEntries(decides.map((file) => [file, sha256(readFileSync(file))])) };
+  writeAtomically(MAIN_BUILD, JSON.stringify({ folder: path.basename(path.dirname(fileURLToPath(main))), inputs: all } satisfies BuildIndex));
+  return main;
 }
 
 /** Marks a build in use (not stale for removeStale); false if it was removed meanwhile (then it is built again). */

@@ -37,7 +37,7 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const dir = dataDir ?? scratchFolder('venue-bench-');
   stopPostgresAtExit(dir); // a caller's folder is kept, but not its PostgreSQL
   const started = performance.now();
-  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server.ts'], {
+  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, 'core/venue-start.mjs'], { // as npm start runs it
     cwd: ROOT,
     env: { ...process.env, PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', EMBEDDED_POSTGRES_TEMPLATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

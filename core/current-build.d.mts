@@ -1,0 +1,2 @@
+/** See core/current-build.mjs. */
+export function currentBuild(indexFile: string, module: string): string | null;

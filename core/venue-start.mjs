@@ -1,0 +1,27 @@
+// `npm start`, and the venues the tests and benchmarks start: runs server.ts compiled to
+// JavaScript (core/worker-build.ts, as the worker threads already are), so that this
+// process runs no tsx loader. Under tsx the main thread resolved and compiled its
+// TypeScript through tsx's loader-hooks thread: about 0.5 CPU-seconds and 11,000 page
+// faults more per start on two cores, measured with the test venues (bench/NOTES.md).
+//
+// The build is current when every file it was built from is unchanged (about 5 ms to
+// check); otherwise `node --import tsx core/build-main.ts` builds it first (a second or
+// so, once per change of the sources). Source maps are on, as in the worker threads, so
+// stack traces name the TypeScript files.
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { currentBuild } from './current-build.mjs';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const MAIN_BUILD = path.join(ROOT, '.build', 'main.json'); // core/worker-build.ts MAIN_BUILD
+const MODULE = 'server.mjs';
+
+let main = currentBuild(MAIN_BUILD, MODULE);
+if (main === null) {
+  execFileSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'core', 'build-main.ts')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  main = currentBuild(MAIN_BUILD, MODULE);
+  if (main === null) throw new Error(`core/build-main.ts ran, but ${MAIN_BUILD} names no current build of server.ts`);
+}
+process.setSourceMapsEnabled(true);
+await import(pathToFileURL(main).href);
