@@ -246,7 +246,7 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
       // While the load is off the thread sleeps until its next on phase, so that an off phase
       // carries none of the load's work (its wake-ups included).
       // Grouped, the thread sleeps until the next group is due (a tick each ms would be most of its wake-ups).
-      if (now < deadline) setTimeout(tick, loadOn(now) ? (burst === 1 ? 1 : Math.max(1, dueOf(sent) - now)) : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
+      if (now < deadline) setTimeout(tick, loadOn(now) ? (burst === 1 ? 1 : Math.max(1, Math.min(dueOf(sent), deadline) - now)) : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
       else {
         const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();
