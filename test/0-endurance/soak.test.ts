@@ -1,7 +1,8 @@
 // Resource bounds under a sustained load: the venue runs an open-loop order load
 // (bench/load's generator: submits around a moving mid, cancels of its own resting
 // orders, crossing orders, modifies) for SOAK_SECONDS (default 300), due SOAK_BURST
-// (default 10) at a time, while its resident memory is sampled every second. Memory must stop growing once the venue is warm
+// (default 30) at a time, while its resident memory is sampled every second. Memory must
+// stop growing once the venue is warm
 // (the last quarter's peak within 10% + 16 MiB of the second quarter's), every queue
 // must report a high-water mark within its capacity, and the load must verify against
 // the database (nothing acknowledged lost, no trade lost or duplicated, books balanced).

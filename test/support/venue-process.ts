@@ -249,9 +249,10 @@ export class VenueProcess {
 
   /** kill -9: no shutdown at all (the embedded database is left running; the next start on this data stops it). */
   async kill(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGKILL');
-    await once(this.child, 'exit');
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGKILL'); // with the requests in flight still open: they die with the venue
+      await once(this.child, 'exit');
+    }
     this.agent.destroy();
   }
 }
