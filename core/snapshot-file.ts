@@ -24,7 +24,6 @@ const CHUNK_BYTES = 8 << 20;
  * an open loop beside frequent saves unchanged (bench/NOTES.md, "Saves flushed every 8 MiB").
  */
 export const SNAPSHOT_FLUSH_BYTES = 8 << 20;
-const FLUSH_BYTES = SNAPSHOT_FLUSH_BYTES;
 
 /** The magic, the header's length and the header. */
 function filePrefix(magic: string, header: object): Buffer {
@@ -38,8 +37,8 @@ function filePrefix(magic: string, header: object): Buffer {
 
 /**
  * writeSnapshotFile on the thread pool, for the saves while running: the calling thread
- * computes the crc between writes of FLUSH_BYTES, each handed to the disk (fdatasync) before
- * the next, so that the save never leaves a burst of dirty pages behind (FLUSH_BYTES). Not
+ * computes the crc between writes of SNAPSHOT_FLUSH_BYTES, each handed to the disk (fdatasync) before
+ * the next, so that the save never leaves a burst of dirty pages behind (SNAPSHOT_FLUSH_BYTES). Not
  * for durability: a file lost or torn by a power loss is refused by its length or crc at
  * the next start, which then does without it (nor is the rename synced). `changing`: other
  * threads may write the sections meanwhile (only ever setting bits, say), so each chunk
@@ -50,14 +49,14 @@ export async function writeSnapshotFileAsync(file: string, magic: string, header
   await mkdir(path.dirname(file), { recursive: true });
   const partial = `${file}.partial`;
   const handle = await open(partial, 'w');
-  const scratch = changing ? Buffer.allocUnsafe(FLUSH_BYTES) : null;
+  const scratch = changing ? Buffer.allocUnsafe(SNAPSHOT_FLUSH_BYTES) : null;
   let bytes = 0;
   try {
     let crc = 0;
     let unflushed = 0;
     const write = async (view: Uint8Array) => {
-      for (let at = 0; at < view.byteLength; at += FLUSH_BYTES) {
-        let chunk = view.subarray(at, Math.min(at + FLUSH_BYTES, view.byteLength));
+      for (let at = 0; at < view.byteLength; at += SNAPSHOT_FLUSH_BYTES) {
+        let chunk = view.subarray(at, Math.min(at + SNAPSHOT_FLUSH_BYTES, view.byteLength));
         if (scratch !== null) {
           scratch.set(chunk);
           chunk = scratch.subarray(0, chunk.byteLength);
@@ -65,7 +64,7 @@ export async function writeSnapshotFileAsync(file: string, magic: string, header
         for (let done = 0; done < chunk.byteLength; ) done += (await handle.write(chunk, done)).bytesWritten;
         crc = crc32(chunk, crc);
         unflushed += chunk.byteLength;
-        if (unflushed >= FLUSH_BYTES) {
+        if (unflushed >= SNAPSHOT_FLUSH_BYTES) {
           await handle.datasync();
           unflushed = 0;
         }

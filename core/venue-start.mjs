@@ -11,17 +11,16 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { currentBuild } from './current-build.mjs';
+import { currentBuild, MAIN_BUILD_NAME, MAIN_MODULE } from './current-build.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const MAIN_BUILD = path.join(ROOT, '.build', 'main.json'); // core/worker-build.ts MAIN_BUILD
-const MODULE = 'server.mjs';
+const MAIN_BUILD = path.join(ROOT, '.build', MAIN_BUILD_NAME); // core/worker-build.ts MAIN_BUILD
 
-let main = currentBuild(MAIN_BUILD, MODULE);
-if (main === null) {
+let build = currentBuild(MAIN_BUILD, [MAIN_MODULE]);
+if (build === null) {
   execFileSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'core', 'build-main.ts')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  main = currentBuild(MAIN_BUILD, MODULE);
-  if (main === null) throw new Error(`core/build-main.ts ran, but ${MAIN_BUILD} names no current build of server.ts`);
+  build = currentBuild(MAIN_BUILD, [MAIN_MODULE]);
+  if (build === null) throw new Error(`core/build-main.ts ran, but ${MAIN_BUILD} names no current build of server.ts`);
 }
 process.setSourceMapsEnabled(true);
-await import(pathToFileURL(main).href);
+await import(pathToFileURL(path.join(build.dir, MAIN_MODULE)).href);

@@ -24,10 +24,11 @@
 // beside the embedded PostgreSQL's start), with nothing to show for it but the same bytes.
 
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BuildOptions, Plugin } from 'esbuild';
+import { currentBuild, MAIN_BUILD_NAME } from './current-build.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const BUILD_DIR = path.join(ROOT, '.build');
@@ -59,24 +60,6 @@ interface BuildIndex {
   inputs: Record<string, string>;
 }
 
-/** An earlier build of the same entries whose every source is unchanged, or null. */
-function reusable(indexFile: string, names: readonly string[]): { dir: string; inputs: Record<string, string> } | null {
-  let index: BuildIndex;
-  try {
-    index = JSON.parse(readFileSync(indexFile, 'utf8')) as BuildIndex;
-  } catch {
-    return null; // none yet (or unreadable: built again, and written anew)
-  }
-  if (typeof index.folder !== 'string' || typeof index.inputs !== 'object' || index.inputs === null) return null;
-  const dir = path.join(BUILD_DIR, path.basename(index.folder));
-  try {
-    for (const name of names) statSync(path.join(dir, `${name}.mjs`));
-    for (const [file, hash] of Object.entries(index.inputs)) if (sha256(readFileSync(file)) !== hash) return null;
-  } catch {
-    return null; // a source removed, or the folder removed as stale
-  }
-  return { dir, inputs: index.inputs };
-}
 
 /** Writes a file whole or not at all (a start reading it meanwhile sees the old one or the new one). */
 function writeAtomically(file: string, text: string): void {
@@ -113,8 +96,9 @@ async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string
   const esbuildPackage = JSON.parse(readFileSync(path.join(ROOT, 'node_modules/esbuild/package.json'), 'utf8')) as { version: string };
   const key = sha256(JSON.stringify({ options, esbuild: esbuildPackage.version, tsconfig: sha256(readFileSync(path.join(ROOT, 'tsconfig.json'))) })).slice(0, 16);
   const indexFile = path.join(BUILD_DIR, `inputs-${key}.json`);
-  const earlier = reusable(indexFile, names);
-  if (earlier !== null && touched([earlier.dir, indexFile])) {
+  // An earlier build of the same entries whose every source is unchanged (marked used).
+  const earlier = currentBuild(indexFile, names.map((name) => `${name}.mjs`));
+  if (earlier !== null) {
     workerBuilds.reused++;
     return { urls: urlsIn(earlier.dir), inputs: earlier.inputs };
   }
@@ -151,7 +135,7 @@ async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string
 /** The venue's main module (the main thread's entry), which core/venue-start.mjs runs. */
 export const MAIN_ENTRY = new URL('../server.ts', import.meta.url);
 /** Where core/venue-start.mjs finds the built main module: a BuildIndex whose inputs also hold what decides the build but is not in the bundle. */
-export const MAIN_BUILD = path.join(BUILD_DIR, 'main.json');
+export const MAIN_BUILD = path.join(BUILD_DIR, MAIN_BUILD_NAME);
 
 /**
  * Builds server.ts (as the workers are, one bundle) and names it in MAIN_BUILD for
@@ -167,17 +151,6 @@ export async function buildMain(): Promise<URL> {
   const all = { ...inputs, ...Object.fromEntries(decides.map((file) => [file, sha256(readFileSync(file))])) };
   writeAtomically(MAIN_BUILD, JSON.stringify({ folder: path.basename(path.dirname(fileURLToPath(main))), inputs: all } satisfies BuildIndex));
   return main;
-}
-
-/** Marks a build in use (not stale for removeStale); false if it was removed meanwhile (then it is built again). */
-function touched(paths: readonly string[]): boolean {
-  const now = new Date();
-  try {
-    for (const used of paths) utimesSync(used, now, now);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function exists(dir: string): boolean {

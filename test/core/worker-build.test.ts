@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { BUILD_DIR, buildMain, buildWorkers, MAIN_BUILD, MAIN_ENTRY, workerBuilds } from '../../core/worker-build.ts';
-import { currentBuild } from '../../core/current-build.mjs';
+import { currentBuild, MAIN_MODULE } from '../../core/current-build.mjs';
 import { spawnWorker, withoutTsxPreload } from '../../core/worker-spawn.ts';
 import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
 import { MIGRATIONS_DIR } from '../../persistence/migrations.ts';
@@ -144,34 +144,36 @@ test('a parent started with V8 flags (which Node refuses in a worker\'s explicit
   }
 });
 
-test('the launcher runs a build only while it is current: every input with its hash, the folder and module there; one that is current is marked used', () => {
+test('a build is used only while it is current: every input with its hash, the folder and modules there; one that is current is marked used', () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'current-build-'));
   try {
     const folder = path.join(root, 'workers-0123456789abcdef');
     mkdirSync(folder);
     writeFileSync(path.join(folder, 'server.mjs'), 'export {};\n');
+    writeFileSync(path.join(folder, 'shard.mjs'), 'export {};\n');
     const input = path.join(root, 'source.ts');
     writeFileSync(input, 'export const A = 1;\n');
     const index = path.join(root, 'main.json');
     const hash = '4ab3e2d1c5f0d9e1aa0c6a1bcb5d9f93d6c2c9b1d76b7b0f1c3bfa9c26a3c5a1'; // any hash
     const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
-    writeFileSync(index, JSON.stringify({ folder: 'workers-0123456789abcdef', inputs: { [input]: sha(input) } }));
+    const current = { folder: 'workers-0123456789abcdef', inputs: { [input]: sha(input) } };
+    writeFileSync(index, JSON.stringify(current));
     const old = new Date(Date.now() - 3_600_000);
-    utimesSync(folder, old, old);
-    assert.equal(currentBuild(index, 'server.mjs'), path.join(folder, 'server.mjs'));
-    assert.ok(statSync(folder).mtimeMs > old.getTime() + 1000, 'a current build is marked used');
-    assert.equal(currentBuild(index, 'other.mjs'), null, 'a module the folder lacks');
+    for (const used of [folder, index]) utimesSync(used, old, old);
+    assert.deepEqual(currentBuild(index, ['server.mjs', 'shard.mjs']), { dir: folder, inputs: current.inputs });
+    for (const used of [folder, index]) assert.ok(statSync(used).mtimeMs > old.getTime() + 1000, `a current build's ${path.basename(used)} is marked used`);
+    assert.equal(currentBuild(index, ['server.mjs', 'other.mjs']), null, 'a module the folder lacks');
     writeFileSync(input, 'export const A = 2;\n');
-    assert.equal(currentBuild(index, 'server.mjs'), null, 'an input changed since the build');
-    writeFileSync(index, JSON.stringify({ folder: 'workers-0123456789abcdef', inputs: { [input]: sha(input), [path.join(root, 'gone.ts')]: hash } }));
-    assert.equal(currentBuild(index, 'server.mjs'), null, 'an input gone');
-    writeFileSync(index, JSON.stringify({ folder: 'workers-0123456789abcdef', inputs: { [input]: sha(input) } }));
-    assert.equal(currentBuild(index, 'server.mjs'), path.join(folder, 'server.mjs'));
+    assert.equal(currentBuild(index, ['server.mjs']), null, 'an input changed since the build');
+    writeFileSync(index, JSON.stringify({ folder: current.folder, inputs: { [input]: sha(input), [path.join(root, 'gone.ts')]: hash } }));
+    assert.equal(currentBuild(index, ['server.mjs']), null, 'an input gone');
+    writeFileSync(index, JSON.stringify({ folder: current.folder, inputs: { [input]: sha(input) } }));
+    assert.equal(currentBuild(index, ['server.mjs'])?.dir, folder);
     rmSync(folder, { recursive: true });
-    assert.equal(currentBuild(index, 'server.mjs'), null, 'the folder removed');
+    assert.equal(currentBuild(index, ['server.mjs']), null, 'the folder removed');
     writeFileSync(index, '{"folder":');
-    assert.equal(currentBuild(index, 'server.mjs'), null, 'an index cut short');
-    assert.equal(currentBuild(path.join(root, 'none.json'), 'server.mjs'), null, 'no index');
+    assert.equal(currentBuild(index, ['server.mjs']), null, 'an index cut short');
+    assert.equal(currentBuild(path.join(root, 'none.json'), ['server.mjs']), null, 'no index');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -179,7 +181,7 @@ test('the launcher runs a build only while it is current: every input with its h
 
 test('buildMain names the built server.ts for the launcher, with the sources, tsconfig.json and esbuild\'s version among its inputs', async () => {
   const main = await buildMain();
-  assert.equal(currentBuild(MAIN_BUILD, 'server.mjs'), fileURLToPath(main));
+  assert.equal(path.join(currentBuild(MAIN_BUILD, [MAIN_MODULE])!.dir, MAIN_MODULE), fileURLToPath(main));
   const inputs = Object.keys((JSON.parse(readFileSync(MAIN_BUILD, 'utf8')) as { inputs: Record<string, string> }).inputs);
   const root = fileURLToPath(new URL('../../', import.meta.url));
   for (const file of [fileURLToPath(MAIN_ENTRY), path.join(root, 'core/worker-build.ts'), path.join(root, 'gateway/config.ts'), path.join(root, 'tsconfig.json'), path.join(root, 'node_modules/esbuild/package.json')]) {
