@@ -130,10 +130,30 @@ export interface SnapshotExpectation {
 
 /**
  * A new engine of `shape` (its hash seed aside, which the file's layout needs) with the
- * state the file holds, prefaulted like a fresh one; or why the file cannot be used
- * (the caller then starts from a fresh engine and the journal).
+ * state the file holds, prefaulted like a fresh one; or why the file cannot be used (the
+ * caller then starts from a fresh engine and the journal). `orderMemory`: the order
+ * store's memory (all zero), as for a fresh engine; a file refused after its orders were
+ * read into it leaves it zeroed again, for that fresh engine.
  */
-export function readEngineSnapshot(file: string, expected: SnapshotExpectation, shape: Omit<EngineShape, 'hashSeed'>): { engine: MatchingEngine; batch: number } | string {
+export function readEngineSnapshot(
+  file: string,
+  expected: SnapshotExpectation,
+  shape: Omit<EngineShape, 'hashSeed'>,
+  orderMemory?: SharedArrayBuffer,
+): { engine: MatchingEngine; batch: number } | string {
+  const written = { yes: false };
+  const result = readSnapshotInto(file, expected, shape, orderMemory, written);
+  if (typeof result === 'string' && written.yes && orderMemory !== undefined) new Uint8Array(orderMemory).fill(0);
+  return result;
+}
+
+function readSnapshotInto(
+  file: string,
+  expected: SnapshotExpectation,
+  shape: Omit<EngineShape, 'hashSeed'>,
+  orderMemory: SharedArrayBuffer | undefined,
+  written: { yes: boolean },
+): { engine: MatchingEngine; batch: number } | string {
   const reader = SnapshotFileReader.open(file, MAGIC, 'an engine snapshot', HEADER_BYTES_MAX);
   if (typeof reader === 'string') return reader;
   try {
@@ -152,8 +172,9 @@ export function readEngineSnapshot(file: string, expected: SnapshotExpectation, 
       if (entry === undefined || entry[0] !== name) throw new SnapshotMismatch(`section ${name} expected, ${entry?.[0] ?? 'the end'} found`);
       return entry[1];
     };
-    const engine = new MatchingEngine({ ...shape, hashSeed: header.shape.hashSeed });
+    const engine = new MatchingEngine({ ...shape, hashSeed: header.shape.hashSeed, orderMemory });
     engine.prefault();
+    written.yes = true;
     try {
       engine.loadState({
         number: (name) => {

@@ -117,6 +117,8 @@ export interface EngineOptions {
    * process keeps clients from crafting ids that all probe the same buckets.
    */
   hashSeed?: number;
+  /** The order store's memory (orderStoreBytes(orderCapacity) bytes), faulted in ahead by whoever gives it; else allocated here. */
+  orderMemory?: SharedArrayBuffer;
 }
 
 /** What a saved engine must match to be restored into (core/engine-snapshot.ts). */
@@ -153,7 +155,7 @@ export class MatchingEngine {
     const orderCapacity = options.orderCapacity ?? ORDER_CAPACITY_DEFAULT;
     this.instrumentCapacity = options.instrumentCapacity ?? INSTRUMENT_CAPACITY_DEFAULT;
     this.hashSeed = (options.hashSeed ?? 0) | 0;
-    this.orders = new OrderStore(orderCapacity, this.hashSeed);
+    this.orders = new OrderStore(orderCapacity, this.hashSeed, options.orderMemory);
     this.owners = new OwnerRegistry(options.ownerCapacity ?? OWNER_CAPACITY_DEFAULT, this.hashSeed);
     // A level lives only while it holds a resting order: never more levels than orders.
     this.levels = new PriceLevels(orderCapacity, this.instrumentCapacity * 2, this.hashSeed);

@@ -73,6 +73,22 @@ export const RECORDS_SKIP_BYTES = 48;
 /** Commands looked ahead by one prefetch() call at most. */
 export const PREFETCH_BATCH_MAX = 64;
 
+/** Where each part of an order store of `capacity` lies in one buffer (OrderStore's `memory`), 8-byte aligned. */
+function orderStoreLayout(capacity: number) {
+  const align = (n: number) => Math.ceil(n / 8) * 8;
+  const tableSize = powerOfTwoAtLeast(capacity * 2);
+  const recordBytes = RECORDS_SKIP_BYTES + capacity * ORDER_RECORD_BYTES;
+  const engineNoAt = align(recordBytes);
+  const retiredAt = engineNoAt + capacity * 8;
+  const tableAt = align(retiredAt + capacity * 4);
+  return { tableSize, recordBytes, engineNoAt, retiredAt, tableAt, bytes: tableAt + tableSize * 8 };
+}
+
+/** The bytes an OrderStore of `capacity` takes when it is given its memory. */
+export function orderStoreBytes(capacity: number): number {
+  return orderStoreLayout(capacity).bytes;
+}
+
 export class OrderStore {
   readonly capacity: number;
   readonly words: Int32Array;
@@ -101,22 +117,33 @@ export class OrderStore {
 
   /** Mixed into every hash: a process-random seed keeps crafted ids from colliding. */
   private readonly seed: number;
+  /** Whether the store lives in memory it was given (constructor), not its own. */
+  private readonly given: boolean;
 
-  constructor(capacity: number, seed = 0) {
+  /**
+   * `memory`: where the store lives, if given (orderStoreBytes(capacity) bytes, all zero):
+   * a venue's main thread allocates it and faults it in after the venue is ready
+   * (core/prefault.ts); else the store allocates its own.
+   */
+  constructor(capacity: number, seed = 0, memory?: SharedArrayBuffer) {
     this.seed = seed | 0;
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > 1 << 26) {
       throw new RangeError(`order capacity must be an integer in [1, 2^26], got ${capacity}`);
     }
     this.capacity = capacity;
-    const buffer = new ArrayBuffer(RECORDS_SKIP_BYTES + capacity * ORDER_RECORD_BYTES);
+    const layout = orderStoreLayout(capacity);
+    if (memory !== undefined && memory.byteLength !== layout.bytes) {
+      throw new RangeError(`an order store of capacity ${capacity} takes ${layout.bytes} bytes, ${memory.byteLength} given`);
+    }
+    this.given = memory !== undefined;
+    const buffer = memory ?? new ArrayBuffer(layout.recordBytes);
     this.words = new Int32Array(buffer, RECORDS_SKIP_BYTES, capacity * (ORDER_RECORD_BYTES >> 2));
     this.floats = new Float64Array(buffer, RECORDS_SKIP_BYTES, capacity * (ORDER_RECORD_BYTES >> 3));
     this.bytes = new Uint8Array(buffer, RECORDS_SKIP_BYTES, capacity * ORDER_RECORD_BYTES);
-    this.engineNo = new Float64Array(capacity);
-    this.retired = new Int32Array(capacity);
-    const tableSize = powerOfTwoAtLeast(capacity * 2);
-    this.table = new Int32Array(tableSize * 2);
-    this.mask = tableSize - 1;
+    this.engineNo = memory === undefined ? new Float64Array(capacity) : new Float64Array(memory, layout.engineNoAt, capacity);
+    this.retired = memory === undefined ? new Int32Array(capacity) : new Int32Array(memory, layout.retiredAt, capacity);
+    this.table = memory === undefined ? new Int32Array(layout.tableSize * 2) : new Int32Array(memory, layout.tableAt, layout.tableSize * 2);
+    this.mask = layout.tableSize - 1;
   }
 
   /**
@@ -126,6 +153,7 @@ export class OrderStore {
    */
   prefault(): void {
     if (this.used !== 0) throw new Error('prefault() must run before the first order');
+    if (this.given) return; // its owner faults it in (a venue's main thread, after ready: server.ts)
     for (const view of [this.bytes, this.engineNo, this.retired, this.table]) {
       new Uint8Array(view.buffer, view.byteOffset, view.byteLength).fill(0);
     }

@@ -18,6 +18,13 @@ import { SHARD_COMMANDS_WORD, ShardRunner } from './shard-runner.ts';
 export interface ShardThreadData {
   shardId: number;
   orderCapacity: number;
+  /**
+   * The engine's order store (orderStoreBytes(orderCapacity) bytes, all zero), which the
+   * main thread allocated and faults in after the venue is ready (core/prefault.ts): the
+   * shard writes only what a restored engine holds before then. Absent, the engine
+   * allocates its own and faults it all in here.
+   */
+  orderMemory?: SharedArrayBuffer;
   hashSeed: number;
   batchMax: number;
   commandRings: SharedArrayBuffer[];
@@ -109,7 +116,7 @@ export type RecoveryAnswer = { type: 'replayed'; commands: number; sequence: num
 const data = workerData as ShardThreadData;
 
 function freshEngine(): MatchingEngine {
-  const engine = new MatchingEngine({ orderCapacity: data.orderCapacity, hashSeed: data.hashSeed });
+  const engine = new MatchingEngine({ orderCapacity: data.orderCapacity, hashSeed: data.hashSeed, orderMemory: data.orderMemory });
   engine.prefault();
   return engine;
 }
@@ -129,6 +136,7 @@ else {
     data.snapshot.file,
     { token: data.snapshot.token, shard: data.shardId, sequence: data.snapshot.sequence },
     { orderCapacity: data.orderCapacity, instrumentCapacity: INSTRUMENT_CAPACITY_DEFAULT, ownerCapacity: OWNER_CAPACITY_DEFAULT },
+    data.orderMemory,
   );
   if (typeof restored === 'string') {
     why = restored;

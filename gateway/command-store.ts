@@ -27,7 +27,6 @@ const RECORD_WORDS = RECORD_BYTES >> 2;
 const HEADER_BYTES = 64;
 const UNIT = 8;
 /** The smallest page the kernel maps; touching one word in each maps huge pages too. */
-const PAGE_BYTES = 4096;
 
 export const STATUS = { NONE: 0, ACCEPTED: 1, IN_FLIGHT: 2, COMPLETED: 3, REJECTED: 4, FAILED: 5 } as const;
 export const STATUS_NAMES = ['', 'ACCEPTED', 'IN_FLIGHT', 'COMPLETED', 'REJECTED', 'FAILED'] as const;
@@ -137,19 +136,6 @@ export class CommandStore {
   }
 
   // ---- owner side ----
-
-  /**
-   * Maps every page of the store now, so that the first lap of records and arena does
-   * not take a page fault per page on the request path. Each page gets an atomic
-   * compare-exchange of 0 with 0: it faults the page in for writing yet changes nothing,
-   * whoever else writes the store meanwhile. Returns the milliseconds it took.
-   */
-  prefault(): number {
-    const started = performance.now();
-    const words = this.words;
-    for (let i = 0; i < words.length; i += PAGE_BYTES / 4) Atomics.compareExchange(words, i, 0, 0);
-    return performance.now() - started;
-  }
 
   /** Takes the next record (round-robin) and writes a new command into it. */
   create(command: NewCommand): number {

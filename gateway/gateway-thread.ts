@@ -84,11 +84,8 @@ function stopListening(): void {
   relistenTimer = null;
 }
 
-const prefaultMs = flow.prefaultStore();
-logger.debug({ ms: Math.round(prefaultMs) }, 'command store mapped in');
 // The main thread holds the port (an exclusive bind) until a gateway is this close to
-// listening: released earlier, before the threads started and mapped their stores (about
-// half a second), any socket of the machine could be given the port meanwhile (an outgoing
+// listening: released earlier, before the threads started (about half a second), any socket of the machine could be given the port meanwhile (an outgoing
 // connection's local port, another server asking for a free one) and the start failed.
 parentPort!.postMessage({ type: 'bind', gatewayId } satisfies GatewayMessage);
 

@@ -265,10 +265,6 @@ export class OrderFlow {
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000, OPERATOR_WAITING_MAX, (depth) => this.marks.note(QUEUE_SLOTS.gatewayOperator(gatewayId), depth));
   }
 
-  /** Maps this gateway's command store in now (before it listens): see CommandStore.prefault. */
-  prefaultStore(): number {
-    return this.store.prefault();
-  }
 
   /** Closes the ports to the storage threads (shutdown). */
   close(): void {

@@ -7,6 +7,7 @@ import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { STATE_OPEN, STATE_PARTIALLY_FILLED } from '../../core/codes.ts';
 import { captureEngine, readEngineSnapshot, writeEngineCapture, writeEngineSnapshot } from '../../core/engine-snapshot.ts';
 import { MatchingEngine, type EngineOptions } from '../../core/matching-engine.ts';
+import { orderStoreBytes } from '../../core/order-store.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { EngineDriver, idOf, INSTRUMENT_A, INSTRUMENT_B, type DecodedEvent } from '../support/engine-driver.ts';
 
@@ -161,6 +162,53 @@ test('a restored engine keeps grown level pools and heaps (thousands of price le
     6_000,
     (engine) => assert.ok(engine.levels.capacity > 2048, `the level pool grew: ${engine.levels.capacity}`),
   );
+});
+
+test('an engine in memory given to it (a venue faults it in after ready) runs as one in its own, restored or fresh; a file refused after it was read leaves the memory zeroed again', () => {
+  const options = { orderCapacity: 512, instrumentCapacity: 3, ownerCapacity: 4, hashSeed: 0xd1e7 };
+  const zeroed = (memory: SharedArrayBuffer) => new Uint8Array(memory).every((byte) => byte === 0);
+  // Restored into given memory: the same events and books as the engine saved.
+  const original = new EngineDriver(options);
+  const stream = new Stream(41, { prices: 60, crossPct: 15 });
+  for (let n = 0; n < 4_000; n++) stream.run([original]);
+  const file = path.join(dir, 'given-memory.bin');
+  const { sequence } = writeEngineSnapshot(file, original.engine, 'given', 0, 7);
+  const memory = new SharedArrayBuffer(orderStoreBytes(options.orderCapacity));
+  const restored = readEngineSnapshot(file, { token: 'given', shard: 0, sequence }, original.engine.shape, memory);
+  assert.ok(typeof restored !== 'string', `restored: ${String(restored)}`);
+  assert.equal(restored.engine.orders.words.buffer, memory, 'the order store lives in the memory given');
+  assert.ok(!zeroed(memory));
+  const copy = new EngineDriver(restored.engine);
+  assert.deepEqual(books(copy), books(original), 'books right after the restore');
+  for (let n = 0; n < 4_000; n++) {
+    const [expected, actual] = stream.run([original, copy]);
+    assert.deepEqual(actual, expected, `command ${4_000 + n}`);
+  }
+  assert.deepEqual(books(copy), books(original), 'books at the end');
+
+  // A damaged file is refused only at its checksum, after every section was read into the memory: zeroed again.
+  const damaged = path.join(dir, 'given-memory-damaged.bin');
+  const bytes = readFileSync(file);
+  bytes[bytes.length - 100]! ^= 0x10;
+  writeFileSync(damaged, bytes);
+  const refused = new SharedArrayBuffer(orderStoreBytes(options.orderCapacity));
+  assert.equal(readEngineSnapshot(damaged, { token: 'given', shard: 0, sequence }, original.engine.shape, refused), 'a checksum mismatch');
+  assert.ok(zeroed(refused), 'the refused file left nothing in the memory');
+
+  // A fresh engine in that memory runs as a fresh engine of its own.
+  const own = new EngineDriver(options);
+  const given = new MatchingEngine({ ...options, orderMemory: refused });
+  given.prefault();
+  const fresh = new EngineDriver(given);
+  const second = new Stream(43, { prices: 60, crossPct: 15 });
+  for (let n = 0; n < 6_000; n++) {
+    const [expected, actual] = second.run([own, fresh]);
+    assert.deepEqual(actual, expected, `fresh, command ${n}`);
+  }
+  assert.deepEqual(books(fresh), books(own));
+  assert.ok((second.counts.get('trade') ?? 0) > 100, 'the stream traded');
+
+  assert.throws(() => new MatchingEngine({ ...options, orderMemory: new SharedArrayBuffer(orderStoreBytes(options.orderCapacity) - 8) }), /takes \d+ bytes, \d+ given/);
 });
 
 test('an empty engine saves and restores', () => {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { commandStoreBytes, CommandStore, RESULT, STATUS } from '../../gateway/command-store.ts';
 import { uuidWords } from '../../core/uuid.ts';
+import { faultPages } from '../../core/prefault.ts';
 
 function store(records: number, arenaBytes: number): CommandStore {
   return new CommandStore(new SharedArrayBuffer(commandStoreBytes(records, arenaBytes)), records);
@@ -114,18 +115,20 @@ function residentByMapping(): Map<string, number> {
   return resident;
 }
 
-test('prefault maps every page of a fresh store in and changes nothing in a used one', () => {
+test('faulting a store in (the main thread does, after ready: core/prefault.ts) maps every page of a fresh store and changes nothing in a used one', () => {
   // A fresh 80 MiB store: its pages are not resident until something writes them.
   const bytes = commandStoreBytes(1 << 16, 64 * 1024 * 1024);
-  const fresh = store(1 << 16, 64 * 1024 * 1024);
+  const fresh = new SharedArrayBuffer(bytes);
+  new CommandStore(fresh, 1 << 16);
   const before = residentByMapping();
-  fresh.prefault();
+  faultPages(new Int32Array(fresh));
   // The store lies in one mapping (its own, or one the kernel merged it into): that mapping grew by the store.
   const grown = Math.max(...[...residentByMapping()].map(([start, bytesNow]) => bytesNow - (before.get(start) ?? 0)));
   assert.ok(grown >= bytes * 0.95, `the largest growth of one mapping was ${grown} bytes, of the store's ${bytes}`);
 
   // A used store: records and bodies everywhere, the counters in the first page.
-  const s = store(1024, 64 * 1024);
+  const buffer = new SharedArrayBuffer(commandStoreBytes(1024, 64 * 1024));
+  const s = new CommandStore(buffer, 1024);
   const made: { index: number; commandId: string; body: string }[] = [];
   for (let n = 0; n < 700; n++) {
     const command = create(s);
@@ -136,7 +139,7 @@ test('prefault maps every page of a fresh store in and changes nothing in a used
   const readAll = () => made.map(({ index, commandId }) => s.read(index, uuidWords(commandId)));
   const snapshots = readAll();
   assert.ok(snapshots.filter((snapshot) => snapshot?.response != null).length > 300, 'many bodies still held');
-  s.prefault();
+  faultPages(new Int32Array(buffer));
   assert.deepEqual(readAll(), snapshots);
   // The record counter (word 0) and the arena head (word 1) carried on: the next record follows the last.
   assert.equal(create(s).index, 700);

@@ -1,0 +1,61 @@
+// Faulting fresh memory in ahead of its use. A new buffer is mapped lazily: the first
+// write to each page traps into the kernel, which zeroes it (on these VMs also the
+// host's first touch of it): about 3 ms a MiB measured here alone (bench/NOTES.md, "The
+// start's page faults moved into PostgreSQL's recovery"), several times that on two busy
+// cores. A venue's start used to take those faults while every thread competed for the
+// cores (the shards' order stores 1.6-1.9 s each, the gateways' command stores 0.6 s
+// each, in a start after a crash with a million resting orders); the main thread now
+// takes them while it waits for PostgreSQL, whose start (a crash's WAL replay: seconds)
+// leaves a core idle.
+
+const PAGE_WORDS = 4096 / 4;
+/** What one turn of the event loop faults in: about 12 ms here, so that the thread's other work waits little. */
+export const PREFAULT_TURN_BYTES = 4 << 20;
+
+/**
+ * Faults in the pages of `words` between two word offsets for writing, and changes
+ * nothing: an atomic compare-exchange of 0 with 0 on each page's first word leaves any
+ * value another thread wrote there (before or meanwhile) as it is.
+ */
+export function faultPages(words: Int32Array, fromWord = 0, toWord = words.length): void {
+  for (let i = fromWord - (fromWord % PAGE_WORDS); i < toWord; i += PAGE_WORDS) Atomics.compareExchange(words, i, 0, 0);
+}
+
+export interface Prefaulting {
+  /** Settles when every page was faulted in, or the work was stopped: the milliseconds it ran. */
+  done: Promise<number>;
+  /** Stops after the current turn (a failed start). */
+  stop(): void;
+}
+
+/**
+ * Faults in every page of `buffers`, in their order, `turnBytes` per turn of the event
+ * loop (setImmediate), beside whatever else the thread does. Safe while other threads
+ * use the buffers (faultPages).
+ */
+export function prefaultInTurns(buffers: readonly SharedArrayBuffer[], turnBytes = PREFAULT_TURN_BYTES): Prefaulting {
+  const started = performance.now();
+  let stopped = false;
+  const done = new Promise<number>((resolve) => {
+    let index = 0;
+    let at = 0;
+    const turn = () => {
+      let budget = turnBytes >> 2;
+      while (!stopped && index < buffers.length && budget > 0) {
+        const words = new Int32Array(buffers[index]!, 0, buffers[index]!.byteLength >> 2);
+        const to = Math.min(words.length, at + budget);
+        faultPages(words, at, to);
+        budget -= to - at;
+        at = to;
+        if (at >= words.length) {
+          index++;
+          at = 0;
+        }
+      }
+      if (stopped || index >= buffers.length) resolve(performance.now() - started);
+      else setImmediate(turn);
+    };
+    setImmediate(turn);
+  });
+  return { done, stop: () => void (stopped = true) };
+}
