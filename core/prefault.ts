@@ -1,16 +1,19 @@
 // Faulting fresh memory in ahead of its use. A new buffer is mapped lazily: the first
 // write to each page traps into the kernel, which zeroes it (on these VMs also the
-// host's first touch of it): about 3 ms a MiB measured here alone (bench/NOTES.md, "The
-// start's page faults moved into PostgreSQL's recovery"), several times that on two busy
+// host's first touch of it): about 3 ms a MiB measured here alone, huge pages or not
+// (bench/NOTES.md, "The start's page faults after ready"), several times that on two busy
 // cores. A venue's start used to take those faults while every thread competed for the
 // cores (the shards' order stores 1.6-1.9 s each, the gateways' command stores 0.6 s
 // each, in a start after a crash with a million resting orders); the main thread now
-// takes them while it waits for PostgreSQL, whose start (a crash's WAL replay: seconds)
-// leaves a core idle.
+// takes them after ready (server.ts), a slice per turn of its event loop.
 
 const PAGE_WORDS = 4096 / 4;
-/** What one turn of the event loop faults in: about 12 ms here, so that the thread's other work waits little. */
-export const PREFAULT_TURN_BYTES = 4 << 20;
+/**
+ * What one turn of the event loop faults in: about 3 ms here alone, so that the thread's
+ * other work waits little (at 4 MiB a turn, a test counting the main thread's saves of
+ * the key filters right after its start saw fewer of them in 2 of 4 runs).
+ */
+export const PREFAULT_TURN_BYTES = 1 << 20;
 
 /**
  * Faults in the pages of `words` between two word offsets for writing, and changes

@@ -23,10 +23,12 @@
 // KEY_FILTER_CHECKPOINT_COMMANDS plus what was in flight after a crash). The note is not
 // consumed: storage only grows past the mark, and the next save replaces it. Anything
 // else (no note, a file from another database or an older save, a partial write, filters
-// sized otherwise) means the full scan, as before. A file written but not yet noted (a
-// crash between the two) is another token: the full scan. The intake records after the
-// noted mark must be kept (no retention removes them today; one that does must keep
-// those).
+// sized otherwise) means the full scan, as before. A save writes its file beside the last
+// one (key-filters.next.bin), notes it, and only then renames it over the last one: a
+// crash at any point of a save leaves the file the database names, the last one or the
+// new one, and the start tries both (a crash between the write and the note had cost
+// the next start the full scan). The intake records after the noted mark must be kept
+// (no retention removes them today; one that does must keep those).
 //
 // File (core/snapshot-file.ts): "VKF1", the header (JSON: token, mark, names, bytes per
 // filter), each filter's buffer in the header's order, crc32.
@@ -36,6 +38,7 @@
 // still consumed by the start that uses them.
 
 import { randomUUID } from 'node:crypto';
+import { rename } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import { SnapshotFileReader, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
@@ -43,6 +46,8 @@ import { keyFilterBitsOf } from '../core/key-filter.ts';
 
 const MAGIC = 'VKF1';
 const FILE_NAME = 'key-filters.bin';
+/** Where a save writes before its note; renamed over FILE_NAME after it. */
+const NEXT_FILE_NAME = 'key-filters.next.bin';
 const SETTING = 'key_filter_snapshot';
 /**
  * The note of the shards' engines saved at a graceful stop (core/engine-snapshot.ts):
@@ -77,10 +82,16 @@ export function snapshotPath(dataDir: string): string {
   return path.join(dataDir, FILE_NAME);
 }
 
+/** The file a save writes before the database notes it (saveKeyFilters), then renamed to snapshotPath. */
+export function nextSnapshotPath(dataDir: string): string {
+  return path.join(dataDir, NEXT_FILE_NAME);
+}
+
 /**
  * Saves the filters at a storage mark (see the top of this file): reads the mark, then
  * calls `addTableKeys` (the keys the shared tables hold go into the filters; it returns
- * how many were new), writes the file, notes it in the database.
+ * how many were new), writes the file beside the last one, notes it in the database,
+ * then renames it over the last one.
  */
 export async function saveKeyFilters(
   dataDir: string,
@@ -96,9 +107,11 @@ export async function saveKeyFilters(
   const mark = await storageMark(client, shardCount); // before the tables' keys: every command up to it claimed its keys before
   const tableKeys = await addTableKeys();
   const file = snapshotPath(dataDir);
+  const next = nextSnapshotPath(dataDir);
   const header: SnapshotHeader = { token, mark, names, bytes: bytesEach };
-  const bytes = await writeSnapshotFileAsync(file, MAGIC, header, names.map((name) => new Uint8Array(filters[name]!)), true);
+  const bytes = await writeSnapshotFileAsync(next, MAGIC, header, names.map((name) => new Uint8Array(filters[name]!)), true);
   await noteSnapshot(client, SETTING, token, mark);
+  await rename(next, file);
   return { file, mark, tableKeys, bytes };
 }
 
@@ -145,15 +158,20 @@ export async function loadKeyFilters(dataDir: string, client: pg.ClientBase, fil
   const mark = markWords.join(' ');
   if (!/^intake \d+; journal \d+(,\d+)*$/.test(mark)) return `a damaged note in the database: ${JSON.stringify(noted.rows[0]!.value)}`;
   const views = Object.values(filters).map((buffer) => new Uint8Array(buffer));
-  let why: string | null;
-  try {
-    why = readFilterFile(snapshotPath(dataDir), token!, mark, filters);
-  } catch (error) {
-    why = `the file could not be read: ${(error as Error).message}`;
+  // The last save's file, or the one a crash left between its note and its rename.
+  let first: string | null = null;
+  for (const file of [snapshotPath(dataDir), nextSnapshotPath(dataDir)]) {
+    let why: string | null;
+    try {
+      why = readFilterFile(file, token!, mark, filters);
+    } catch (error) {
+      why = `the file could not be read: ${(error as Error).message}`;
+    }
+    if (why === null) return { mark };
+    for (const view of views) view.fill(0);
+    first ??= why;
   }
-  if (why === null) return { mark };
-  for (const view of views) view.fill(0);
-  return why;
+  return first!;
 }
 
 /**

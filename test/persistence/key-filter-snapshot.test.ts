@@ -5,13 +5,13 @@
 // the start scans storage. A real PostgreSQL.
 
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
-import { intakeCommit, KeyFilterCheckpoints, loadKeyFilters, savedFilterBits, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
+import { intakeCommit, KeyFilterCheckpoints, loadKeyFilters, nextSnapshotPath, savedFilterBits, saveKeyFilters, snapshotPath } from '../../persistence/key-filter-snapshot.ts';
 import { intakeKeysSince, type IntakeKeys } from '../../persistence/recovery.ts';
 import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
 import { COMMAND_PARTICIPANT_ID_WORD, COMMAND_SLOT_WORDS } from '../../core/command-slot.ts';
@@ -73,6 +73,42 @@ test('saved at a mark, loaded by every start after it: the same bits and count, 
     const again = emptyFilters();
     assert.deepEqual(await loadKeyFilters(dir, client, again), { mark });
     assert.deepEqual(bytesOf(again), bytesOf(saved));
+  });
+});
+
+test('a crash in the middle of a save leaves a file the database names: the last one before the new one is noted, the new one after', async () => {
+  await withClient(url, async (client) => {
+    const note = async () => (await client.query<{ value: string }>("SELECT value FROM runtime.venue_settings WHERE name = 'key_filter_snapshot'")).rows[0]!.value;
+    const max = Number((await client.query<{ n: string }>('SELECT coalesce(max(commit_no), 0)::text AS n FROM runtime.intake_batches')).rows[0]!.n);
+    await commit(client, max + 1);
+    const last = await save(dir, client, filledFilters());
+    const lastNote = await note();
+    const lastBytes = readFileSync(snapshotPath(dir));
+    await commit(client, max + 2);
+    const fresh = filledFilters();
+    new KeyFilter(fresh.commandIds).add(key(999), 0);
+    const next = await save(dir, client, fresh);
+    assert.notEqual(next.mark, last.mark);
+    assert.ok(!existsSync(nextSnapshotPath(dir)), 'a finished save renamed its file over the last one');
+    const nextBytes = readFileSync(snapshotPath(dir));
+    // Killed after the note, before the rename: the last file in place, the new one beside it, the new one noted.
+    writeFileSync(nextSnapshotPath(dir), nextBytes);
+    writeFileSync(snapshotPath(dir), lastBytes);
+    const loaded = emptyFilters();
+    assert.deepEqual(await loadKeyFilters(dir, client, loaded), { mark: next.mark });
+    assert.deepEqual(bytesOf(loaded), bytesOf(fresh));
+    // Killed after the new file was written, before the note: the last one noted still, and loaded.
+    await client.query("UPDATE runtime.venue_settings SET value = $1 WHERE name = 'key_filter_snapshot'", [lastNote]);
+    const before = emptyFilters();
+    assert.deepEqual(await loadKeyFilters(dir, client, before), { mark: last.mark });
+    assert.deepEqual(bytesOf(before), bytesOf(filledFilters()));
+    // The next save goes on from there: its file replaces both.
+    const after = await save(dir, client, filledFilters());
+    assert.ok(!existsSync(nextSnapshotPath(dir)));
+    assert.deepEqual(await loadKeyFilters(dir, client, emptyFilters()), { mark: after.mark });
+    renameSync(snapshotPath(dir), nextSnapshotPath(dir));
+    assert.deepEqual(await loadKeyFilters(dir, client, emptyFilters()), { mark: after.mark }, 'found beside, under the next name');
+    renameSync(nextSnapshotPath(dir), snapshotPath(dir));
   });
 });
 
