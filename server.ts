@@ -26,7 +26,7 @@ import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
 import { orderStoreBytes } from './core/order-store.ts';
-import { prefaultInTurns } from './core/prefault.ts';
+import { prefaultInTurns, type Prefaulting } from './core/prefault.ts';
 import { buildWorkers } from './core/worker-build.ts';
 import { spawnWorker } from './core/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
@@ -111,6 +111,8 @@ interface Venue {
   keyFilterCheckpoints: KeyFilterCheckpoints | null;
   /** Each shared table's stamp at the last save of the key filters: the next adds only the entries written since (rememberTableKeys). */
   tableSince: Partial<Record<ForgettingTable, number>>;
+  /** The command and order stores' pages faulted in after ready (core/prefault.ts); stopped by a stop. */
+  prefaulting: Prefaulting | null;
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -217,7 +219,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
   const memory = createVenueMemory(config, filterBits.bits);
   started('migrated');
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {} };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -567,7 +569,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // before ready by the threads that use them, these page faults had cost a start after a
     // crash with a million resting orders 0.6 s a gateway and 1.6-1.9 s a shard, while every
     // thread competed for the two cores; a page a thread reaches first is faulted there.
-    void prefaultInTurns([...memory.commandStores, ...orderMemory]).done.then((ms) => logger.info({ ms: Math.round(ms) }, 'the command and order stores faulted in'));
+    venue.prefaulting = prefaultInTurns([...memory.commandStores, ...orderMemory]);
+    void venue.prefaulting.done.then((ms) => logger.info({ ms: Math.round(ms) }, 'the command and order stores faulted in'));
     return venue;
   } catch (error) {
     await client.end().catch(() => undefined);
@@ -597,6 +600,7 @@ function connectionGuard(config: VenueConfig, memory: VenueMemory, venue: Venue)
 
 async function stopVenue(venue: Venue): Promise<void> {
   if (venue.guardTimer !== null) clearInterval(venue.guardTimer);
+  venue.prefaulting?.stop(); // nothing more to fault in for a venue that stops
   const control = new Int32Array(venue.memory.venueControl);
   Atomics.store(control, VENUE_DRAINING_WORD, 1);
   await Promise.all(

@@ -26,7 +26,6 @@ export const RECORD_BYTES = 256;
 const RECORD_WORDS = RECORD_BYTES >> 2;
 const HEADER_BYTES = 64;
 const UNIT = 8;
-/** The smallest page the kernel maps; touching one word in each maps huge pages too. */
 
 export const STATUS = { NONE: 0, ACCEPTED: 1, IN_FLIGHT: 2, COMPLETED: 3, REJECTED: 4, FAILED: 5 } as const;
 export const STATUS_NAMES = ['', 'ACCEPTED', 'IN_FLIGHT', 'COMPLETED', 'REJECTED', 'FAILED'] as const;

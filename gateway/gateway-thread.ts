@@ -85,8 +85,9 @@ function stopListening(): void {
 }
 
 // The main thread holds the port (an exclusive bind) until a gateway is this close to
-// listening: released earlier, before the threads started (about half a second), any socket of the machine could be given the port meanwhile (an outgoing
-// connection's local port, another server asking for a free one) and the start failed.
+// listening: released earlier, before the threads started (about half a second), any
+// socket of the machine could be given the port meanwhile (an outgoing connection's
+// local port, another server asking for a free one) and the start failed.
 parentPort!.postMessage({ type: 'bind', gatewayId } satisfies GatewayMessage);
 
 async function resultLoop(): Promise<void> {

@@ -265,7 +265,6 @@ export class OrderFlow {
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000, OPERATOR_WAITING_MAX, (depth) => this.marks.note(QUEUE_SLOTS.gatewayOperator(gatewayId), depth));
   }
 
-
   /** Closes the ports to the storage threads (shutdown). */
   close(): void {
     this.reads.close();

@@ -185,6 +185,17 @@ test('an engine in memory given to it (a venue faults it in after ready) runs as
     assert.deepEqual(actual, expected, `command ${4_000 + n}`);
   }
   assert.deepEqual(books(copy), books(original), 'books at the end');
+  // Saved from the given memory (a shard's checkpoint or stop), restored into an engine's own: the same again.
+  const fromGiven = path.join(dir, 'from-given-memory.bin');
+  writeEngineSnapshot(fromGiven, copy.engine, 'from-given', 0, 8);
+  const back = readEngineSnapshot(fromGiven, { token: 'from-given', shard: 0, sequence: copy.engine.sequence }, copy.engine.shape);
+  assert.ok(typeof back !== 'string', `restored: ${String(back)}`);
+  const third = new EngineDriver(back.engine);
+  assert.deepEqual(books(third), books(original));
+  for (let n = 0; n < 2_000; n++) {
+    const [expected, actual] = stream.run([original, third]);
+    assert.deepEqual(actual, expected, `from the given memory, command ${n}`);
+  }
 
   // A damaged file is refused only at its checksum, after every section was read into the memory: zeroed again.
   const damaged = path.join(dir, 'given-memory-damaged.bin');
