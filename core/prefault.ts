@@ -27,7 +27,7 @@ export function faultPages(words: Int32Array, fromWord = 0, toWord = words.lengt
 export interface Prefaulting {
   /** Settles when every page was faulted in, or the work was stopped: the milliseconds it ran. */
   done: Promise<number>;
-  /** Stops after the current turn (a failed start). */
+  /** Stops after the current turn (a venue that stops: server.ts). */
   stop(): void;
 }
 
