@@ -348,6 +348,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       tapeView: memory.tapeView,
       queueMarks: memory.queueMarks,
       openOrders: typeof books === 'string' ? null : { file: openOrdersPath(config.dataDir), token: books.token },
+      openOrdersCheckpoints: checkpointing ? { dir: config.dataDir, commands: config.engineCheckpointCommands } : null,
     };
     const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,

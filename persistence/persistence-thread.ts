@@ -8,6 +8,7 @@
 // the commands that were taken but never sequenced (the main thread re-drives them),
 // and start taking the rings.
 
+import { randomUUID } from 'node:crypto';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
@@ -18,6 +19,7 @@ import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type Persistenc
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
+import { noteOpenOrders, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersAsync, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
 import { analyzeStale } from './planner-statistics.ts';
@@ -73,6 +75,8 @@ export interface PersistenceThreadData {
   queueMarks: SharedArrayBuffer;
   /** The open orders saved at the last graceful stop, if the database still names them (persistence/open-orders-snapshot.ts). */
   openOrders: { file: string; token: string } | null;
+  /** Checkpoints of the open orders while running (persistence/open-orders-snapshot.ts): DATA_DIR, and the commands projected between two; null: none. */
+  openOrdersCheckpoints: { dir: string; commands: number } | null;
 }
 
 /** Asked of a stopped persistence thread: the projector's open orders written to `file` for the next start. */
@@ -185,6 +189,12 @@ const ingestQueue: StorageCommit[] = [];
 /** Bytes of the commits in ingestQueue (0 once it is drained). */
 let ingestQueueBytes = 0;
 let holdIngest = false;
+/** The checkpoint of the open orders being written, if any; the one the database names; the commands ingested at the last one. */
+let checkpointing: Promise<void> | null = null;
+let openOrdersNoted: OpenOrdersNote | null = null;
+let checkpointedAt = 0;
+/** How long a checkpoint of the open orders waits for storage to hold its projections before it is dropped. */
+const CHECKPOINT_PROJECTED_WAIT_MS = 60_000;
 let writerDone = false;
 let flusherWake: (() => void) | null = null;
 let flusherIdle: Promise<void> = Promise.resolve();
@@ -248,8 +258,53 @@ function drainIngest(): void {
     ingestQueueBytes = 0; // all ingested
     queueMarks.note(QUEUE_SLOTS.heldBytes, 0);
   }
-  if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
+  if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) sealGroup();
   flusherWake?.();
+}
+
+/** Seals the open group, then takes a checkpoint of the open orders if one is due: their state is the sealed groups' watermarks' now. */
+function sealGroup(): void {
+  projector.seal();
+  const every = data.openOrdersCheckpoints;
+  if (every === null || checkpointing !== null || holdIngest || stopping || projector.commandsIngested - checkpointedAt < every.commands) return;
+  checkpointedAt = projector.commandsIngested;
+  const started = performance.now();
+  const capture = projector.captureOpenOrders();
+  const pauseMs = Math.round((performance.now() - started) * 10) / 10;
+  checkpointing = checkpointOpenOrders(every.dir, capture, pauseMs).finally(() => (checkpointing = null));
+}
+
+/**
+ * Writes a capture of the open orders to the slot the database does not name, waits until
+ * storage holds the projections it is true at, then names it. One at a time; a failure or
+ * a stop leaves the last one named.
+ */
+async function checkpointOpenOrders(dir: string, capture: OpenOrdersCapture, pauseMs: number): Promise<void> {
+  const slot = openOrdersNoted?.slot === 0 ? 1 : 0;
+  const token = randomUUID();
+  const started = performance.now();
+  const fields = { count: capture.count, watermarks: capture.watermarks, pauseMs };
+  try {
+    const bytes = await writeOpenOrdersAsync(openOrdersCheckpointPath(dir, slot), token, capture);
+    const deadline = performance.now() + CHECKPOINT_PROJECTED_WAIT_MS;
+    while (capture.watermarks.some((mark, shard) => projector.watermark(shard) < mark)) {
+      if (stopping || performance.now() > deadline) {
+        log('warn', 'open orders checkpoint dropped: storage did not reach its projections', { ...fields, projected: capture.watermarks.map((_, shard) => projector.watermark(shard)) });
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const client = await connect(`${PROJECTOR_APPLICATION_NAME}-checkpoint`);
+    try {
+      await noteOpenOrders(client, { token, slot, watermarks: capture.watermarks });
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    openOrdersNoted = { token, slot, watermarks: capture.watermarks };
+    log('info', 'open orders checkpoint noted', { ...fields, slot, bytes, notedMs: Math.round(performance.now() - started) });
+  } catch (error) {
+    log('warn', 'open orders checkpoint not kept: a crash starts from the one named before', { ...fields, err: (error as Error).message });
+  }
 }
 
 /**
@@ -294,7 +349,7 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
 async function flusherLoop(): Promise<void> {
   for (;;) {
     const ageMs = projector.openSinceMs > 0 ? performance.now() - projector.openSinceMs : -1;
-    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) projector.seal();
+    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) sealGroup();
     if (projector.sealedCount === 0) {
       if (writerDone && ingestQueue.length === 0 && projector.openSinceMs === 0) return;
       await new Promise<void>((resolve) => {
@@ -483,7 +538,9 @@ async function main(): Promise<void> {
       }
     });
   booksLoaded.catch(() => undefined); // awaited below
-  const openOrders = await phase('openOrders', projector.load(client, data.openOrders));
+  const checkpoints = data.openOrdersCheckpoints;
+  openOrdersNoted = checkpoints === null ? null : await readOpenOrdersNote(client);
+  const openOrders = await phase('openOrders', projector.load(client, data.openOrders, checkpoints === null ? null : { dir: checkpoints.dir, note: openOrdersNoted }));
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const pendingIds = projector.pendingIds(); // before the catch-up takes the journaled ones
   await phase('books', booksLoaded);

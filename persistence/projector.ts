@@ -107,7 +107,8 @@ import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
-import { readOpenOrders, writeOpenOrders } from './open-orders-snapshot.ts';
+import { openOrdersCheckpointPath, openOrdersColumns, putOpenOrder, readOpenOrders, writeOpenOrders, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
+import { IDS_PER_QUERY_MAX, uuidArrayLiteral } from './recovery.ts';
 import { RestingOrders, type RestingOrder } from './resting-orders.ts';
 
 export const PROJECTION_NAME = 'runtime';
@@ -147,6 +148,29 @@ function keyOf(words: Int32Array, at: number): string {
   const c = words[at + 2]!;
   const d = words[at + 3]!;
   return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
+}
+
+/**
+ * Calls `visit(words, at)` with the id of every order a batch of the journal changed, as
+ * Projector.apply reads them: each accepted submit's, cancel's or modify's order, and
+ * the maker of each of its fills.
+ */
+export function touchedOrders(view: JournalView, visit: (words: Int32Array, at: number) => void): void {
+  const { words, bytes } = view;
+  for (let at = 0; at < bytes.byteLength; ) {
+    const headerAt = at + COMMAND_SLOT_BYTES;
+    const next = headerAt + (1 + words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
+    const firstAt = headerAt + RESULT_RECORD_BYTES;
+    const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
+    if (bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED && (opcode === OPCODE_SUBMIT || opcode === OPCODE_CANCEL || opcode === OPCODE_MODIFY)) {
+      visit(words, (at >> 2) + COMMAND_ORDER_ID_WORD);
+      for (let e = firstAt + RESULT_RECORD_BYTES; e + 3 * RESULT_RECORD_BYTES <= next; e += 3 * RESULT_RECORD_BYTES) {
+        const makerAt = e + RESULT_RECORD_BYTES;
+        if (bytes[makerAt + RESULT_KIND_BYTE] === EVENT_EXECUTION) visit(words, (makerAt >> 2) + RESULT_UUID_A_WORD);
+      }
+    }
+    at = next;
+  }
 }
 
 /** The four words of 16 big-endian bytes (an intake record's ids), for keyOf. */
@@ -266,6 +290,8 @@ export class Projector {
    */
   private nextTapeSequence = 1;
   private groupsSinceVacuum = 0;
+  /** Commands ingested since the start (checkpoints of the open orders are due by it). */
+  commandsIngested = 0;
   private open = new Rows();
   private readonly sealed: Flush[] = [];
   private readonly onSealed: (groups: number) => void;
@@ -333,7 +359,7 @@ export class Projector {
    * the file saved at the last graceful stop when the main thread names one and it is
    * true of storage (persistence/open-orders-snapshot.ts), else from the table. Says which.
    */
-  async load(client: pg.ClientBase, saved: { file: string; token: string } | null = null): Promise<string> {
+  async load(client: pg.ClientBase, saved: { file: string; token: string } | null = null, checkpoint: { dir: string; note: OpenOrdersNote | null } | null = null): Promise<string> {
     const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
       'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
       [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
@@ -374,28 +400,113 @@ export class Projector {
       await this.loadOpenOrders(client); // a new store: nothing of the file stays
       return `read from storage (${why})`;
     }
+    const note = checkpoint?.note ?? null;
+    if (checkpoint !== null && note !== null) {
+      let why: string | null;
+      let at: readonly number[] = [];
+      try {
+        why = readOpenOrders(
+          openOrdersCheckpointPath(checkpoint.dir, note.slot),
+          note.token,
+          (held) => {
+            at = held;
+            if (held.length !== this.projected.length || held.some((mark, shard) => mark > this.projected[shard]!)) return `the file is true at projections ${held.join()}, storage holds ${this.projected.join()}`;
+            return null;
+          },
+          (count) => (this.resting = new RestingOrders(count)),
+          (order) => this.resting.add(order),
+        );
+        if (why === null) {
+          this.resting.indexAdds();
+          const read = await this.readTouchedAgain(client, at);
+          return `checkpoint at ${at.join()}, then ${read.touched} orders the journal touched after it read again from storage (${read.open} open)`;
+        }
+      } catch (error) {
+        why = `the checkpoint could not be loaded: ${(error as Error).message}`;
+      }
+      await this.loadOpenOrders(client); // a new store: nothing of the file stays
+      return `read from storage (${why})`;
+    }
     await this.loadOpenOrders(client);
     return 'read from storage';
   }
 
+  /**
+   * After a checkpoint of the open orders true at `from` (per shard) was loaded: every order
+   * the journal's commands between it and the projections storage holds touched (each
+   * accepted submit's, cancel's or modify's order, each fill's maker) is taken out of the
+   * store and put back as order_lifecycle_state holds it now, if it is open. Every other
+   * order's row is as it was at the checkpoint. Returns how many were touched and open.
+   */
+  private async readTouchedAgain(client: pg.ClientBase, from: readonly number[]): Promise<{ touched: number; open: number }> {
+    const touched = new Map<string, Int32Array>();
+    const note = (words: Int32Array, at: number) => {
+      const key = keyOf(words, at);
+      if (!touched.has(key)) touched.set(key, words.slice(at, at + 4));
+    };
+    for (let shard = 0; shard < this.projected.length; shard++) {
+      let after = from[shard]!;
+      while (after < this.projected[shard]!) {
+        const page = await client.query<{ last_sequence: string; payload: Buffer }>(
+          'SELECT last_sequence, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 AND first_sequence <= $3 ORDER BY first_sequence LIMIT 100',
+          [shard, after, this.projected[shard]],
+        );
+        if (page.rows.length === 0) throw new Error(`shard ${shard}'s journal has no batch after ${after}, storage's projections reach ${this.projected[shard]}`);
+        for (const row of page.rows) touchedOrders(journalView(row.payload), note);
+        after = Number(page.rows[page.rows.length - 1]!.last_sequence);
+      }
+    }
+    for (const words of touched.values()) this.resting.take(words, 0);
+    const ids = [...touched.values()].map((words) => formatUuid(words, 0));
+    let open = 0;
+    for (let at = 0; at < ids.length; at += IDS_PER_QUERY_MAX) {
+      open += await this.readOpenRows(client, `order_id = ANY(${uuidArrayLiteral(ids.slice(at, at + IDS_PER_QUERY_MAX))})`);
+    }
+    this.resting.indexAdds();
+    return { touched: touched.size, open };
+  }
+
+  /**
+   * The open orders of this capture's moment: only right after seal() (nothing open), when
+   * what was ingested is exactly what the sealed groups bring storage to (their watermarks).
+   */
+  captureOpenOrders(): OpenOrdersCapture {
+    if (this.open.commandCount > 0 || this.open.watermarks.size > 0) throw new Error('an open group: the open orders are not those of any watermarks');
+    const isOpen = (order: RestingOrder) => order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
+    let count = this.resting.size;
+    for (const order of this.live.values()) if (isOpen(order)) count++;
+    const columns = openOrdersColumns(count);
+    let n = this.resting.copyColumns(columns.ids, columns.small, columns.numbers, 0);
+    for (const order of this.live.values()) if (isOpen(order)) putOpenOrder(columns, n++, order);
+    return { count, watermarks: [...this.ingested], ...columns };
+  }
+
   /** Every open order of order_lifecycle_state into the compact store. */
   private async loadOpenOrders(client: pg.ClientBase): Promise<void> {
-    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
-    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
-    // Open orders, streamed binary: one object per order and nothing else (a million of them at start-up).
-    // What only a new order's row needs (engine order id, creation time) is not loaded: these rows exist.
     const openCount = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')")).rows[0]!.n;
     this.resting = new RestingOrders(openCount);
-    // Open orders, streamed binary into the compact store. What only a new order's row needs
-    // (engine order id, creation time) is not loaded: these rows exist.
+    await this.readOpenRows(client, 'true');
+    this.resting.indexAdds();
+  }
+
+  /**
+   * The open orders of order_lifecycle_state that also meet `where` (SQL the caller built:
+   * a COPY takes no parameters), streamed binary into the compact store. What only a new
+   * order's row needs (engine order id, creation time) is not loaded: these rows exist.
+   * Returns how many.
+   */
+  private async readOpenRows(client: pg.ClientBase, where: string): Promise<number> {
+    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
+    const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
     let lastSession = Buffer.alloc(0);
     let lastNumbers: readonly [number, number] = [-1, -1];
+    let read = 0;
     const order: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
     await copyOut(
       client,
       `SELECT order_id, instrument_id, participant_id, account_id, run_id || '/' || venue_session_id, side, order_type, time_in_force, state,
               limit_price_nanos, original_quantity_units, filled_quantity_units, currency, shard_id
-         FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')`,
+         FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED') AND (${where})`,
       (row) => {
         for (let k = 0; k < 4; k++) row.words(k, order.ids, k * 4);
         if (!row.equals(4, lastSession)) {
@@ -414,9 +525,10 @@ export class Projector {
         order.currency = (row.byte(12, 0) << 16) | (row.byte(12, 1) << 8) | row.byte(12, 2);
         order.shard = row.int16(13);
         this.resting.add(order);
+        read++;
       },
     );
-    this.resting.indexAdds();
+    return read;
   }
 
   /**
@@ -542,6 +654,7 @@ export class Projector {
       group.watermarks.set(batch.shard, batch.lastSequence);
       watermarks.push([batch.shard, batch.lastSequence]);
       group.commandCount += batch.commandCount;
+      this.commandsIngested += batch.commandCount;
     }
     if (commit.journaledAtMs !== undefined && commit.journals.length > 0) group.journaledAtMs.push(commit.journaledAtMs);
     const levels = new Map<string, BookUpdate['levels'][number]>();
