@@ -76,7 +76,6 @@ export async function writeSnapshotFileAsync(file: string, magic: string, header
     const tail = Buffer.alloc(4);
     tail.writeUInt32LE(crc >>> 0, 0);
     await write(tail);
-    await handle.datasync(); // the last bytes too: a file a database note names after this must be whole after a machine's crash
   } finally {
     await handle.close();
   }
