@@ -88,9 +88,19 @@ export interface OpenOrdersCapture {
   numbers: Float64Array;
 }
 
-/** The columns for `count` orders, empty. */
-export function openOrdersColumns(count: number): Pick<OpenOrdersCapture, 'ids' | 'small' | 'numbers'> {
-  return { ids: new Int32Array(count * ID_WORDS), small: new Int32Array(count * SMALL_WORDS), numbers: new Float64Array(count * NUMBERS) };
+/** Bytes an open order takes in the file's columns. */
+export const OPEN_ORDER_BYTES = ID_WORDS * 4 + SMALL_WORDS * 4 + NUMBERS * 8;
+
+/** The columns for `count` orders: in `memory` if it holds them (what it held stays until written over), else new and empty. */
+export function openOrdersColumns(count: number, memory: SharedArrayBuffer | null = null): Pick<OpenOrdersCapture, 'ids' | 'small' | 'numbers'> {
+  if (memory === null || memory.byteLength < count * OPEN_ORDER_BYTES) {
+    return { ids: new Int32Array(count * ID_WORDS), small: new Int32Array(count * SMALL_WORDS), numbers: new Float64Array(count * NUMBERS) };
+  }
+  return {
+    ids: new Int32Array(memory, 0, count * ID_WORDS),
+    small: new Int32Array(memory, count * ID_WORDS * 4, count * SMALL_WORDS),
+    numbers: new Float64Array(memory, count * (ID_WORDS + SMALL_WORDS) * 4, count * NUMBERS),
+  };
 }
 
 /** Puts `order` at row `n` of the columns. */
@@ -156,7 +166,7 @@ export function readOpenOrders(
       if (why !== null) return why;
     } else if (header.watermarks.join() !== watermarks.join()) return `the file is true at projections ${header.watermarks.join()}, storage holds ${watermarks.join()}`;
     const count = header.count!;
-    if (!reader.holds(count * (ID_WORDS * 4 + SMALL_WORDS * 4 + NUMBERS * 8))) return 'a file of the wrong length';
+    if (!reader.holds(count * OPEN_ORDER_BYTES)) return 'a file of the wrong length';
     const ids = new Int32Array(count * ID_WORDS);
     const small = new Int32Array(count * SMALL_WORDS);
     const numbers = new Float64Array(count * NUMBERS);

@@ -9,6 +9,7 @@
 // and start taking the rings.
 
 import { randomUUID } from 'node:crypto';
+import { rename } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
@@ -18,8 +19,8 @@ import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
-import { Projector, PROJECTOR_SESSION_SQL, type BookUpdate, type RedriveShard } from './projector.ts';
-import { noteOpenOrders, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersAsync, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
+import { Projector, PROJECTOR_SESSION_SQL, SAVED_AT_STOP, type BookUpdate, type RedriveShard } from './projector.ts';
+import { noteOpenOrders, OPEN_ORDER_BYTES, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersAsync, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
 import { analyzeStale } from './planner-statistics.ts';
@@ -84,6 +85,12 @@ export interface PersistenceSave {
   type: 'save';
   file: string;
   token: string;
+}
+
+/** The persistence thread asks the main thread for memory for its checkpoints' captures; the answer: `{ type: 'capture-memory', memory }`. */
+export interface CaptureMemoryWanted {
+  type: 'capture-memory';
+  bytes: number;
 }
 
 export type PersistenceSaved = { type: 'saved'; count: number; bytes: number } | { type: 'save-failed'; message: string };
@@ -193,6 +200,19 @@ let holdIngest = false;
 let checkpointing: Promise<void> | null = null;
 let openOrdersNoted: OpenOrdersNote | null = null;
 let checkpointedAt = 0;
+/**
+ * The memory the checkpoints' captures go into, its pages faulted in by the main thread
+ * (which it asks for room for twice the open orders once they pass 60% of what it has,
+ * and at start), and the most asked for.
+ */
+let captureMemory: SharedArrayBuffer | null = null;
+let captureMemoryAsked = 0;
+function askCaptureMemory(openOrders: number): void {
+  if (data.openOrdersCheckpoints === null || openOrders * OPEN_ORDER_BYTES <= 0.6 * Math.max(captureMemoryAsked, captureMemory?.byteLength ?? 0)) return;
+  captureMemoryAsked = 2 * Math.max(openOrders, 4096) * OPEN_ORDER_BYTES;
+  parentPort!.postMessage({ type: 'capture-memory', bytes: captureMemoryAsked } satisfies CaptureMemoryWanted);
+}
+
 /** How long a checkpoint of the open orders waits for storage to hold its projections before it is dropped. */
 const CHECKPOINT_PROJECTED_WAIT_MS = 60_000;
 let writerDone = false;
@@ -269,9 +289,28 @@ function sealGroup(): void {
   if (every === null || checkpointing !== null || holdIngest || stopping || projector.commandsIngested - checkpointedAt < every.commands) return;
   checkpointedAt = projector.commandsIngested;
   const started = performance.now();
-  const capture = projector.captureOpenOrders();
+  const capture = projector.captureOpenOrders(captureMemory);
   const pauseMs = Math.round((performance.now() - started) * 10) / 10;
-  checkpointing = checkpointOpenOrders(every.dir, capture, pauseMs).finally(() => (checkpointing = null));
+  const faultedAhead = captureMemory !== null && capture.ids.buffer === captureMemory;
+  askCaptureMemory(capture.count);
+  checkpointing = checkpointOpenOrders(every.dir, capture, { pauseMs, faultedAhead }).finally(() => (checkpointing = null));
+}
+
+/**
+ * The open orders a graceful stop saved, once loaded, are a checkpoint at the projections
+ * storage holds: the file becomes the slot the database does not name, and is named, so
+ * that a crash before the next checkpoint replays only the journal since this start.
+ */
+async function adoptSavedOpenOrders(client: pg.Client, dir: string, saved: { file: string; token: string }): Promise<void> {
+  const slot = openOrdersNoted?.slot === 0 ? 1 : 0;
+  const watermarks = Array.from({ length: data.shardCount }, (_, shard) => projector.watermark(shard));
+  try {
+    await rename(saved.file, openOrdersCheckpointPath(dir, slot));
+    await noteOpenOrders(client, { token: saved.token, slot, watermarks });
+    openOrdersNoted = { token: saved.token, slot, watermarks };
+  } catch (error) {
+    log('warn', 'the open orders saved at the stop were not kept as a checkpoint', { err: (error as Error).message });
+  }
 }
 
 /**
@@ -279,11 +318,11 @@ function sealGroup(): void {
  * storage holds the projections it is true at, then names it. One at a time; a failure or
  * a stop leaves the last one named.
  */
-async function checkpointOpenOrders(dir: string, capture: OpenOrdersCapture, pauseMs: number): Promise<void> {
+async function checkpointOpenOrders(dir: string, capture: OpenOrdersCapture, pause: { pauseMs: number; faultedAhead: boolean }): Promise<void> {
   const slot = openOrdersNoted?.slot === 0 ? 1 : 0;
   const token = randomUUID();
   const started = performance.now();
-  const fields = { count: capture.count, watermarks: capture.watermarks, pauseMs };
+  const fields = { count: capture.count, watermarks: capture.watermarks, ...pause };
   try {
     const bytes = await writeOpenOrdersAsync(openOrdersCheckpointPath(dir, slot), token, capture);
     const deadline = performance.now() + CHECKPOINT_PROJECTED_WAIT_MS;
@@ -488,6 +527,9 @@ parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
     stopping = true;
     doorbell.ringAlways();
     flusherWake?.();
+  } else if (message.type === 'capture-memory' && 'memory' in message) {
+    const memory = (message as { memory: SharedArrayBuffer }).memory;
+    if (memory.byteLength > (captureMemory?.byteLength ?? 0)) captureMemory = memory;
   } else if (message.type === 'save' && 'file' in message) {
     try {
       if (!stopped) throw new Error('the persistence thread has not stopped');
@@ -541,6 +583,12 @@ async function main(): Promise<void> {
   const checkpoints = data.openOrdersCheckpoints;
   openOrdersNoted = checkpoints === null ? null : await readOpenOrdersNote(client);
   const openOrders = await phase('openOrders', projector.load(client, data.openOrders, checkpoints === null ? null : { dir: checkpoints.dir, note: openOrdersNoted }));
+  if (checkpoints !== null) {
+    // The commands a start replayed after the checkpoint count toward the next one (else chained crashes would replay more each time).
+    checkpointedAt = -projector.replayedAtStart;
+    askCaptureMemory(projector.openOrderCount);
+    if (data.openOrders !== null && openOrders === SAVED_AT_STOP) await adoptSavedOpenOrders(client, checkpoints.dir, data.openOrders);
+  }
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const pendingIds = projector.pendingIds(); // before the catch-up takes the journaled ones
   await phase('books', booksLoaded);

@@ -108,11 +108,12 @@ import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
 import { openOrdersCheckpointPath, openOrdersColumns, putOpenOrder, readOpenOrders, writeOpenOrders, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
-import { IDS_PER_QUERY_MAX, uuidArrayLiteral } from './recovery.ts';
 import { RestingOrders, type RestingOrder } from './resting-orders.ts';
 
 export const PROJECTION_NAME = 'runtime';
 export const INTAKE_PROJECTION_NAME = 'runtime-intake';
+/** What load() says when the open orders came from the file a graceful stop saved. */
+export const SAVED_AT_STOP = 'saved at the last stop';
 
 /** Words of the ids an order keeps, in OrderState.ids. */
 const ORDER_ID = 0;
@@ -150,27 +151,84 @@ function keyOf(words: Int32Array, at: number): string {
   return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
 }
 
-/**
- * Calls `visit(words, at)` with the id of every order a batch of the journal changed, as
- * Projector.apply reads them: each accepted submit's, cancel's or modify's order, and
- * the maker of each of its fills.
- */
-export function touchedOrders(view: JournalView, visit: (words: Int32Array, at: number) => void): void {
-  const { words, bytes } = view;
-  for (let at = 0; at < bytes.byteLength; ) {
-    const headerAt = at + COMMAND_SLOT_BYTES;
-    const next = headerAt + (1 + words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
-    const firstAt = headerAt + RESULT_RECORD_BYTES;
-    const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
-    if (bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED && (opcode === OPCODE_SUBMIT || opcode === OPCODE_CANCEL || opcode === OPCODE_MODIFY)) {
-      visit(words, (at >> 2) + COMMAND_ORDER_ID_WORD);
-      for (let e = firstAt + RESULT_RECORD_BYTES; e + 3 * RESULT_RECORD_BYTES <= next; e += 3 * RESULT_RECORD_BYTES) {
-        const makerAt = e + RESULT_RECORD_BYTES;
-        if (bytes[makerAt + RESULT_KIND_BYTE] === EVENT_EXECUTION) visit(words, (makerAt >> 2) + RESULT_UUID_A_WORD);
-      }
-    }
-    at = next;
+/** The order an accepted submit at `at` opens, as its slot and first event say (its fills aside). */
+function submittedOrder(view: JournalView, at: number, shard: number): RestingOrder {
+  const { words, floats, bytes } = view;
+  const w = at >> 2;
+  const f = at >> 3;
+  const ids = new Int32Array(16);
+  ids.set(words.subarray(w + COMMAND_ORDER_ID_WORD, w + COMMAND_ORDER_ID_WORD + 4), ORDER_ID);
+  ids.set(words.subarray(w + COMMAND_INSTRUMENT_ID_WORD, w + COMMAND_INSTRUMENT_ID_WORD + 4), INSTRUMENT_ID);
+  ids.set(words.subarray(w + COMMAND_PARTICIPANT_ID_WORD, w + COMMAND_PARTICIPANT_ID_WORD + 4), PARTICIPANT_ID);
+  ids.set(words.subarray(w + COMMAND_ACCOUNT_ID_WORD, w + COMMAND_ACCOUNT_ID_WORD + 4), ACCOUNT_ID);
+  const header = words[w + COMMAND_HEADER_WORD]!;
+  return {
+    ids,
+    runNo: words[w + COMMAND_RUN_WORD]!,
+    sessionNo: words[w + COMMAND_SESSION_WORD]!,
+    side: (header >>> 8) & 0xff,
+    orderType: (header >>> 16) & 0xff,
+    timeInForce: header >>> 24,
+    state: bytes[at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES + RESULT_STATE_BYTE]!,
+    priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
+    quantity: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
+    filled: 0,
+    currency: words[w + COMMAND_CURRENCY_WORD]!,
+    shard,
+  };
+}
+
+/** What an accepted cancel or modify at `at` changes in its order (its fills aside). */
+function acceptedChange(order: RestingOrder, view: JournalView, at: number, opcode: number): void {
+  order.state = view.bytes[at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES + RESULT_STATE_BYTE]!;
+  if (opcode === OPCODE_MODIFY) {
+    order.priceNanos = view.floats[(at >> 3) + COMMAND_PRICE_NANOS_FLOAT]!;
+    order.quantity = view.floats[(at >> 3) + COMMAND_QUANTITY_UNITS_FLOAT]!;
   }
+}
+
+/** What the fill at `e` (taker execution, maker execution, trade) changes in its two orders. */
+function fillChange(taker: RestingOrder, maker: RestingOrder, view: JournalView, e: number): void {
+  const makerAt = e + RESULT_RECORD_BYTES;
+  taker.filled += view.floats[(e >> 3) + RESULT_QUANTITY_FLOAT]!;
+  maker.filled += view.floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
+  maker.state = view.bytes[makerAt + RESULT_STATE_BYTE]!;
+}
+
+/**
+ * The changes the journal's command at `at` makes to orders, as ingest() makes them
+ * (the same helpers), without the rows: a start replays a checkpoint's tail with it.
+ * `orderOf` finds an order by its id's words (`role`: 0 the command's own, 1 a fill's
+ * maker); `opened` takes a submit's new order once its fills are applied.
+ * Returns where the next command starts.
+ */
+export function orderChanges(
+  view: JournalView,
+  at: number,
+  shard: number,
+  orderOf: (words: Int32Array, at: number, role: 0 | 1) => RestingOrder | undefined,
+  opened: (order: RestingOrder) => void,
+): number {
+  const { words, bytes } = view;
+  const headerAt = at + COMMAND_SLOT_BYTES;
+  const next = headerAt + (1 + words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
+  const firstAt = headerAt + RESULT_RECORD_BYTES;
+  if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED) return next;
+  const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
+  let taker: RestingOrder | undefined;
+  if (opcode === OPCODE_SUBMIT) taker = submittedOrder(view, at, shard);
+  else if (opcode === OPCODE_CANCEL || opcode === OPCODE_MODIFY) {
+    taker = orderOf(words, (at >> 2) + COMMAND_ORDER_ID_WORD, 0); // unknown: ingest() logs it and skips the command
+    if (taker !== undefined) acceptedChange(taker, view, at, opcode);
+  }
+  if (taker === undefined) return next;
+  for (let e = firstAt + RESULT_RECORD_BYTES; e + 3 * RESULT_RECORD_BYTES <= next; e += 3 * RESULT_RECORD_BYTES) {
+    const maker = orderOf(words, ((e + RESULT_RECORD_BYTES) >> 2) + RESULT_UUID_A_WORD, 1);
+    if (maker === undefined) throw new Error(`the journal of shard ${shard} fills an order the checkpoint does not hold`);
+    fillChange(taker, maker, view, e);
+  }
+  if (opcode === OPCODE_SUBMIT) opened(taker);
+  return next;
 }
 
 /** The four words of 16 big-endian bytes (an intake record's ids), for keyOf. */
@@ -292,6 +350,8 @@ export class Projector {
   private groupsSinceVacuum = 0;
   /** Commands ingested since the start (checkpoints of the open orders are due by it). */
   commandsIngested = 0;
+  /** Commands of the journal load() replayed after a checkpoint of the open orders. */
+  replayedAtStart = 0;
   private open = new Rows();
   private readonly sealed: Flush[] = [];
   private readonly onSealed: (groups: number) => void;
@@ -329,6 +389,13 @@ export class Projector {
   /** Last sequence ingested per shard (storage holds it once its group is flushed). */
   ingestedWatermark(shard: number): number {
     return this.ingested[shard]!;
+  }
+
+  /** Open orders held (the compact store and those touched since the start). */
+  get openOrderCount(): number {
+    let count = this.resting.size;
+    for (const order of this.live.values()) if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) count++;
+    return count;
   }
 
   /** Commands taken and waiting for their outcome. */
@@ -396,7 +463,7 @@ export class Projector {
       } catch (error) {
         why = `the file could not be loaded: ${(error as Error).message}`; // e.g. an order twice: the table decides
       }
-      if (why === null) return 'saved at the last stop';
+      if (why === null) return SAVED_AT_STOP;
       await this.loadOpenOrders(client); // a new store: nothing of the file stays
       return `read from storage (${why})`;
     }
@@ -405,6 +472,15 @@ export class Projector {
       let why: string | null;
       let at: readonly number[] = [];
       try {
+        // Room for the orders the journal after the checkpoint may open, so that the replay's adds do not grow the store.
+        let tail = 0;
+        for (let shard = 0; shard < Math.min(note.watermarks.length, this.projected.length); shard++) {
+          const counted = await client.query<{ n: string }>(
+            'SELECT coalesce(sum(command_count), 0)::text AS n FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 AND first_sequence <= $3',
+            [shard, note.watermarks[shard], this.projected[shard]],
+          );
+          tail += Number(counted.rows[0]!.n);
+        }
         why = readOpenOrders(
           openOrdersCheckpointPath(checkpoint.dir, note.slot),
           note.token,
@@ -413,13 +489,14 @@ export class Projector {
             if (held.length !== this.projected.length || held.some((mark, shard) => mark > this.projected[shard]!)) return `the file is true at projections ${held.join()}, storage holds ${this.projected.join()}`;
             return null;
           },
-          (count) => (this.resting = new RestingOrders(count)),
+          (count) => (this.resting = new RestingOrders(count + tail)),
           (order) => this.resting.add(order),
         );
         if (why === null) {
           this.resting.indexAdds();
-          const read = await this.readTouchedAgain(client, at);
-          return `checkpoint at ${at.join()}, then ${read.touched} orders the journal touched after it read again from storage (${read.open} open)`;
+          const replayed = await this.replayAfterCheckpoint(client, at);
+          this.replayedAtStart = replayed.commands;
+          return `checkpoint at ${at.join()}, then ${replayed.commands} commands of the journal after it (${replayed.changed} changes of orders)`;
         }
       } catch (error) {
         why = `the checkpoint could not be loaded: ${(error as Error).message}`;
@@ -432,50 +509,58 @@ export class Projector {
   }
 
   /**
-   * After a checkpoint of the open orders true at `from` (per shard) was loaded: every order
-   * the journal's commands between it and the projections storage holds touched (each
-   * accepted submit's, cancel's or modify's order, each fill's maker) is taken out of the
-   * store and put back as order_lifecycle_state holds it now, if it is open. Every other
-   * order's row is as it was at the checkpoint. Returns how many were touched and open.
+   * After a checkpoint of the open orders true at `from` (per shard) was loaded: the
+   * journal's batches between it and the projections storage holds, replayed onto the
+   * store as ingest() would change the orders (orderChanges: the same code), without
+   * the rows, which storage holds. Returns the commands replayed and the orders changed.
    */
-  private async readTouchedAgain(client: pg.ClientBase, from: readonly number[]): Promise<{ touched: number; open: number }> {
-    const touched = new Map<string, Int32Array>();
-    const note = (words: Int32Array, at: number) => {
-      const key = keyOf(words, at);
-      if (!touched.has(key)) touched.set(key, words.slice(at, at + 4));
+  private async replayAfterCheckpoint(client: pg.ClientBase, from: readonly number[]): Promise<{ commands: number; changed: number }> {
+    let commands = 0;
+    let changed = 0;
+    const store = this.resting;
+    const orderOf = (words: Int32Array, at: number, role: 0 | 1): RestingOrder | undefined => {
+      changed++;
+      return store.stored(words, at, role);
+    };
+    const opened = (order: RestingOrder) => {
+      changed++;
+      if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) store.add(order);
     };
     for (let shard = 0; shard < this.projected.length; shard++) {
-      let after = from[shard]!;
-      while (after < this.projected[shard]!) {
-        const page = await client.query<{ last_sequence: string; payload: Buffer }>(
-          'SELECT last_sequence, payload FROM runtime.journal_batches WHERE shard_id = $1 AND first_sequence > $2 AND first_sequence <= $3 ORDER BY first_sequence LIMIT 100',
-          [shard, after, this.projected[shard]],
-        );
-        if (page.rows.length === 0) throw new Error(`shard ${shard}'s journal has no batch after ${after}, storage's projections reach ${this.projected[shard]}`);
-        for (const row of page.rows) touchedOrders(journalView(row.payload), note);
-        after = Number(page.rows[page.rows.length - 1]!.last_sequence);
-      }
+      const to = this.projected[shard]!;
+      if (from[shard]! >= to) continue;
+      let last = from[shard]!;
+      await copyOut(
+        client,
+        `SELECT first_sequence, last_sequence, checksum, command_count, payload FROM runtime.journal_batches
+          WHERE shard_id = ${Number(shard)} AND first_sequence > ${Number(last)} AND first_sequence <= ${Number(to)} ORDER BY first_sequence`,
+        (row) => {
+          if (row.int8(0) !== last + 1) throw new Error(`shard ${shard}'s journal has a gap after sequence ${last}`);
+          const payload = row.bytes(4);
+          if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard}'s journal batch at sequence ${last + 1} fails its checksum`);
+          const view = journalView(payload);
+          for (let at = 0; at < view.bytes.byteLength; ) at = orderChanges(view, at, shard, orderOf, opened);
+          last = row.int8(1);
+          commands += row.int32(3);
+        },
+      );
+      if (last !== to) throw new Error(`shard ${shard}'s journal ends at ${last}, storage's projections at ${to}`);
     }
-    for (const words of touched.values()) this.resting.take(words, 0);
-    const ids = [...touched.values()].map((words) => formatUuid(words, 0));
-    let open = 0;
-    for (let at = 0; at < ids.length; at += IDS_PER_QUERY_MAX) {
-      open += await this.readOpenRows(client, `order_id = ANY(${uuidArrayLiteral(ids.slice(at, at + IDS_PER_QUERY_MAX))})`);
-    }
-    this.resting.indexAdds();
-    return { touched: touched.size, open };
+    store.indexAdds();
+    return { commands, changed };
   }
 
   /**
    * The open orders of this capture's moment: only right after seal() (nothing open), when
    * what was ingested is exactly what the sealed groups bring storage to (their watermarks).
+   * Into `memory` if it holds them (its pages faulted in ahead by the main thread: fresh
+   * memory's first touch cost about 1.1 s for a million orders here, the copy alone 70-145 ms).
    */
-  captureOpenOrders(): OpenOrdersCapture {
+  captureOpenOrders(memory: SharedArrayBuffer | null = null): OpenOrdersCapture {
     if (this.open.commandCount > 0 || this.open.watermarks.size > 0) throw new Error('an open group: the open orders are not those of any watermarks');
     const isOpen = (order: RestingOrder) => order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
-    let count = this.resting.size;
-    for (const order of this.live.values()) if (isOpen(order)) count++;
-    const columns = openOrdersColumns(count);
+    const count = this.openOrderCount;
+    const columns = openOrdersColumns(count, memory);
     let n = this.resting.copyColumns(columns.ids, columns.small, columns.numbers, 0);
     for (const order of this.live.values()) if (isOpen(order)) putOpenOrder(columns, n++, order);
     return { count, watermarks: [...this.ingested], ...columns };
@@ -541,8 +626,7 @@ export class Projector {
       throw new Error(`projections are not all in storage (projected ${this.projected.join()}, ingested ${this.ingested.join()}, ${this.sealed.length} groups sealed)`);
     }
     const isOpen = (order: RestingOrder) => order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED;
-    let count = this.resting.size;
-    for (const order of this.live.values()) if (isOpen(order)) count++;
+    const count = this.openOrderCount;
     const bytes = writeOpenOrders(file, token, this.projected, count, (visit) => {
       this.resting.forEach(visit);
       for (const order of this.live.values()) if (isOpen(order)) visit(order);
@@ -809,39 +893,22 @@ export class Projector {
     intake: PendingIntake,
     clientOrderIdLength: number,
   ): OrderState | null {
-    const { words, floats, bytes } = view;
+    const { words, floats } = view;
     const w = at >> 2;
-    const f = at >> 3;
     const firstAt = at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES;
     const lastSequence = floats[((firstAt + (eventCount - 1) * RESULT_RECORD_BYTES) >> 3) + RESULT_SEQUENCE_FLOAT]!;
     const key = keyOf(words, w + COMMAND_ORDER_ID_WORD);
     if (opcode === OPCODE_SUBMIT) {
-      const ids = new Int32Array(16);
-      ids.set(words.subarray(w + COMMAND_ORDER_ID_WORD, w + COMMAND_ORDER_ID_WORD + 4), ORDER_ID);
-      ids.set(words.subarray(w + COMMAND_INSTRUMENT_ID_WORD, w + COMMAND_INSTRUMENT_ID_WORD + 4), INSTRUMENT_ID);
-      ids.set(words.subarray(w + COMMAND_PARTICIPANT_ID_WORD, w + COMMAND_PARTICIPANT_ID_WORD + 4), PARTICIPANT_ID);
-      ids.set(words.subarray(w + COMMAND_ACCOUNT_ID_WORD, w + COMMAND_ACCOUNT_ID_WORD + 4), ACCOUNT_ID);
-      const header = words[w + COMMAND_HEADER_WORD]!;
       const order: OrderState = {
-        ids,
-        runNo: words[w + COMMAND_RUN_WORD]!,
-        sessionNo: words[w + COMMAND_SESSION_WORD]!,
-        side: (header >>> 8) & 0xff,
-        orderType: (header >>> 16) & 0xff,
-        timeInForce: header >>> 24,
-        state: bytes[firstAt + RESULT_STATE_BYTE]!,
-        priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
-        quantity: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
-        filled: 0,
-        currency: words[w + COMMAND_CURRENCY_WORD]!,
+        ...submittedOrder(view, at, shard),
         engineOrderId: engineOrderIdOf(shard, floats[((at + COMMAND_SLOT_BYTES) >> 3) + RESULT_ENGINE_ORDER_FLOAT]!),
-        shard,
         createdAtUs: timestampUs,
         updatedAtUs: timestampUs,
         lastSequence,
         clientOrderId: clientOrderIdLength > 0 ? intake.bytes.slice(intake.at + INTAKE_CLIENT_ORDER_ID_BYTE, intake.at + INTAKE_CLIENT_ORDER_ID_BYTE + clientOrderIdLength) : null,
         fresh: true,
       };
+      const ids = order.ids;
       if (!touched.has(key)) touched.set(key, null);
       this.live.set(key, order);
       rows.lifecycle.set(key, order);
@@ -856,13 +923,9 @@ export class Projector {
       this.log('error', 'projection: an accepted command names an order it never saw', { orderId: formatUuid(words, w + COMMAND_ORDER_ID_WORD) });
       return null;
     }
-    order.state = bytes[firstAt + RESULT_STATE_BYTE]!;
+    acceptedChange(order, view, at, opcode);
     order.updatedAtUs = timestampUs;
     order.lastSequence = lastSequence;
-    if (opcode === OPCODE_MODIFY) {
-      order.priceNanos = floats[f + COMMAND_PRICE_NANOS_FLOAT]!;
-      order.quantity = floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!;
-    }
     return order;
   }
 
@@ -875,14 +938,10 @@ export class Projector {
     if (bytes[takerAt + RESULT_KIND_BYTE] !== EVENT_EXECUTION || bytes[makerAt + RESULT_KIND_BYTE] !== EVENT_EXECUTION || bytes[tradeAt + RESULT_KIND_BYTE] !== EVENT_TRADE) {
       throw new Error(`unexpected event layout in command ${formatUuid(words, commandIdWord)}`);
     }
-    const takerQuantity = floats[(takerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
-    const makerQuantity = floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
     const makerSequence = floats[(makerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
-    taker.filled += takerQuantity;
     const maker = this.touch(rows, touched, words, (makerAt >> 2) + RESULT_UUID_A_WORD);
     if (maker === undefined) throw new Error(`projection lost an order of command ${formatUuid(words, commandIdWord)}`);
-    maker.filled += makerQuantity;
-    maker.state = bytes[makerAt + RESULT_STATE_BYTE]!;
+    fillChange(taker, maker, view, takerAt);
     maker.updatedAtUs = timestampUs;
     maker.lastSequence = makerSequence;
 

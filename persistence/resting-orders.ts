@@ -6,6 +6,7 @@
 // projector takes an order out of here (as the object it works with) the first time a
 // command changes it.
 
+import { STATE_OPEN, STATE_PARTIALLY_FILLED } from '../core/codes.ts';
 import { hashWords } from '../core/hash.ts';
 
 /** What the projector keeps of a resting order, in the units of its OrderState. */
@@ -55,13 +56,15 @@ export class RestingOrders {
   private readonly pendingHashes = new Int32Array(ADD_GROUP);
   /** What indexAdds's loads gave (kept, so that they are not optimized away). */
   private touched = 0;
+  private readonly views = [new StoredOrder(this), new StoredOrder(this)];
   /** Per entry: whether it was taken. */
   private taken = new Uint8Array(0);
-  private ids = new Int32Array(0);
+  /** The columns (read and written by StoredOrder too). */
+  ids = new Int32Array(0);
   /** runNo, sessionNo, (side | orderType << 8 | timeInForce << 16 | state << 24), currency, shard. */
-  private small = new Int32Array(0);
+  small = new Int32Array(0);
   /** priceNanos, quantity, filled. */
-  private numbers = new Float64Array(0);
+  numbers = new Float64Array(0);
 
   constructor(expected = 1024) {
     this.allocate(Math.max(1024, expected));
@@ -132,15 +135,41 @@ export class RestingOrders {
 
   /** The order whose id is words[at..at+3], removed from here; null if it is not here. */
   take(words: Int32Array, at: number): RestingOrder | null {
-    if (this.count === 0) return null;
+    const entry = this.remove(words, at);
+    return entry < 0 ? null : this.orderAt(entry, this.ids.slice(entry * 16, entry * 16 + 16));
+  }
+
+  /** Removes the order whose id is words[at..at+3]; its entry, or -1 if it is not here. */
+  private remove(words: Int32Array, at: number): number {
+    if (this.count === 0) return -1;
     if (this.pending > 0) this.indexAdds();
     const slot = this.probe(words, at, hashWords(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!), false);
-    if (slot < 0) return null;
+    if (slot < 0) return -1;
     const entry = this.index[slot * 2]! - 1;
     this.index[slot * 2] = TAKEN;
     this.taken[entry] = 1;
     this.count--;
-    return this.orderAt(entry, this.ids.slice(entry * 16, entry * 16 + 16));
+    return entry;
+  }
+
+  /**
+   * The order whose id is words[at..at+3] as a StoredOrder (`role`: one view each, reused)
+   * whose fields are its entry's columns, or undefined if it is not here. Valid until the
+   * next add (which may move the entries).
+   */
+  stored(words: Int32Array, at: number, role: 0 | 1): StoredOrder | undefined {
+    if (this.count === 0) return undefined;
+    if (this.pending > 0) this.indexAdds();
+    const slot = this.probe(words, at, hashWords(words[at]!, words[at + 1]!, words[at + 2]!, words[at + 3]!), false);
+    if (slot < 0) return undefined;
+    const view = this.views[role]!;
+    view.entry = this.index[slot * 2]! - 1;
+    return view;
+  }
+
+  /** Removes the order in `entry` (a StoredOrder closed). */
+  removeEntry(entry: number): void {
+    if (this.taken[entry] === 0) this.remove(this.ids, entry * 16);
   }
 
   /** Calls fn with every order still here, in the order they were added (the depth of the read thread, tests). */
@@ -278,4 +307,65 @@ function powerOfTwoAbove(value: number): number {
   let power = 1;
   while (power < value) power *= 2;
   return power;
+}
+
+/**
+ * An order of a RestingOrders store read and written in place (a start's replay of the
+ * journal after a checkpoint of the open orders: no object per order). Setting a state
+ * other than open or partially filled removes it from the store; writes after that go
+ * to an entry no one reads.
+ */
+export class StoredOrder implements RestingOrder {
+  entry = 0;
+  constructor(private readonly store: RestingOrders) {}
+  get ids(): Int32Array {
+    return this.store.ids.subarray(this.entry * 16, this.entry * 16 + 16);
+  }
+  get runNo(): number {
+    return this.store.small[this.entry * 5]!;
+  }
+  get sessionNo(): number {
+    return this.store.small[this.entry * 5 + 1]!;
+  }
+  get side(): number {
+    return this.store.small[this.entry * 5 + 2]! & 0xff;
+  }
+  get orderType(): number {
+    return (this.store.small[this.entry * 5 + 2]! >>> 8) & 0xff;
+  }
+  get timeInForce(): number {
+    return (this.store.small[this.entry * 5 + 2]! >>> 16) & 0xff;
+  }
+  get state(): number {
+    return this.store.small[this.entry * 5 + 2]! >>> 24;
+  }
+  set state(state: number) {
+    const at = this.entry * 5 + 2;
+    this.store.small[at] = (this.store.small[at]! & 0xffffff) | (state << 24);
+    if (state !== STATE_OPEN && state !== STATE_PARTIALLY_FILLED) this.store.removeEntry(this.entry);
+  }
+  get currency(): number {
+    return this.store.small[this.entry * 5 + 3]!;
+  }
+  get shard(): number {
+    return this.store.small[this.entry * 5 + 4]!;
+  }
+  get priceNanos(): number {
+    return this.store.numbers[this.entry * 3]!;
+  }
+  set priceNanos(value: number) {
+    this.store.numbers[this.entry * 3] = value;
+  }
+  get quantity(): number {
+    return this.store.numbers[this.entry * 3 + 1]!;
+  }
+  set quantity(value: number) {
+    this.store.numbers[this.entry * 3 + 1] = value;
+  }
+  get filled(): number {
+    return this.store.numbers[this.entry * 3 + 2]!;
+  }
+  set filled(value: number) {
+    this.store.numbers[this.entry * 3 + 2] = value;
+  }
 }

@@ -1,11 +1,11 @@
 // Checkpoints of the projector's open orders while running (persistence/open-orders-snapshot.ts):
-// a start after a kill -9 loads the one the database names and reads again from storage
-// only the orders the journal touched after it, and ends with exactly the open orders of
+// a start after a kill -9 loads the one the database names and replays onto it the
+// journal after it (the orders' changes only), and ends with exactly the open orders of
 // order_lifecycle_state (what a graceful stop then saves from the projector is compared
 // row for row with the table). A file that fails its checksum costs the COPY, nothing else.
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
@@ -43,9 +43,9 @@ async function tableOpenOrders(url: string): Promise<string[]> {
   return rows.rows.map((row) => row.line).sort();
 }
 
-const OPEN_ORDERS_LINE = /"openOrders":"checkpoint at ([\d,]+), then (\d+) orders the journal touched after it read again from storage \((\d+) open\)"/;
+const OPEN_ORDERS_LINE = /"openOrders":"checkpoint at ([\d,]+), then (\d+) commands of the journal after it \((\d+) changes of orders\)"/;
 
-test('after a kill -9 the projector loads its last open-orders checkpoint, reads again only what the journal touched after it, and holds exactly the open rows', async (t) => {
+test('after a kill -9 the projector loads its last open-orders checkpoint, replays the journal after it onto it, and holds exactly the open rows', async (t) => {
   const dir = dataDir();
   const env = { DATA_DIR: dir, PROCESSING_MODE: 'sync-result', ENGINE_CHECKPOINT_COMMANDS: '150' };
   let venue = await VenueProcess.start(env);
@@ -58,6 +58,7 @@ test('after a kill -9 the projector loads its last open-orders checkpoint, reads
   const noted = (venue.log.match(/open orders checkpoint noted/g) ?? []).length;
   t.diagnostic(`open-orders checkpoints noted before the kill: ${noted}`);
   assert.ok(noted >= 2, `checkpoints were noted while the load ran (${noted})`);
+  assert.match(venue.log, /"faultedAhead":true[^\n]*open orders checkpoint noted/, 'captures went into memory the main thread faulted in');
   const url = await storageUrl(dir);
   const note = await withClient(url, (client) => readOpenOrdersNote(client));
   assert.ok(note !== null, 'the database names a checkpoint');
@@ -68,15 +69,23 @@ test('after a kill -9 the projector loads its last open-orders checkpoint, reads
   assert.ok(line !== null, `the start loaded the checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
   assert.equal(line[1], note.watermarks.join(), 'the checkpoint the database names');
   t.diagnostic(line[0]);
-  assert.ok(Number(line[2]) > 0, 'the journal after the checkpoint touched orders, read again from storage');
+  assert.ok(Number(line[2]) > 0 && Number(line[3]) > 0, 'the journal after the checkpoint was replayed and changed orders');
   await venue.untilProjected();
   const table = await tableOpenOrders(await storageUrl(dir));
   assert.ok(table.length > 50, `orders rest (${table.length})`);
   assert.equal(await venue.stop(), 0);
   assert.deepEqual(savedOpenOrders(dir), table, "the projector's open orders are the table's");
 
-  // A damaged checkpoint: the next start after a crash reads the open orders from storage instead.
+  // The open orders the stop saved become the checkpoint the database names once loaded; then a
+  // damaged checkpoint: the next start after a crash reads the open orders from storage instead.
+  const savedBytes = readFileSync(path.join(dir, 'open-orders.bin'));
+  const savedToken = (JSON.parse(savedBytes.toString('utf8', 8, 8 + savedBytes.readUInt32LE(4))) as { token: string }).token;
   venue = await VenueProcess.start(env);
+  assert.match(venue.log, /"openOrders":"saved at the last stop"/);
+  const adopted = (await withClient(await storageUrl(dir), (client) => readOpenOrdersNote(client)))!;
+  assert.equal(adopted.token, savedToken, "the stop's file is the checkpoint named now");
+  assert.deepEqual(readFileSync(openOrdersCheckpointPath(dir, adopted.slot)), savedBytes, 'moved, as it was');
+  assert.ok(!existsSync(path.join(dir, 'open-orders.bin')), 'the stop file is gone');
   const more: Sent[] = [];
   for (let i = 0; i < 400; i++) more.push(mixedCommand(random, [...sent, ...more], session));
   await sendUntilKilled(venue, more, { concurrency: 16, killAfterAnswers: 350 });
