@@ -51,7 +51,7 @@ import { SessionRegistry } from './gateway/sessions.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { CaptureMemoryWanted, PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
@@ -113,8 +113,6 @@ interface Venue {
   tableSince: Partial<Record<ForgettingTable, number>>;
   /** The command and order stores' pages faulted in after ready (core/prefault.ts); stopped by a stop. */
   prefaulting: Prefaulting | null;
-  /** The most memory the persistence thread asked for its checkpoints' captures, and the most sent (or being faulted in). */
-  captureMemory: { wanted: number; sent: number };
 }
 
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
@@ -221,7 +219,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
 
   const memory = createVenueMemory(config, filterBits.bits);
   started('migrated');
-  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null, captureMemory: { wanted: 0, sent: 0 } };
+  const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null };
   venueRef.venue = venue;
   try {
     const guard = connectionGuard(config, memory, venue);
@@ -350,20 +348,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       tapeView: memory.tapeView,
       queueMarks: memory.queueMarks,
       openOrders: typeof books === 'string' ? null : { file: openOrdersPath(config.dataDir), token: books.token },
-      openOrdersCheckpoints: checkpointing ? { dir: config.dataDir, commands: config.engineCheckpointCommands } : null,
+      openOrdersDir: config.dataDir === '' ? null : config.dataDir,
     };
     const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
       transferList: persistenceData.adminPorts,
     }, 'persistence');
     venue.persistence = persistence;
-    // Memory for the open orders' checkpoints (persistence/open-orders-snapshot.ts), faulted in
-    // here a slice per turn, after ready: a capture into fresh memory paused the persistence
-    // thread about 1.1 s for a million open orders here, into faulted memory 70-145 ms.
-    persistence.on('message', (message: { type: string } | CaptureMemoryWanted) => {
-      if (message.type !== 'capture-memory' || !('bytes' in message)) return;
-      venue.captureMemory.wanted = Math.max(venue.captureMemory.wanted, message.bytes);
-      if (Atomics.load(new Int32Array(memory.venueControl), VENUE_READY_WORD) === 1) provideCaptureMemory(venue);
-    });
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
 
     const readData: ReadThreadData = {
@@ -582,7 +572,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // thread competed for the two cores; a page a thread reaches first is faulted there.
     venue.prefaulting = prefaultInTurns([...memory.commandStores, ...orderMemory]);
     void venue.prefaulting.done.then((ms) => logger.info({ ms: Math.round(ms) }, 'the command and order stores faulted in'));
-    provideCaptureMemory(venue);
     return venue;
   } catch (error) {
     await client.end().catch(() => undefined);
@@ -608,20 +597,6 @@ function connectionGuard(config: VenueConfig, memory: VenueMemory, venue: Venue)
   );
   Atomics.store(new Int32Array(memory.venueControl), VENUE_CONNECTION_LIMIT_WORD, guard.limit);
   return guard;
-}
-
-/** Faults in what the persistence thread asked for, a slice per turn of the event loop, then sends it (unless the venue stops first). */
-function provideCaptureMemory(venue: Venue): void {
-  const bytes = venue.captureMemory.wanted;
-  if (bytes <= venue.captureMemory.sent) return;
-  venue.captureMemory.sent = bytes;
-  const memory = new SharedArrayBuffer(bytes);
-  const faulting = prefaultInTurns([memory]);
-  void faulting.done.then(() => {
-    if (Atomics.load(new Int32Array(venue.memory.venueControl), VENUE_DRAINING_WORD) === 0 && venue.captureMemory.sent === bytes) {
-      venue.persistence?.postMessage({ type: 'capture-memory', memory });
-    }
-  });
 }
 
 async function stopVenue(venue: Venue): Promise<void> {

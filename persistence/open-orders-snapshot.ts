@@ -26,7 +26,7 @@
 
 import path from 'node:path';
 import type pg from 'pg';
-import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
+import { bytesOf, SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
 import type { RestingOrder } from './resting-orders.ts';
 
 const MAGIC = 'VOO1';
@@ -79,32 +79,18 @@ export async function noteOpenOrders(client: pg.ClientBase, note: OpenOrdersNote
   ]);
 }
 
-/** The open orders in the file's three columns, with the projection watermarks they are true at. */
-export interface OpenOrdersCapture {
-  count: number;
-  watermarks: number[];
+/** The file's three columns. */
+interface OpenOrdersColumns {
   ids: Int32Array;
   small: Int32Array;
   numbers: Float64Array;
 }
 
 /** Bytes an open order takes in the file's columns. */
-export const OPEN_ORDER_BYTES = ID_WORDS * 4 + SMALL_WORDS * 4 + NUMBERS * 8;
-
-/** The columns for `count` orders: in `memory` if it holds them (what it held stays until written over), else new and empty. */
-export function openOrdersColumns(count: number, memory: SharedArrayBuffer | null = null): Pick<OpenOrdersCapture, 'ids' | 'small' | 'numbers'> {
-  if (memory === null || memory.byteLength < count * OPEN_ORDER_BYTES) {
-    return { ids: new Int32Array(count * ID_WORDS), small: new Int32Array(count * SMALL_WORDS), numbers: new Float64Array(count * NUMBERS) };
-  }
-  return {
-    ids: new Int32Array(memory, 0, count * ID_WORDS),
-    small: new Int32Array(memory, count * ID_WORDS * 4, count * SMALL_WORDS),
-    numbers: new Float64Array(memory, count * (ID_WORDS + SMALL_WORDS) * 4, count * NUMBERS),
-  };
-}
+const OPEN_ORDER_BYTES = ID_WORDS * 4 + SMALL_WORDS * 4 + NUMBERS * 8;
 
 /** Puts `order` at row `n` of the columns. */
-export function putOpenOrder(columns: Pick<OpenOrdersCapture, 'ids' | 'small' | 'numbers'>, n: number, order: RestingOrder): void {
+function putOpenOrder(columns: OpenOrdersColumns, n: number, order: RestingOrder): void {
   const { ids, small, numbers } = columns;
   ids.set(order.ids.subarray(0, ID_WORDS), n * ID_WORDS);
   const s = n * SMALL_WORDS;
@@ -123,7 +109,7 @@ export function putOpenOrder(columns: Pick<OpenOrdersCapture, 'ids' | 'small' | 
 
 /** Writes `count` orders (what `each` gives) as true at the projection `watermarks`. */
 export function writeOpenOrders(file: string, token: string, watermarks: readonly number[], count: number, each: (visit: (order: RestingOrder) => void) => void): number {
-  const columns = openOrdersColumns(count);
+  const columns: OpenOrdersColumns = { ids: new Int32Array(count * ID_WORDS), small: new Int32Array(count * SMALL_WORDS), numbers: new Float64Array(count * NUMBERS) };
   let n = 0;
   each((order) => {
     if (n === count) throw new Error(`more than the ${count} open orders counted`);
@@ -131,12 +117,6 @@ export function writeOpenOrders(file: string, token: string, watermarks: readonl
   });
   if (n !== count) throw new Error(`${n} open orders, ${count} counted`);
   return writeSnapshotFile(file, MAGIC, { token, count, watermarks: [...watermarks] } satisfies OpenOrdersHeader, [bytesOf(columns.ids), bytesOf(columns.small), bytesOf(columns.numbers)]);
-}
-
-/** Writes a capture (a checkpoint while the venue runs) on the thread pool, flushed as it goes. */
-export function writeOpenOrdersAsync(file: string, token: string, capture: OpenOrdersCapture): Promise<number> {
-  const header: OpenOrdersHeader = { token, count: capture.count, watermarks: capture.watermarks };
-  return writeSnapshotFileAsync(file, MAGIC, header, [bytesOf(capture.ids), bytesOf(capture.small), bytesOf(capture.numbers)]);
 }
 
 /**

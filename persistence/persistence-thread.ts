@@ -8,7 +8,6 @@
 // the commands that were taken but never sequenced (the main thread re-drives them),
 // and start taking the rings.
 
-import { randomUUID } from 'node:crypto';
 import { rename } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
@@ -20,7 +19,7 @@ import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type Persistenc
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { Projector, PROJECTOR_SESSION_SQL, SAVED_AT_STOP, type BookUpdate, type RedriveShard } from './projector.ts';
-import { noteOpenOrders, OPEN_ORDER_BYTES, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersAsync, type OpenOrdersCapture, type OpenOrdersNote } from './open-orders-snapshot.ts';
+import { noteOpenOrders, openOrdersCheckpointPath, readOpenOrdersNote, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
 import { analyzeStale } from './planner-statistics.ts';
@@ -76,8 +75,8 @@ export interface PersistenceThreadData {
   queueMarks: SharedArrayBuffer;
   /** The open orders saved at the last graceful stop, if the database still names them (persistence/open-orders-snapshot.ts). */
   openOrders: { file: string; token: string } | null;
-  /** Checkpoints of the open orders while running (persistence/open-orders-snapshot.ts): DATA_DIR, and the commands projected between two; null: none. */
-  openOrdersCheckpoints: { dir: string; commands: number } | null;
+  /** DATA_DIR, where the open orders a graceful stop saved are kept as the checkpoint a start after a crash replays the journal onto (persistence/open-orders-snapshot.ts); null: none. */
+  openOrdersDir: string | null;
 }
 
 /** Asked of a stopped persistence thread: the projector's open orders written to `file` for the next start. */
@@ -85,12 +84,6 @@ export interface PersistenceSave {
   type: 'save';
   file: string;
   token: string;
-}
-
-/** The persistence thread asks the main thread for memory for its checkpoints' captures; the answer: `{ type: 'capture-memory', memory }`. */
-export interface CaptureMemoryWanted {
-  type: 'capture-memory';
-  bytes: number;
 }
 
 export type PersistenceSaved = { type: 'saved'; count: number; bytes: number } | { type: 'save-failed'; message: string };
@@ -196,25 +189,8 @@ const ingestQueue: StorageCommit[] = [];
 /** Bytes of the commits in ingestQueue (0 once it is drained). */
 let ingestQueueBytes = 0;
 let holdIngest = false;
-/** The checkpoint of the open orders being written, if any; the one the database names; the commands ingested at the last one. */
-let checkpointing: Promise<void> | null = null;
+/** The checkpoint of the open orders the database names (persistence/open-orders-snapshot.ts). */
 let openOrdersNoted: OpenOrdersNote | null = null;
-let checkpointedAt = 0;
-/**
- * The memory the checkpoints' captures go into, its pages faulted in by the main thread
- * (which it asks for room for twice the open orders once they pass 60% of what it has,
- * and at start), and the most asked for.
- */
-let captureMemory: SharedArrayBuffer | null = null;
-let captureMemoryAsked = 0;
-function askCaptureMemory(openOrders: number): void {
-  if (data.openOrdersCheckpoints === null || openOrders * OPEN_ORDER_BYTES <= 0.6 * Math.max(captureMemoryAsked, captureMemory?.byteLength ?? 0)) return;
-  captureMemoryAsked = 2 * Math.max(openOrders, 4096) * OPEN_ORDER_BYTES;
-  parentPort!.postMessage({ type: 'capture-memory', bytes: captureMemoryAsked } satisfies CaptureMemoryWanted);
-}
-
-/** How long a checkpoint of the open orders waits for storage to hold its projections before it is dropped. */
-const CHECKPOINT_PROJECTED_WAIT_MS = 60_000;
 let writerDone = false;
 let flusherWake: (() => void) | null = null;
 let flusherIdle: Promise<void> = Promise.resolve();
@@ -278,22 +254,8 @@ function drainIngest(): void {
     ingestQueueBytes = 0; // all ingested
     queueMarks.note(QUEUE_SLOTS.heldBytes, 0);
   }
-  if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) sealGroup();
+  if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
   flusherWake?.();
-}
-
-/** Seals the open group, then takes a checkpoint of the open orders if one is due: their state is the sealed groups' watermarks' now. */
-function sealGroup(): void {
-  projector.seal();
-  const every = data.openOrdersCheckpoints;
-  if (every === null || checkpointing !== null || holdIngest || stopping || projector.commandsIngested - checkpointedAt < every.commands) return;
-  checkpointedAt = projector.commandsIngested;
-  const started = performance.now();
-  const capture = projector.captureOpenOrders(captureMemory);
-  const pauseMs = Math.round((performance.now() - started) * 10) / 10;
-  const faultedAhead = captureMemory !== null && capture.ids.buffer === captureMemory;
-  askCaptureMemory(capture.count);
-  checkpointing = checkpointOpenOrders(every.dir, capture, { pauseMs, faultedAhead }).finally(() => (checkpointing = null));
 }
 
 /**
@@ -310,39 +272,6 @@ async function adoptSavedOpenOrders(client: pg.Client, dir: string, saved: { fil
     openOrdersNoted = { token: saved.token, slot, watermarks };
   } catch (error) {
     log('warn', 'the open orders saved at the stop were not kept as a checkpoint', { err: (error as Error).message });
-  }
-}
-
-/**
- * Writes a capture of the open orders to the slot the database does not name, waits until
- * storage holds the projections it is true at, then names it. One at a time; a failure or
- * a stop leaves the last one named.
- */
-async function checkpointOpenOrders(dir: string, capture: OpenOrdersCapture, pause: { pauseMs: number; faultedAhead: boolean }): Promise<void> {
-  const slot = openOrdersNoted?.slot === 0 ? 1 : 0;
-  const token = randomUUID();
-  const started = performance.now();
-  const fields = { count: capture.count, watermarks: capture.watermarks, ...pause };
-  try {
-    const bytes = await writeOpenOrdersAsync(openOrdersCheckpointPath(dir, slot), token, capture);
-    const deadline = performance.now() + CHECKPOINT_PROJECTED_WAIT_MS;
-    while (capture.watermarks.some((mark, shard) => projector.watermark(shard) < mark)) {
-      if (stopping || performance.now() > deadline) {
-        log('warn', 'open orders checkpoint dropped: storage did not reach its projections', { ...fields, projected: capture.watermarks.map((_, shard) => projector.watermark(shard)) });
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const client = await connect(`${PROJECTOR_APPLICATION_NAME}-checkpoint`);
-    try {
-      await noteOpenOrders(client, { token, slot, watermarks: capture.watermarks });
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-    openOrdersNoted = { token, slot, watermarks: capture.watermarks };
-    log('info', 'open orders checkpoint noted', { ...fields, slot, bytes, notedMs: Math.round(performance.now() - started) });
-  } catch (error) {
-    log('warn', 'open orders checkpoint not kept: a crash starts from the one named before', { ...fields, err: (error as Error).message });
   }
 }
 
@@ -388,7 +317,7 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
 async function flusherLoop(): Promise<void> {
   for (;;) {
     const ageMs = projector.openSinceMs > 0 ? performance.now() - projector.openSinceMs : -1;
-    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) sealGroup();
+    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) projector.seal();
     if (projector.sealedCount === 0) {
       if (writerDone && ingestQueue.length === 0 && projector.openSinceMs === 0) return;
       await new Promise<void>((resolve) => {
@@ -527,9 +456,6 @@ parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
     stopping = true;
     doorbell.ringAlways();
     flusherWake?.();
-  } else if (message.type === 'capture-memory' && 'memory' in message) {
-    const memory = (message as { memory: SharedArrayBuffer }).memory;
-    if (memory.byteLength > (captureMemory?.byteLength ?? 0)) captureMemory = memory;
   } else if (message.type === 'save' && 'file' in message) {
     try {
       if (!stopped) throw new Error('the persistence thread has not stopped');
@@ -580,15 +506,10 @@ async function main(): Promise<void> {
       }
     });
   booksLoaded.catch(() => undefined); // awaited below
-  const checkpoints = data.openOrdersCheckpoints;
-  openOrdersNoted = checkpoints === null ? null : await readOpenOrdersNote(client);
-  const openOrders = await phase('openOrders', projector.load(client, data.openOrders, checkpoints === null ? null : { dir: checkpoints.dir, note: openOrdersNoted }));
-  if (checkpoints !== null) {
-    // The commands a start replayed after the checkpoint count toward the next one (else chained crashes would replay more each time).
-    checkpointedAt = -projector.replayedAtStart;
-    askCaptureMemory(projector.openOrderCount);
-    if (data.openOrders !== null && openOrders === SAVED_AT_STOP) await adoptSavedOpenOrders(client, checkpoints.dir, data.openOrders);
-  }
+  const dir = data.openOrdersDir;
+  openOrdersNoted = dir === null ? null : await readOpenOrdersNote(client);
+  const openOrders = await phase('openOrders', projector.load(client, data.openOrders, dir === null ? null : { dir, note: openOrdersNoted }));
+  if (dir !== null && data.openOrders !== null && openOrders === SAVED_AT_STOP) await adoptSavedOpenOrders(client, dir, data.openOrders);
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const pendingIds = projector.pendingIds(); // before the catch-up takes the journaled ones
   await phase('books', booksLoaded);

@@ -179,36 +179,6 @@ export class RestingOrders {
     }
   }
 
-  /**
-   * Writes every order still here into the columns of an open-orders file from row `from`
-   * on (persistence/open-orders-snapshot.ts: 16 id words, 8 small words, 3 numbers a row),
-   * as forEach would give them but without an object per order (a checkpoint of a million
-   * while the persistence thread runs). Returns the next free row.
-   */
-  copyColumns(ids: Int32Array, small: Int32Array, numbers: Float64Array, from: number): number {
-    let n = from;
-    for (let entry = 0; entry < this.entries; entry++) {
-      if (this.taken[entry] !== 0) continue;
-      ids.set(this.ids.subarray(entry * 16, entry * 16 + 16), n * 16);
-      const s = entry * 5;
-      const packed = this.small[s + 2]!;
-      const t = n * 8;
-      small[t] = this.small[s]!;
-      small[t + 1] = this.small[s + 1]!;
-      small[t + 2] = packed & 0xff;
-      small[t + 3] = (packed >>> 8) & 0xff;
-      small[t + 4] = (packed >>> 16) & 0xff;
-      small[t + 5] = packed >>> 24;
-      small[t + 6] = this.small[s + 3]!;
-      small[t + 7] = this.small[s + 4]!;
-      numbers[n * 3] = this.numbers[entry * 3]!;
-      numbers[n * 3 + 1] = this.numbers[entry * 3 + 1]!;
-      numbers[n * 3 + 2] = this.numbers[entry * 3 + 2]!;
-      n++;
-    }
-    return n;
-  }
-
   /** The order in `entry`, with `ids` (a copy, or a view while the entry stays). */
   private orderAt(entry: number, ids: Int32Array): RestingOrder {
     const s = entry * 5;
