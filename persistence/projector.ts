@@ -157,31 +157,28 @@ function keyOf(words: Int32Array, at: number): string {
   return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
 }
 
-/** The order an accepted submit at `at` opens, as its slot and first event say (its fills aside). */
-function submittedOrder(view: JournalView, at: number, shard: number): RestingOrder {
+/** Sets `order` to the order an accepted submit at `at` opens, as its slot and first event say (its fills aside); its ids are copied into `order.ids`. */
+function openSubmitted(order: RestingOrder, view: JournalView, at: number, shard: number): void {
   const { words, floats, bytes } = view;
   const w = at >> 2;
   const f = at >> 3;
-  const ids = new Int32Array(16);
+  const ids = order.ids;
   ids.set(words.subarray(w + COMMAND_ORDER_ID_WORD, w + COMMAND_ORDER_ID_WORD + 4), ORDER_ID);
   ids.set(words.subarray(w + COMMAND_INSTRUMENT_ID_WORD, w + COMMAND_INSTRUMENT_ID_WORD + 4), INSTRUMENT_ID);
   ids.set(words.subarray(w + COMMAND_PARTICIPANT_ID_WORD, w + COMMAND_PARTICIPANT_ID_WORD + 4), PARTICIPANT_ID);
   ids.set(words.subarray(w + COMMAND_ACCOUNT_ID_WORD, w + COMMAND_ACCOUNT_ID_WORD + 4), ACCOUNT_ID);
   const header = words[w + COMMAND_HEADER_WORD]!;
-  return {
-    ids,
-    runNo: words[w + COMMAND_RUN_WORD]!,
-    sessionNo: words[w + COMMAND_SESSION_WORD]!,
-    side: (header >>> 8) & 0xff,
-    orderType: (header >>> 16) & 0xff,
-    timeInForce: header >>> 24,
-    state: bytes[at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES + RESULT_STATE_BYTE]!,
-    priceNanos: floats[f + COMMAND_PRICE_NANOS_FLOAT]!,
-    quantity: floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!,
-    filled: 0,
-    currency: words[w + COMMAND_CURRENCY_WORD]!,
-    shard,
-  };
+  order.runNo = words[w + COMMAND_RUN_WORD]!;
+  order.sessionNo = words[w + COMMAND_SESSION_WORD]!;
+  order.side = (header >>> 8) & 0xff;
+  order.orderType = (header >>> 16) & 0xff;
+  order.timeInForce = header >>> 24;
+  order.state = bytes[at + COMMAND_SLOT_BYTES + RESULT_RECORD_BYTES + RESULT_STATE_BYTE]!;
+  order.priceNanos = floats[f + COMMAND_PRICE_NANOS_FLOAT]!;
+  order.quantity = floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!;
+  order.filled = 0;
+  order.currency = words[w + COMMAND_CURRENCY_WORD]!;
+  order.shard = shard;
 }
 
 /** What an accepted cancel or modify at `at` changes in its order (its fills aside). */
@@ -200,6 +197,9 @@ function fillChange(taker: RestingOrder, maker: RestingOrder, view: JournalView,
   maker.filled += view.floats[(makerAt >> 3) + RESULT_QUANTITY_FLOAT]!;
   maker.state = view.bytes[makerAt + RESULT_STATE_BYTE]!;
 }
+
+/** orderChanges's submitted order, copied by the store when it is added. */
+const SUBMITTED: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
 
 /**
  * The changes the journal's command at `at` makes to orders, as ingest() makes them
@@ -222,8 +222,10 @@ export function orderChanges(
   if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED) return next;
   const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
   let taker: RestingOrder | undefined;
-  if (opcode === OPCODE_SUBMIT) taker = submittedOrder(view, at, shard);
-  else if (opcode === OPCODE_CANCEL || opcode === OPCODE_MODIFY) {
+  if (opcode === OPCODE_SUBMIT) {
+    taker = SUBMITTED;
+    openSubmitted(taker, view, at, shard);
+  } else if (opcode === OPCODE_CANCEL || opcode === OPCODE_MODIFY) {
     taker = orderOf(words, (at >> 2) + COMMAND_ORDER_ID_WORD, 0); // unknown: ingest() logs it and skips the command
     if (taker !== undefined) acceptedChange(taker, view, at, opcode);
   }
@@ -884,16 +886,28 @@ export class Projector {
     const lastSequence = floats[((firstAt + (eventCount - 1) * RESULT_RECORD_BYTES) >> 3) + RESULT_SEQUENCE_FLOAT]!;
     const key = keyOf(words, w + COMMAND_ORDER_ID_WORD);
     if (opcode === OPCODE_SUBMIT) {
+      const ids = new Int32Array(16);
       const order: OrderState = {
-        ...submittedOrder(view, at, shard),
+        ids,
+        runNo: 0,
+        sessionNo: 0,
+        side: 0,
+        orderType: 0,
+        timeInForce: 0,
+        state: 0,
+        priceNanos: 0,
+        quantity: 0,
+        filled: 0,
+        currency: 0,
         engineOrderId: engineOrderIdOf(shard, floats[((at + COMMAND_SLOT_BYTES) >> 3) + RESULT_ENGINE_ORDER_FLOAT]!),
+        shard,
         createdAtUs: timestampUs,
         updatedAtUs: timestampUs,
         lastSequence,
         clientOrderId: clientOrderIdLength > 0 ? intake.bytes.slice(intake.at + INTAKE_CLIENT_ORDER_ID_BYTE, intake.at + INTAKE_CLIENT_ORDER_ID_BYTE + clientOrderIdLength) : null,
         fresh: true,
       };
-      const ids = order.ids;
+      openSubmitted(order, view, at, shard);
       if (!touched.has(key)) touched.set(key, null);
       this.live.set(key, order);
       rows.lifecycle.set(key, order);
