@@ -261,7 +261,7 @@ function drainIngest(): void {
 /**
  * The open orders a graceful stop saved, once loaded, are a checkpoint at the projections
  * storage holds: the file becomes the slot the database does not name, and is named, so
- * that a crash before the next checkpoint replays only the journal since this start.
+ * that a start after a crash replays onto it only the journal since this start.
  */
 async function adoptSavedOpenOrders(client: pg.Client, dir: string, saved: { file: string; token: string }): Promise<void> {
   const slot = openOrdersNoted?.slot === 0 ? 1 : 0;

@@ -428,7 +428,9 @@ export class Projector {
   /**
    * Loads the watermarks and the open orders (at start, before the first commit): from
    * the file saved at the last graceful stop when the main thread names one and it is
-   * true of storage (persistence/open-orders-snapshot.ts), else from the table. Says which.
+   * true of storage (persistence/open-orders-snapshot.ts); else, after a crash, from the
+   * checkpoint the database names (`checkpoint`: DATA_DIR and the note) with the journal
+   * after it replayed onto it; else from the table. Says which.
    */
   async load(client: pg.ClientBase, saved: { file: string; token: string } | null = null, checkpoint: { dir: string; note: OpenOrdersNote | null } | null = null): Promise<string> {
     const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
@@ -556,30 +558,22 @@ export class Projector {
 
   /** Every open order of order_lifecycle_state into the compact store. */
   private async loadOpenOrders(client: pg.ClientBase): Promise<void> {
-    const openCount = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')")).rows[0]!.n;
-    this.resting = new RestingOrders(openCount);
-    await this.readOpenRows(client, 'true');
-    this.resting.indexAdds();
-  }
-
-  /**
-   * The open orders of order_lifecycle_state that also meet `where` (SQL the caller built:
-   * a COPY takes no parameters), streamed binary into the compact store. What only a new
-   * order's row needs (engine order id, creation time) is not loaded: these rows exist.
-   * Returns how many.
-   */
-  private async readOpenRows(client: pg.ClientBase, where: string): Promise<number> {
     const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
     const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
+    // Open orders, streamed binary: one object per order and nothing else (a million of them at start-up).
+    // What only a new order's row needs (engine order id, creation time) is not loaded: these rows exist.
+    const openCount = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')")).rows[0]!.n;
+    this.resting = new RestingOrders(openCount);
+    // Open orders, streamed binary into the compact store. What only a new order's row needs
+    // (engine order id, creation time) is not loaded: these rows exist.
     let lastSession = Buffer.alloc(0);
     let lastNumbers: readonly [number, number] = [-1, -1];
-    let read = 0;
     const order: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
     await copyOut(
       client,
       `SELECT order_id, instrument_id, participant_id, account_id, run_id || '/' || venue_session_id, side, order_type, time_in_force, state,
               limit_price_nanos, original_quantity_units, filled_quantity_units, currency, shard_id
-         FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED') AND (${where})`,
+         FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')`,
       (row) => {
         for (let k = 0; k < 4; k++) row.words(k, order.ids, k * 4);
         if (!row.equals(4, lastSession)) {
@@ -598,10 +592,9 @@ export class Projector {
         order.currency = (row.byte(12, 0) << 16) | (row.byte(12, 1) << 8) | row.byte(12, 2);
         order.shard = row.int16(13);
         this.resting.add(order);
-        read++;
       },
     );
-    return read;
+    this.resting.indexAdds();
   }
 
   /**

@@ -173,7 +173,7 @@ function readCommands(client: pg.ClientBase, query: string, onCommand: OnStoredC
  * A uuid[] literal of ids in RFC 4122 text (a COPY takes no parameters). Each id is
  * checked against the uuid text form, so nothing else can reach the statement.
  */
-export function uuidArrayLiteral(ids: readonly string[]): string {
+function uuidArrayLiteral(ids: readonly string[]): string {
   for (const id of ids) if (!UUID_TEXT.test(id)) throw new Error(`not a uuid: ${JSON.stringify(id)}`);
   return `'{${ids.join(',')}}'::uuid[]`;
 }
