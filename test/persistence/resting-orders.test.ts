@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { STATE_FILLED } from '../../core/codes.ts';
 import { RestingOrders, type RestingOrder } from '../../persistence/resting-orders.ts';
 
 function order(n: number): RestingOrder {
@@ -94,4 +95,22 @@ test('takes between adds, across growth of the columns and the index: the orders
   assert.equal(seen.size, left.size);
   for (const n of left) assert.ok(store.take(order(n).ids, 0) !== null, `order ${n} still found`);
   assert.equal(store.size, 0);
+});
+
+test('an order seen in place (stored): its fields read and write the store, closing it removes it, others stay', () => {
+  const store = new RestingOrders(16);
+  for (let n = 0; n < 40; n++) store.add(order(n));
+  const seen = store.stored(order(7).ids, 0, 0)!;
+  assert.ok(seen !== undefined);
+  assert.deepEqual([seen.priceNanos, seen.quantity, seen.filled, seen.state, seen.side, seen.shard, seen.runNo, seen.sessionNo], [1_000_000_007, 17, 2, 2, 1, 1, 1, 1]);
+  seen.filled += 5;
+  seen.priceNanos = 2_000_000_000;
+  const maker = store.stored(order(8).ids, 0, 1)!;
+  maker.state = STATE_FILLED; // closed: out of the store
+  assert.equal(store.size, 39);
+  assert.equal(store.take(order(8).ids, 0), null, 'a closed order is gone');
+  assert.equal(store.stored(order(99).ids, 0, 0), undefined, 'an order never added');
+  const back = store.take(order(7).ids, 0)!;
+  assert.deepEqual([back.priceNanos, back.filled, back.state], [2_000_000_000, 7, 2], 'the writes are in the store');
+  assert.equal(store.size, 38);
 });
