@@ -24,9 +24,10 @@
 //
 // Everything is read from the binary records (core/journal-format.ts,
 // core/intake-record.ts) and written as binary COPY: ids stay as words or bytes
-// from the rings to PostgreSQL, never text. Open orders are held in memory (`live`,
-// loaded from order_lifecycle_state at start) so a fill of a resting order knows whose
-// it is.
+// from the rings to PostgreSQL, never text. Open orders are held in memory (`live`, and
+// the compact store loaded at start from the file a graceful stop saved, from that file
+// with the journal after it replayed after a crash, or from order_lifecycle_state) so a
+// fill of a resting order knows whose it is.
 
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
@@ -117,7 +118,7 @@ export const INTAKE_PROJECTION_NAME = 'runtime-intake';
  * it the COPY of the open orders (a checkpoint, a million open orders, and 242,000 commands
  * after it took 3.1 s on this machine where the COPY took 4.9 s).
  */
-export const OPEN_ORDERS_REPLAY_MAX = 1_000_000;
+const OPEN_ORDERS_REPLAY_MAX = 1_000_000;
 /** What load() says when the open orders came from the file a graceful stop saved. */
 export const SAVED_AT_STOP = 'saved at the last stop';
 
@@ -208,7 +209,7 @@ const SUBMITTED: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 
  * maker); `opened` takes a submit's new order once its fills are applied.
  * Returns where the next command starts.
  */
-export function orderChanges(
+function orderChanges(
   view: JournalView,
   at: number,
   shard: number,
