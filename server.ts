@@ -172,10 +172,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   // -- storage --
   let databaseUrl = config.databaseUrl;
   let stopDatabase = async (): Promise<void> => undefined;
+  let databaseReady = (): void => undefined;
   if (databaseUrl === '') {
     const server = await startEmbeddedPostgres(config.dataDir, (message) => logger.info(message), { template: config.embeddedPostgresTemplate });
     databaseUrl = server.url;
     stopDatabase = () => server.stop();
+    databaseReady = () => server.ready();
     logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');
   }
   const startedMs: Record<string, number> = { database: Math.round(performance.now()) };
@@ -563,6 +565,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }
     Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
     started('ready');
+    databaseReady();
     // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
     checkpoints?.provide(shardsReady.map((ready) => 2 * ready.stateBytes));
     // And the rest of the fresh memory: the gateways' command stores and the shards' order

@@ -228,7 +228,10 @@ const KILL_AFTER = 250;
 const CONCURRENCY = 24;
 
 for (const [index, mode] of MODES.entries()) {
-  test(`kill -9 in the middle of a burst (${mode}), then a restart on the same data`, async (t) => {
+  // Every other mode kills the venue's PostgreSQL too: its start then recovers it from the WAL
+  // as a standby and promotes it (persistence/embedded-postgres.ts, recoverAsStandby).
+  const database = index % 2 === 1;
+  test(`kill -9 in the middle of a burst (${mode}${database ? ', its PostgreSQL killed too' : ''}), then a restart on the same data`, async (t) => {
     const dir = dataDir();
     const env = { DATA_DIR: dir, PROCESSING_MODE: mode, ORDER_CAPACITY: '65536' };
     let venue = await VenueProcess.start(env);
@@ -236,7 +239,7 @@ for (const [index, mode] of MODES.entries()) {
     const random = new SeededRandom(1000 + index); // a fixed burst per mode
     const sent: Sent[] = [];
     for (let i = 0; i < BURST; i++) sent.push(mixedCommand(random, sent, session));
-    const burst = await sendUntilKilled(venue, sent, { concurrency: CONCURRENCY, killAfterAnswers: KILL_AFTER });
+    const burst = await sendUntilKilled(venue, sent, { concurrency: CONCURRENCY, killAfterAnswers: KILL_AFTER, database });
     assert.ok(burst.killedMidLoad, 'the venue was killed during the burst');
 
     venue = await VenueProcess.start(env);
@@ -247,6 +250,12 @@ for (const [index, mode] of MODES.entries()) {
         `answered ${sent.filter((c) => c.answer !== null).length} of ${BURST}; restart replayed ${recovered(/"replayed":(\d+)[^\n]*order books restored/)} commands, re-drove ${recovered(/"commands":(\d+)[^\n]*re-driven/)}`,
       );
       assert.match(venue.log, /"books":\["replayed \(no graceful stop noted in the database\)","replayed \(no graceful stop noted in the database\)"\]/, 'after a crash the books come from the journal');
+      if (database) {
+        assert.match(venue.log, /PostgreSQL promoted after its recovery/);
+        await venue.untilLogged(/checkpoint after its promotion completed/, 30_000); // asked for once the venue was ready
+      } else {
+        assert.doesNotMatch(venue.log, /did not stop cleanly/, 'a server left running is stopped cleanly, not recovered');
+      }
       const acknowledged = sent.filter(isAcknowledged);
       assert.ok(acknowledged.length >= KILL_AFTER - CONCURRENCY, `most answers were acknowledgements (${acknowledged.length})`);
       await assertTerminalWithOriginalAnswer(venue, acknowledged);

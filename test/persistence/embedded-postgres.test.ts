@@ -2,12 +2,13 @@
 // Unix socket in <DATA_DIR>/run (cheaper than loopback TCP), the server still listens on
 // 127.0.0.1 for operators, and a DATA_DIR too deep for a socket address falls back to
 // TCP. embeddedUrl (what operators and the tests use on a running venue) names the same
-// connection as the start did; its crash recovery is bounded (max_wal_size), and a lock
-// file left by a killed server not yet reaped does not stop a start.
+// connection as the start did; its crash recovery is bounded (max_wal_size) and ends in a
+// promotion (its end-of-recovery checkpoint in the background), and a lock file left by a
+// killed server not yet reaped does not stop a start.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -95,6 +96,81 @@ test('a lock file naming a server that died but is not reaped yet (a zombie) doe
     }
   } finally {
     holder.kill();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+/** Kills a server and every process of its group (kill -9), as a crash of the machine's processes would, and waits until the postmaster is gone. */
+async function crash(server: EmbeddedServer): Promise<void> {
+  const pid = Number(readFileSync(path.join(server.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.kill(-pid, 'SIGKILL');
+  for (let waited = 0; ; waited += 10) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    assert.ok(waited < 10_000, 'the killed server exits');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+test('a server killed (kill -9) recovers as a standby and is promoted: every committed row there, writable, its end-of-recovery checkpoint put off until the venue is ready', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  const logged: string[] = [];
+  let server = await startEmbeddedPostgres(root, (message) => logged.push(message), { template: true });
+  try {
+    await withClient(server.url, async (client) => {
+      await client.query('CREATE TABLE kept (id int PRIMARY KEY, body text NOT NULL)');
+      await client.query("INSERT INTO kept SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g");
+    });
+    await crash(server);
+    logged.length = 0;
+    server = await startEmbeddedPostgres(root, (message) => logged.push(message));
+    const log = logged.join('\n');
+    assert.match(log, /did not stop cleanly \(pg_control state 6\): it recovers as a standby and is promoted/);
+    assert.match(log, /ready to accept read-only connections/, 'it recovered as a standby');
+    assert.match(log, /received promote request/);
+    assert.doesNotMatch(log, /checkpoint starting: end-of-recovery/, 'no end-of-recovery checkpoint before connections are taken');
+    assert.ok(!existsSync(path.join(server.dataDir, 'standby.signal')), 'the promotion removed its signal');
+    await withClient(server.url, async (client) => {
+      assert.deepEqual((await client.query('SELECT count(*)::int AS n, sum(id)::bigint AS s, pg_is_in_recovery() AS r FROM kept')).rows[0], { n: 50000, s: '1250025000', r: false });
+      await client.query("INSERT INTO kept VALUES (0, 'written after the promotion')");
+    });
+    // The venue ready: the checkpoint put off runs now, on the new timeline.
+    server.ready();
+    for (let waited = 0; !logged.some((line) => line.includes('checkpoint after its promotion completed')); waited += 50) {
+      assert.ok(waited < 30_000, `the checkpoint after the promotion completes: ${logged.join('\n')}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(await withClient(server.url, async (client) => (await client.query<{ t: number }>('SELECT timeline_id AS t FROM pg_control_checkpoint()')).rows[0]!.t), 2);
+    // A clean stop then a start: no standby, no promotion.
+    await server.stop();
+    logged.length = 0;
+    server = await startEmbeddedPostgres(root, (message) => logged.push(message));
+    assert.doesNotMatch(logged.join('\n'), /did not stop cleanly|promote/);
+    assert.equal(await withClient(server.url, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM kept')).rows[0]!.n), 50001);
+  } finally {
+    await server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a standby signal left in a cleanly stopped cluster (a stop during the standby phase) is promoted too, never left read-only', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  let server = await startEmbeddedPostgres(root, () => undefined, { template: true });
+  try {
+    await server.stop();
+    writeFileSync(path.join(server.dataDir, 'standby.signal'), '');
+    const logged: string[] = [];
+    server = await startEmbeddedPostgres(root, (message) => logged.push(message));
+    assert.match(logged.join('\n'), /received promote request/);
+    await withClient(server.url, async (client) => {
+      assert.equal((await client.query<{ r: boolean }>('SELECT pg_is_in_recovery() AS r')).rows[0]!.r, false);
+      await client.query('CREATE TABLE written (id int)');
+    });
+  } finally {
+    await server.stop();
     rmSync(root, { recursive: true, force: true });
   }
 });

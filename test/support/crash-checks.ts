@@ -124,14 +124,14 @@ export interface BurstResult {
 
 /**
  * Sends `commands` in order from `concurrency` connections, recording each answer on
- * its command, and SIGKILLs the venue after `killAfterAnswers` answers or `killAfterMs`,
- * whichever comes first (or at the end of the load). Commands whose connection died
- * with the venue keep answer null: not acknowledged.
+ * its command, and SIGKILLs the venue (and with `database` its embedded PostgreSQL) after
+ * `killAfterAnswers` answers or `killAfterMs`, whichever comes first (or at the end of the
+ * load). Commands whose connection died with the venue keep answer null: not acknowledged.
  */
 export async function sendUntilKilled(
   venue: VenueProcess,
   commands: readonly Sent[],
-  options: { concurrency: number; killAfterAnswers?: number; killAfterMs?: number },
+  options: { concurrency: number; killAfterAnswers?: number; killAfterMs?: number; database?: boolean },
 ): Promise<BurstResult> {
   let answered = 0;
   let inFlight = 0;
@@ -141,7 +141,7 @@ export async function sendUntilKilled(
   const kill = () => {
     if (killing !== null) return;
     inFlightAtKill = inFlight;
-    killing = venue.kill();
+    killing = venue.kill({ database: options.database === true });
   };
   const timer = options.killAfterMs === undefined ? undefined : setTimeout(kill, options.killAfterMs);
   const worker = async () => {

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { postmasterIn, running } from '../../bench/lib/leftovers.ts';
 import { embeddedUrl } from '../../persistence/embedded-postgres.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -235,6 +236,15 @@ export class VenueProcess {
     }
   }
 
+  /** Waits until the venue's log matches `pattern` (what it logs after ready, in the background). */
+  async untilLogged(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(this.log)) {
+      if (Date.now() > deadline) throw new Error(`the venue did not log ${pattern} within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   /** SIGTERM and the exit code; removes the data folder it made. */
   async stop(): Promise<number | null> {
     let code = this.child.exitCode;
@@ -247,11 +257,22 @@ export class VenueProcess {
     return code;
   }
 
-  /** kill -9: no shutdown at all (the embedded database is left running; the next start on this data stops it). */
-  async kill(): Promise<void> {
+  /**
+   * kill -9: no shutdown at all. The embedded database is left running (the next start on this
+   * data stops it cleanly), or with `database` killed too: its postmaster's process group, every
+   * backend at once, as a power cut would (the next start recovers it from its WAL).
+   */
+  async kill(options: { database?: boolean } = {}): Promise<void> {
+    const postmaster = options.database === true ? postmasterIn(this.dataDir) : 0;
+    if (options.database === true) assert.ok(postmaster > 0 && running(postmaster), `an embedded PostgreSQL runs on ${this.dataDir}`);
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.child.kill('SIGKILL'); // with the requests in flight still open: they die with the venue
+      if (postmaster > 0) process.kill(-postmaster, 'SIGKILL'); // the server started its own process group
       await once(this.child, 'exit');
+    }
+    for (let waited = 0; postmaster > 0 && running(postmaster); waited += 10) {
+      assert.ok(waited < 10_000, 'the killed PostgreSQL exits');
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
     this.agent.destroy();
   }
