@@ -294,6 +294,10 @@ export async function startEmbeddedPostgres(
       // restart after a crash under load").
       '-c', 'max_wal_size=512MB',
       '-c', 'logging_collector=off',
+      // A cluster recovering as a standby after a crash (recoverAsStandby) must take the
+      // connection that promotes it once it is consistent (the default, set here whatever
+      // postgresql.conf says).
+      '-c', 'hot_standby=on',
     ],
     // Its own process group: a Ctrl-C in the terminal reaches the venue only, which
     // flushes its last batch and then stops the server itself.
