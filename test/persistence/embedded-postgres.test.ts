@@ -12,6 +12,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { postmasterIn, running } from '../../bench/lib/leftovers.ts';
 import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
 
@@ -101,15 +102,11 @@ test('a lock file naming a server that died but is not reaped yet (a zombie) doe
 });
 
 /** Kills a server and every process of its group (kill -9), as a crash of the machine's processes would, and waits until the postmaster is gone. */
-async function crash(server: EmbeddedServer): Promise<void> {
-  const pid = Number(readFileSync(path.join(server.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  process.kill(-pid, 'SIGKILL');
-  for (let waited = 0; ; waited += 10) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+async function crash(root: string): Promise<void> {
+  const postmaster = postmasterIn(root);
+  assert.ok(postmaster > 0 && running(postmaster), 'the server runs');
+  process.kill(-postmaster, 'SIGKILL'); // the server starts its own process group
+  for (let waited = 0; running(postmaster); waited += 10) {
     assert.ok(waited < 10_000, 'the killed server exits');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -124,7 +121,7 @@ test('a server killed (kill -9) recovers as a standby and is promoted: every com
       await client.query('CREATE TABLE kept (id int PRIMARY KEY, body text NOT NULL)');
       await client.query("INSERT INTO kept SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g");
     });
-    await crash(server);
+    await crash(root);
     logged.length = 0;
     server = await startEmbeddedPostgres(root, (message) => logged.push(message));
     const log = logged.join('\n');

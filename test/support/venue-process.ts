@@ -267,9 +267,9 @@ export class VenueProcess {
     if (options.database === true) assert.ok(postmaster > 0 && running(postmaster), `an embedded PostgreSQL runs on ${this.dataDir}`);
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.child.kill('SIGKILL'); // with the requests in flight still open: they die with the venue
-      if (postmaster > 0) process.kill(-postmaster, 'SIGKILL'); // the server started its own process group
       await once(this.child, 'exit');
     }
+    if (postmaster > 0) process.kill(-postmaster, 'SIGKILL'); // the server started its own process group
     for (let waited = 0; postmaster > 0 && running(postmaster); waited += 10) {
       assert.ok(waited < 10_000, 'the killed PostgreSQL exits');
       await new Promise((resolve) => setTimeout(resolve, 10));
