@@ -175,15 +175,23 @@ test('a server killed again during its standby phase (in archive recovery, befor
       detached: true,
     });
     let output = '';
-    await new Promise<void>((resolve, reject) => {
-      standby.stderr!.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('ready to accept read-only connections')) resolve();
+    const exited = new Promise((resolve) => standby.once('exit', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the standby took no read-only connections within 30 s: ${output}`)), 30_000);
+        standby.stderr!.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('ready to accept read-only connections')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        void exited.then(() => reject(new Error(`the standby exited: ${output}`)));
       });
-      standby.once('exit', () => reject(new Error(`the standby exited: ${output}`)));
-    });
-    process.kill(-standby.pid!, 'SIGKILL');
-    await new Promise((resolve) => standby.once('exit', resolve));
+    } finally {
+      if (standby.exitCode === null && standby.signalCode === null) process.kill(-standby.pid!, 'SIGKILL'); // also when it never got there: no server left behind
+      await exited;
+    }
     assert.equal(readFileSync(path.join(dataDir, 'global', 'pg_control')).readInt32LE(16), 5, 'pg_control says: in archive recovery');
     const logged: string[] = [];
     server = await startEmbeddedPostgres(root, (message) => logged.push(message));
