@@ -24,7 +24,7 @@
 import path from 'node:path';
 import type pg from 'pg';
 import { bytesOf, SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
-import type { RestingOrder } from './resting-orders.ts';
+import { RestingOrders, type RestingOrder } from './resting-orders.ts';
 
 const MAGIC = 'VOO1';
 const HEADER_BYTES_MAX = 4096;
@@ -116,19 +116,22 @@ export function writeOpenOrders(file: string, token: string, watermarks: readonl
   return writeSnapshotFile(file, MAGIC, { token, count, watermarks: [...watermarks] } satisfies OpenOrdersHeader, [bytesOf(columns.ids), bytesOf(columns.small), bytesOf(columns.numbers)]);
 }
 
+/** Orders of the file's small-integer column read at a time, to be packed into a store's. */
+const SMALL_CHUNK_ORDERS = 1 << 16;
+
 /**
- * Reads the file's orders, each to `add`, if it is the one `token` names and is true at
- * the projection `watermarks` (or at watermarks that function accepts: it says why not,
- * or null); else says why (nothing was added then: the file is checked whole before the
- * first order goes out). `expect(count)` is called first.
+ * The file's orders in a new store (RestingOrders.filled: its columns read in place) with
+ * room for `extra` more, if the file is the one `token` names and is true at the
+ * projection `watermarks` (or at watermarks that function accepts: it says why not, or
+ * null); else why not (the file is checked whole before a store is given). An order
+ * twice in the file throws.
  */
 export function readOpenOrders(
   file: string,
   token: string,
   watermarks: readonly number[] | ((held: readonly number[]) => string | null),
-  expect: (count: number) => void,
-  add: (order: RestingOrder) => void,
-): string | null {
+  extra = 0,
+): RestingOrders | string {
   const reader = SnapshotFileReader.open(file, MAGIC, 'an open-orders file', HEADER_BYTES_MAX);
   if (typeof reader === 'string') return reader;
   try {
@@ -144,30 +147,25 @@ export function readOpenOrders(
     } else if (header.watermarks.join() !== watermarks.join()) return `the file is true at projections ${header.watermarks.join()}, storage holds ${watermarks.join()}`;
     const count = header.count!;
     if (!reader.holds(count * OPEN_ORDER_BYTES)) return 'a file of the wrong length';
-    const ids = new Int32Array(count * ID_WORDS);
-    const small = new Int32Array(count * SMALL_WORDS);
-    const numbers = new Float64Array(count * NUMBERS);
-    for (const column of [ids, small, numbers]) if (!reader.read(bytesOf(column))) return 'a short read';
-    if (!reader.verify()) return 'a checksum mismatch';
-    expect(count);
-    const order: RestingOrder = { ids, runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
-    for (let n = 0; n < count; n++) {
-      const s = n * SMALL_WORDS;
-      order.ids = ids.subarray(n * ID_WORDS, (n + 1) * ID_WORDS);
-      order.runNo = small[s]!;
-      order.sessionNo = small[s + 1]!;
-      order.side = small[s + 2]!;
-      order.orderType = small[s + 3]!;
-      order.timeInForce = small[s + 4]!;
-      order.state = small[s + 5]!;
-      order.currency = small[s + 6]!;
-      order.shard = small[s + 7]!;
-      order.priceNanos = numbers[n * NUMBERS]!;
-      order.quantity = numbers[n * NUMBERS + 1]!;
-      order.filled = numbers[n * NUMBERS + 2]!;
-      add(order);
-    }
-    return null;
+    return RestingOrders.filled(count, count + extra, (ids, small, numbers) => {
+      if (!reader.read(bytesOf(ids))) return 'a short read';
+      const chunk = new Int32Array(Math.min(count, SMALL_CHUNK_ORDERS) * SMALL_WORDS);
+      for (let first = 0; first < count; first += SMALL_CHUNK_ORDERS) {
+        const n = Math.min(SMALL_CHUNK_ORDERS, count - first);
+        if (!reader.read(bytesOf(chunk.subarray(0, n * SMALL_WORDS)))) return 'a short read';
+        for (let k = 0; k < n; k++) {
+          const f = k * SMALL_WORDS;
+          const t = (first + k) * 5;
+          small[t] = chunk[f]!; // runNo
+          small[t + 1] = chunk[f + 1]!; // sessionNo
+          small[t + 2] = chunk[f + 2]! | (chunk[f + 3]! << 8) | (chunk[f + 4]! << 16) | (chunk[f + 5]! << 24); // side, orderType, timeInForce, state
+          small[t + 3] = chunk[f + 6]!; // currency
+          small[t + 4] = chunk[f + 7]!; // shard
+        }
+      }
+      if (!reader.read(bytesOf(numbers))) return 'a short read';
+      return reader.verify() ? null : 'a checksum mismatch';
+    });
   } finally {
     reader.close();
   }

@@ -463,20 +463,23 @@ export class Projector {
     }
     this.live.clear();
     if (saved !== null) {
-      let why: string | null;
+      let why: string;
       try {
-        why = readOpenOrders(saved.file, saved.token, this.projected, (count) => (this.resting = new RestingOrders(count)), (order) => this.resting.add(order));
-        if (why === null) this.resting.indexAdds(); // the last group's adds, and whether an order came twice
+        const read = readOpenOrders(saved.file, saved.token, this.projected);
+        if (typeof read !== 'string') {
+          this.resting = read;
+          return SAVED_AT_STOP;
+        }
+        why = read;
       } catch (error) {
         why = `the file could not be loaded: ${(error as Error).message}`; // e.g. an order twice: the table decides
       }
-      if (why === null) return SAVED_AT_STOP;
       await this.loadOpenOrders(client); // a new store: nothing of the file stays
       return `read from storage (${why})`;
     }
     const note = checkpoint?.note ?? null;
     if (checkpoint !== null && note !== null) {
-      let why: string | null;
+      let why: string;
       let at: readonly number[] = [];
       try {
         // Room for the orders the journal after the checkpoint may open, so that the replay's adds do not grow the store.
@@ -489,7 +492,7 @@ export class Projector {
           tail += Number(counted.rows[0]!.n);
         }
         if (tail > OPEN_ORDERS_REPLAY_MAX) throw new Error(`the journal after it holds ${tail} commands, more than ${OPEN_ORDERS_REPLAY_MAX} (the COPY costs less)`);
-        why = readOpenOrders(
+        const read = readOpenOrders(
           openOrdersCheckpointPath(checkpoint.dir, note.slot),
           note.token,
           (held) => {
@@ -497,11 +500,11 @@ export class Projector {
             if (held.length !== this.projected.length || held.some((mark, shard) => mark > this.projected[shard]!)) return `the file is true at projections ${held.join()}, storage holds ${this.projected.join()}`;
             return null;
           },
-          (count) => (this.resting = new RestingOrders(count + tail)),
-          (order) => this.resting.add(order),
+          tail,
         );
-        if (why === null) {
-          this.resting.indexAdds();
+        if (typeof read === 'string') why = read;
+        else {
+          this.resting = read;
           const replayed = await this.replayAfterCheckpoint(client, at);
           return `checkpoint at ${at.join()}, then ${replayed.commands} commands of the journal after it (${replayed.changed} changes of orders)`;
         }

@@ -111,6 +111,33 @@ export class RestingOrders {
     if (this.pending === ADD_GROUP) this.indexAdds();
   }
 
+  /**
+   * A store of `count` orders written in bulk, with room for `room` in all: `fill` writes
+   * the first `count` entries of the columns in place (`small` packed as here, see
+   * `small`) and says why not (null: filled). Then they are indexed in groups, as adds
+   * are; an order twice throws, as there. A start's million saved orders load this way
+   * straight from their file (persistence/open-orders-snapshot.ts): one add each copied
+   * every order once more and took about as long as reading the file.
+   */
+  static filled(count: number, room: number, fill: (ids: Int32Array, small: Int32Array, numbers: Float64Array) => string | null): RestingOrders | string {
+    const store = new RestingOrders(Math.max(count, room));
+    const why = fill(store.ids.subarray(0, count * 16), store.small.subarray(0, count * 5), store.numbers.subarray(0, count * 3));
+    if (why !== null) return why;
+    const ids = store.ids;
+    for (let first = 0; first < count; first += ADD_GROUP) {
+      const n = Math.min(ADD_GROUP, count - first);
+      for (let j = 0; j < n; j++) {
+        const w = (first + j) * 16;
+        store.pendingHashes[j] = hashWords(ids[w]!, ids[w + 1]!, ids[w + 2]!, ids[w + 3]!);
+      }
+      store.entries = first + n;
+      store.count = first + n;
+      store.pending = n;
+      store.indexAdds();
+    }
+    return store;
+  }
+
   /** Puts the adds not yet indexed into the index; throws if one of them is an order already here. */
   indexAdds(): void {
     const n = this.pending;

@@ -29,19 +29,27 @@ function orders(count: number): RestingOrder[] {
 }
 
 const plain = (order: RestingOrder) => ({ ...order, ids: [...order.ids] });
+/** An order's fields by name (a StoredOrder's are getters, which a spread does not copy). */
+const fields = (order: RestingOrder) => {
+  const { runNo, sessionNo, side, orderType, timeInForce, state, priceNanos, quantity, filled, currency, shard } = order;
+  return { ids: [...order.ids], runNo, sessionNo, side, orderType, timeInForce, state, priceNanos, quantity, filled, currency, shard };
+};
 
 function saved(file: string, list: RestingOrder[], token = 'token', watermarks = [7, 9]): void {
   writeOpenOrders(file, token, watermarks, list.length, (visit) => list.forEach(visit));
 }
 
 function load(file: string, token = 'token', watermarks = [7, 9]): { why: string | null; store: RestingOrders; added: number } {
-  let store = new RestingOrders();
-  let added = 0;
-  const why = readOpenOrders(file, token, watermarks, (count) => (store = new RestingOrders(count)), (order) => {
-    store.add(order);
-    added++;
-  });
-  return { why, store, added };
+  const read = readOpenOrders(file, token, watermarks);
+  if (typeof read === 'string') return { why: read, store: new RestingOrders(), added: 0 };
+  return { why: null, store: read, added: read.size };
+}
+
+/** The store's orders as plain objects, in the order they were added. */
+function listed(store: RestingOrders): RestingOrder[] {
+  const back: RestingOrder[] = [];
+  store.forEach((order) => back.push(plain(order) as unknown as RestingOrder));
+  return back;
 }
 
 test('the open orders come back field for field', () => {
@@ -98,11 +106,41 @@ test('a checkpoint loads only at watermarks its caller accepts, which it is give
     seen = held;
     return held.every((mark, shard) => mark <= [7, 9][shard]!) ? null : `ahead of storage (${held.join()})`;
   };
-  const back: unknown[] = [];
-  assert.equal(readOpenOrders(file, 'token', accept, () => undefined, (order) => back.push(plain(order))), null);
+  const read = readOpenOrders(file, 'token', accept);
+  assert.ok(typeof read !== 'string', String(read));
   assert.deepEqual(seen, [5, 8]);
-  assert.deepEqual(back, list.map(plain), 'field for field, in order');
-  let added = 0;
-  assert.equal(readOpenOrders(file, 'token', () => 'ahead of storage', () => undefined, () => added++), 'ahead of storage');
-  assert.equal(added, 0, 'nothing added when refused');
+  assert.deepEqual(listed(read), list.map(plain), 'field for field, in order');
+  assert.equal(readOpenOrders(file, 'token', () => 'ahead of storage'), 'ahead of storage');
+});
+
+test('a loaded store finds, takes and adds orders as one filled by adds does, with room for the extra asked', () => {
+  const list = orders(5_000);
+  const file = path.join(dir, 'room.bin');
+  saved(file, list);
+  const read = readOpenOrders(file, 'token', [7, 9], 3_000);
+  assert.ok(typeof read !== 'string', String(read));
+  const store: RestingOrders = read;
+  for (const order of [list[0]!, list[2_500]!, list[4_999]!]) {
+    const found = store.stored(order.ids, 0, 0);
+    assert.ok(found !== undefined, 'every loaded order is found by its id');
+    assert.deepEqual(fields(found), fields(order));
+  }
+  assert.deepEqual(fields(store.take(list[1]!.ids, 0)!), fields(list[1]!));
+  assert.equal(store.take(list[1]!.ids, 0), null, 'taken once');
+  const more = orders(3_000 + 1).slice(1); // ids of their own
+  const columns = store.ids;
+  for (const order of more) store.add(order);
+  store.indexAdds();
+  assert.equal(store.ids, columns, 'the extra room held the adds: the columns were not grown');
+  assert.equal(store.size, list.length - 1 + more.length);
+  assert.deepEqual(fields(store.stored(more[2_999]!.ids, 0, 0)!), fields(more[2_999]!));
+  assert.deepEqual(fields(store.stored(list[4_998]!.ids, 0, 0)!), fields(list[4_998]!));
+});
+
+test('a file with an order twice is refused by a throw, as adds refuse one', () => {
+  const list = orders(600);
+  list[450] = { ...list[450]!, ids: list[17]!.ids };
+  const file = path.join(dir, 'twice.bin');
+  saved(file, list);
+  assert.throws(() => readOpenOrders(file, 'token', [7, 9]), /a resting order loaded twice/);
 });
