@@ -143,6 +143,30 @@ function once<T>(worker: Worker, accept: (message: T) => boolean, what: string):
   });
 }
 
+/**
+ * A shard's recovery port asked several requests at a time: answers come in the order of
+ * the requests (the shard answers each before it reads the next), so each goes to the
+ * oldest request waiting. `close` stops listening (ask() may then be used again).
+ */
+function pipelinedAsker(port: MessagePort): { ask: (request: RecoveryRequest, transfer?: ArrayBuffer[]) => Promise<Exclude<RecoveryAnswer, { type: 'failed' }>>; close: () => void } {
+  const waiting: { resolve: (answer: Exclude<RecoveryAnswer, { type: 'failed' }>) => void; reject: (error: Error) => void }[] = [];
+  const onMessage = (answer: RecoveryAnswer) => {
+    const waiter = waiting.shift();
+    if (waiter === undefined) return;
+    if (answer.type === 'failed') waiter.reject(new Error(answer.message));
+    else waiter.resolve(answer);
+  };
+  port.on('message', onMessage);
+  return {
+    ask: (request, transfer = []) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        port.postMessage(request, transfer);
+      }),
+    close: () => port.off('message', onMessage),
+  };
+}
+
 /** One request to a shard's recovery port, one answer. */
 function ask(port: MessagePort, request: RecoveryRequest, transfer: ArrayBuffer[] = []): Promise<Exclude<RecoveryAnswer, { type: 'failed' }>> {
   return new Promise((resolve, reject) => {
@@ -470,13 +494,15 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         if (held === journalEnd[shard]) return held;
         const reader = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
         await reader.connect();
+        const replay = pipelinedAsker(port);
         try {
           return await readJournal(reader, shard, held, async (payload, lastSequence) => {
-            const answer = await ask(port, { type: 'replay', payload }, [payload]);
+            const answer = await replay.ask({ type: 'replay', payload }, [payload]);
             if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
             replayed += answer.commands;
           });
         } finally {
+          replay.close();
           replayMs[shard] = Math.round(performance.now() - replayStarted);
           await reader.end();
         }

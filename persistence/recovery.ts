@@ -77,12 +77,19 @@ export async function openSession(
 
 /** Journal bytes handed to a shard at a time during the replay. */
 const REPLAY_PAGE_BYTES = 8 << 20;
+/**
+ * Pages handed on whose onPage has not settled, at most: the next page is read from the
+ * COPY while the shard applies the last one (with one at a time, the COPY's socket was
+ * paused during each page's replay, and the shard waited for each page's reading).
+ */
+export const REPLAY_PAGES_IN_FLIGHT = 2;
 
 /**
  * A shard's journal in sequence order, streamed (binary COPY), in pages of whole
  * batches joined in one buffer (whole commands, 8-byte aligned). Checks each batch's
- * checksum and that the stream has no gap. Returns the last sequence read (0 for an
- * empty journal).
+ * checksum and that the stream has no gap. Up to REPLAY_PAGES_IN_FLIGHT pages are
+ * handed on before the oldest one's onPage is awaited; all have settled when this
+ * settles. Returns the last sequence read (0 for an empty journal).
  */
 export async function readJournal(client: pg.ClientBase, shard: number, after: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
   let last = after;
@@ -90,11 +97,15 @@ export async function readJournal(client: pg.ClientBase, shard: number, after: n
   // One page buffer, reused: payloads are copied into it, and each page out of it once (to hand it to the shard).
   let page = new Uint8Array(REPLAY_PAGE_BYTES * 2);
   let pageBytes = 0;
+  const inFlight: Promise<void>[] = [];
   const flush = async () => {
     if (pageBytes === 0) return;
     const joined = page.slice(0, pageBytes);
     pageBytes = 0;
-    await onPage(joined.buffer, last);
+    const handed = onPage(joined.buffer, last);
+    handed.catch(() => undefined); // awaited below, in order; a failure rejects there
+    inFlight.push(handed);
+    if (inFlight.length >= REPLAY_PAGES_IN_FLIGHT) await inFlight.shift();
   };
   await copyOut(
     client,
@@ -120,7 +131,12 @@ export async function readJournal(client: pg.ClientBase, shard: number, after: n
       if (pageBytes >= REPLAY_PAGE_BYTES) await flush();
     },
   );
-  await flush();
+  try {
+    await flush();
+  } finally {
+    await Promise.allSettled(inFlight);
+  }
+  for (const handed of inFlight) await handed;
   return last;
 }
 
