@@ -23,8 +23,8 @@
 
 import path from 'node:path';
 import type pg from 'pg';
-import { bytesOf, SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
-import { RestingOrders, type RestingOrder } from './resting-orders.ts';
+import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
+import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 
 const MAGIC = 'VOO1';
 const HEADER_BYTES_MAX = 4096;
@@ -104,16 +104,45 @@ function putOpenOrder(columns: OpenOrdersColumns, n: number, order: RestingOrder
   numbers[n * NUMBERS + 2] = order.filled;
 }
 
-/** Writes `count` orders (what `each` gives) as true at the projection `watermarks`. */
-export function writeOpenOrders(file: string, token: string, watermarks: readonly number[], count: number, each: (visit: (order: RestingOrder) => void) => void): number {
+/** The file's columns for `count` orders, and a writer of them in order that refuses more than `count`. */
+function openOrdersColumns(count: number): { columns: OpenOrdersColumns; put: (order: RestingOrder) => void; filled: () => number } {
   const columns: OpenOrdersColumns = { ids: new Int32Array(count * ID_WORDS), small: new Int32Array(count * SMALL_WORDS), numbers: new Float64Array(count * NUMBERS) };
   let n = 0;
-  each((order) => {
+  const put = (order: RestingOrder) => {
     if (n === count) throw new Error(`more than the ${count} open orders counted`);
     putOpenOrder(columns, n++, order);
-  });
-  if (n !== count) throw new Error(`${n} open orders, ${count} counted`);
-  return writeSnapshotFile(file, MAGIC, { token, count, watermarks: [...watermarks] } satisfies OpenOrdersHeader, [bytesOf(columns.ids), bytesOf(columns.small), bytesOf(columns.numbers)]);
+  };
+  return { columns, put, filled: () => n };
+}
+
+const sectionsOf = (columns: OpenOrdersColumns) => [bytesOf(columns.ids), bytesOf(columns.small), bytesOf(columns.numbers)];
+
+/** Writes `count` orders (what `each` gives) as true at the projection `watermarks`. */
+export function writeOpenOrders(file: string, token: string, watermarks: readonly number[], count: number, each: (visit: (order: RestingOrder) => void) => void): number {
+  const { columns, put, filled } = openOrdersColumns(count);
+  each(put);
+  if (filled() !== count) throw new Error(`${filled()} open orders, ${count} counted`);
+  return writeSnapshotFile(file, MAGIC, { token, count, watermarks: [...watermarks] } satisfies OpenOrdersHeader, sectionsOf(columns));
+}
+
+/** Orders put into a checkpoint's columns between two turns of the event loop (about a millisecond). */
+const CHECKPOINT_SLICE_ORDERS = 1 << 14;
+
+/**
+ * Writes the frozen orders as true at the projection `watermarks`, while the thread goes
+ * on: the columns are filled CHECKPOINT_SLICE_ORDERS orders at a time, each slice a turn
+ * of the event loop, then written on the thread pool (writeSnapshotFileAsync: flushed as
+ * it goes, renamed when whole). Returns the orders and bytes written.
+ */
+export async function writeOpenOrdersInBackground(file: string, token: string, watermarks: readonly number[], frozen: FrozenOrders): Promise<{ count: number; bytes: number }> {
+  const { columns, put, filled } = openOrdersColumns(frozen.count);
+  for (let from = 0; from < frozen.entries; from += CHECKPOINT_SLICE_ORDERS) {
+    frozen.visit(from, from + CHECKPOINT_SLICE_ORDERS, put);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (filled() !== frozen.count) throw new Error(`${filled()} open orders, ${frozen.count} counted`);
+  const bytes = await writeSnapshotFileAsync(file, MAGIC, { token, count: frozen.count, watermarks: [...watermarks] } satisfies OpenOrdersHeader, sectionsOf(columns));
+  return { count: frozen.count, bytes };
 }
 
 /** Orders of the file's small-integer column read at a time, to be packed into a store's. */

@@ -109,7 +109,7 @@ import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
 import { openOrdersCheckpointPath, readOpenOrders, writeOpenOrders, type OpenOrdersNote } from './open-orders-snapshot.ts';
-import { RestingOrders, type RestingOrder } from './resting-orders.ts';
+import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 
 export const PROJECTION_NAME = 'runtime';
 export const INTAKE_PROJECTION_NAME = 'runtime-intake';
@@ -340,6 +340,7 @@ export class Projector {
   private readonly live = new Map<string, OrderState>();
   /** Open orders loaded at start and not touched since (compact; taken into `live` on first touch). */
   private resting = new RestingOrders();
+  private loadedOrders: { frozen: FrozenOrders; watermarks: number[] } | null = null;
   private readonly pending = new Map<string, PendingIntake>();
   private readonly control: PersistenceControl;
   private readonly sessionNames: SessionNames;
@@ -462,6 +463,7 @@ export class Projector {
       this.instruments.add(keyOf(uuidWordsOf(row.id), 0));
     }
     this.live.clear();
+    this.loadedOrders = null;
     if (saved !== null) {
       let why: string;
       try {
@@ -506,16 +508,37 @@ export class Projector {
         else {
           this.resting = read;
           const replayed = await this.replayAfterCheckpoint(client, at);
+          if (replayed.commands > 0) this.keepLoaded();
           return `checkpoint at ${at.join()}, then ${replayed.commands} commands of the journal after it (${replayed.changed} changes of orders)`;
         }
       } catch (error) {
         why = `the checkpoint could not be loaded: ${(error as Error).message}`;
       }
       await this.loadOpenOrders(client); // a new store: nothing of the file stays
+      this.keepLoaded();
       return `read from storage (${why})`;
     }
     await this.loadOpenOrders(client);
+    this.keepLoaded();
     return 'read from storage';
+  }
+
+  /** What load() read, kept for takeLoadedOrders(). */
+  private keepLoaded(): void {
+    this.loadedOrders = { frozen: this.resting.freeze(), watermarks: [...this.projected] };
+  }
+
+  /**
+   * The open orders load() read, at the projections storage held then, unless they were
+   * the file a graceful stop saved (that file becomes the checkpoint) or a checkpoint with
+   * nothing of the journal after it: the persistence thread writes them as the next
+   * checkpoint once the start is over, so that a crash after this start replays only the
+   * journal since it, not since the last graceful stop. Given once.
+   */
+  takeLoadedOrders(): { frozen: FrozenOrders; watermarks: number[] } | null {
+    const loaded = this.loadedOrders;
+    this.loadedOrders = null;
+    return loaded;
   }
 
   /**

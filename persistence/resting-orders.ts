@@ -199,6 +199,17 @@ export class RestingOrders {
     if (this.taken[entry] === 0) this.remove(this.ids, entry * 16);
   }
 
+  /**
+   * The orders here now, kept for a later write while the store goes on: its columns
+   * themselves (takes and adds leave the entries there as they are; growing the columns
+   * makes new ones) and a copy of its taken flags. Valid while no entry is written in
+   * place (stored(), a start's replay, does that: freeze after it).
+   */
+  freeze(): FrozenOrders {
+    if (this.pending > 0) this.indexAdds();
+    return new FrozenOrders(this.ids, this.small, this.numbers, this.taken.slice(0, this.entries), this.count);
+  }
+
   /** Calls fn with every order still here, in the order they were added (the depth of the read thread, tests). */
   forEach(fn: (order: RestingOrder) => void): void {
     for (let entry = 0; entry < this.entries; entry++) {
@@ -296,6 +307,49 @@ export class RestingOrders {
       while (this.index[slot * 2] !== EMPTY) slot = (slot + 1) & this.mask;
       this.index[slot * 2] = entry + 1;
       this.index[slot * 2 + 1] = hash;
+    }
+  }
+}
+
+/** The orders of a store as they were when it was frozen (RestingOrders.freeze). */
+export class FrozenOrders {
+  private readonly order: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
+
+  constructor(
+    private readonly ids: Int32Array,
+    private readonly small: Int32Array,
+    private readonly numbers: Float64Array,
+    private readonly taken: Uint8Array,
+    /** The orders held. */
+    readonly count: number,
+  ) {}
+
+  /** Entries, taken ones included: visit()'s range. */
+  get entries(): number {
+    return this.taken.byteLength;
+  }
+
+  /** Calls fn with each order of the entries [from, to) not taken, in order (one object, reused: copy what is kept). */
+  visit(from: number, to: number, fn: (order: RestingOrder) => void): void {
+    const { ids, small, numbers, taken, order } = this;
+    for (let entry = from; entry < Math.min(to, taken.byteLength); entry++) {
+      if (taken[entry] !== 0) continue;
+      const w = entry * 16;
+      for (let k = 0; k < 16; k++) order.ids[k] = ids[w + k]!;
+      const s = entry * 5;
+      const packed = small[s + 2]!;
+      order.runNo = small[s]!;
+      order.sessionNo = small[s + 1]!;
+      order.side = packed & 0xff;
+      order.orderType = (packed >>> 8) & 0xff;
+      order.timeInForce = (packed >>> 16) & 0xff;
+      order.state = packed >>> 24;
+      order.currency = small[s + 3]!;
+      order.shard = small[s + 4]!;
+      order.priceNanos = numbers[entry * 3]!;
+      order.quantity = numbers[entry * 3 + 1]!;
+      order.filled = numbers[entry * 3 + 2]!;
+      fn(order);
     }
   }
 }

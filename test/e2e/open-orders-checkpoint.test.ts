@@ -91,9 +91,33 @@ test('the open orders a stop saved become the named checkpoint; after a kill -9 
   assert.equal(line[1], note.watermarks.join(), 'the checkpoint the database names');
   t.diagnostic(line[0]);
   assert.ok(Number(line[2]) >= 500 && Number(line[3]) > 0, 'the journal after the checkpoint was replayed and changed orders');
+
+  // That start writes what it loaded as the next checkpoint, at the projections storage
+  // held then: a second crash replays only the journal after it, not all since the stop.
+  await venue.untilLogged(/open orders checkpoint written after the start/);
+  const rewritten = (await withClient(await storageUrl(dir), (client) => readOpenOrdersNote(client)))!;
+  assert.notEqual(rewritten.token, note.token, 'a checkpoint of its own is named');
+  assert.notEqual(rewritten.slot, note.slot, 'in the other slot: the one named before stays whole until then');
+  assert.ok(
+    rewritten.watermarks.every((mark, shard) => mark >= note.watermarks[shard]!) && rewritten.watermarks.some((mark, shard) => mark > note.watermarks[shard]!),
+    `past the checkpoint before (${rewritten.watermarks.join()} against ${note.watermarks.join()})`,
+  );
+  const second: Sent[] = [];
+  for (let i = 0; i < 300; i++) second.push(mixedCommand(random, [...sent, ...second], session));
+  assert.ok((await sendUntilKilled(venue, second, { concurrency: 16, killAfterAnswers: 200 })).killedMidLoad, 'killed during the second burst');
+  sent.push(...second);
+  venue = await VenueProcess.start(env);
+  assert.equal((await venue.get('/readyz')).status, 200);
+  const again = OPEN_ORDERS_LINE.exec(venue.log);
+  assert.ok(again !== null, `the start loaded a checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
+  t.diagnostic(again[0]);
+  assert.equal(again[1], rewritten.watermarks.join(), 'the checkpoint the start after the first crash wrote');
+  assert.ok(Number(again[2]) > 0 && Number(again[2]) < Number(line[2]), `only the journal since that start was replayed (${again[2]} commands, ${line[2]} the time before)`);
   await venue.untilProjected();
   const table = await tableOpenOrders(await storageUrl(dir));
   assert.ok(table.length > 50, `orders rest (${table.length})`);
+  await venue.untilLogged(/open orders checkpoint written after the start/);
+  const before = (await withClient(await storageUrl(dir), (client) => readOpenOrdersNote(client)))!;
   assert.equal(await venue.stop(), 0);
   assert.deepEqual(savedOpenOrders(dir), table, "the projector's open orders are the table's");
 
@@ -103,7 +127,7 @@ test('the open orders a stop saved become the named checkpoint; after a kill -9 
   for (let i = 0; i < 400; i++) more.push(mixedCommand(random, [...sent, ...more], session));
   await sendUntilKilled(venue, more, { concurrency: 16, killAfterAnswers: 350 });
   const named = (await withClient(await storageUrl(dir), (client) => readOpenOrdersNote(client)))!;
-  assert.ok(named.token !== note.token && named.slot !== note.slot, 'the new stop file is named, in the other slot');
+  assert.ok(named.token !== before.token && named.slot !== before.slot, 'the new stop file is named, in the other slot');
   const file = openOrdersCheckpointPath(dir, named.slot);
   const bytes = readFileSync(file);
   bytes[bytes.length - 10]! ^= 0x01;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { readOpenOrders, writeOpenOrders } from '../../persistence/open-orders-snapshot.ts';
+import { readOpenOrders, writeOpenOrders, writeOpenOrdersInBackground } from '../../persistence/open-orders-snapshot.ts';
 import { RestingOrders, type RestingOrder } from '../../persistence/resting-orders.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'open-orders-'));
@@ -135,6 +135,22 @@ test('a loaded store finds, takes and adds orders as one filled by adds does, wi
   assert.equal(store.size, list.length - 1 + more.length);
   assert.deepEqual(fields(store.stored(more[2_999]!.ids, 0, 0)!), fields(more[2_999]!));
   assert.deepEqual(fields(store.stored(list[4_998]!.ids, 0, 0)!), fields(list[4_998]!));
+});
+
+test('a frozen store is written in the background as it was when frozen, whatever is taken or added after', async () => {
+  const list = orders(40_000); // more than one slice of the background write
+  const store = new RestingOrders(16);
+  for (const order of list) store.add(order);
+  store.take(list[5]!.ids, 0); // taken before: not in the checkpoint
+  const frozen = store.freeze();
+  for (const order of [list[0]!, list[20_000]!, list[39_999]!]) store.take(order.ids, 0); // after: still in it
+  for (const order of orders(70_000).slice(0, 30_000)) store.add(order); // grows the columns
+  const file = path.join(dir, 'frozen.bin');
+  const written = await writeOpenOrdersInBackground(file, 'token', [3, 4], frozen);
+  assert.equal(written.count, list.length - 1);
+  const read = readOpenOrders(file, 'token', [3, 4]);
+  assert.ok(typeof read !== 'string', String(read));
+  assert.deepEqual(listed(read), list.filter((_, n) => n !== 5).map(plain), 'field for field, in order');
 });
 
 test('a file with an order twice is refused by a throw, as adds refuse one', () => {
