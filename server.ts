@@ -592,6 +592,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);
     started('ready');
     databaseReady();
+    venue.persistence.postMessage({ type: 'venue-ready' }); // it writes the open orders it loaded as the next checkpoint
     // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
     checkpoints?.provide(shardsReady.map((ready) => 2 * ready.stateBytes));
     // And the rest of the fresh memory: the gateways' command stores and the shards' order

@@ -278,7 +278,7 @@ async function adoptSavedOpenOrders(client: pg.Client, dir: string, saved: { fil
 
 /**
  * The open orders the start loaded (from storage, or a checkpoint with the journal after
- * it replayed onto it: Projector.takeLoadedOrders), written after the start as the
+ * it replayed onto it: Projector.takeLoadedOrders), written once the venue is ready as the
  * checkpoint the database names, in the slot it does not name, while the thread goes on
  * (writeOpenOrdersInBackground), then named on a connection of its own. Without it, each
  * crash after a crash replayed the journal since the last graceful stop: 96,000 to
@@ -486,6 +486,9 @@ parentPort!.on('message', (message: { type: string } | PersistenceSave) => {
     stopping = true;
     doorbell.ringAlways();
     flusherWake?.();
+  } else if (message.type === 'venue-ready') {
+    // After the venue's ready, not this thread's: the write's slices and I/O would compete with the rest of the start.
+    if (data.openOrdersDir !== null && !stopping) void checkpointLoadedOpenOrders(data.openOrdersDir);
   } else if (message.type === 'save' && 'file' in message) {
     try {
       if (!stopped) throw new Error('the persistence thread has not stopped');
@@ -574,7 +577,6 @@ async function main(): Promise<void> {
   for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, journalDurable[shard]!);
   control.databaseState = DB_UP;
   parentPort!.postMessage({ type: 'ready' });
-  if (dir !== null) void checkpointLoadedOpenOrders(dir);
   await Promise.all([
     writerLoop(started).then(() => {
       writerDone = true;
