@@ -382,8 +382,14 @@ test('while running, the key filters are saved every KEY_FILTER_CHECKPOINT_COMMA
     const saved = await everyStoredKeyIsSaved(checkpointDir);
     assert.ok(intakeCommit(saved.mark) > 0 && saved.takenAfter > 0 && saved.takenAfter < 400, `a save while running, the intake after it (${saved.takenAfter} records after ${saved.mark})`);
 
-    venue = await VenueProcess.start(env);
+    // Restarted with saves 8 times as far apart as the tail is long: the tail is an eighth of
+    // the interval, which makes a save at once (before any command: a crash now would not
+    // read it again), though it is far from a save's count.
+    venue = await VenueProcess.start({ ...env, KEY_FILTER_CHECKPOINT_COMMANDS: String(8 * saved.takenAfter) });
     assert.ok(venue.log.includes(`"storedKeys":-1,"storedOrders":-1,"takenAfter":${saved.takenAfter},"keyFilters":"saved at ${saved.mark}"`), 'the save and the records after it, no scan');
+    await venue.untilLogged(/key filters saved \(a checkpoint while running\)/);
+    const resaved = /"mark":"([^"]*)"[^\n]*key filters saved \(a checkpoint while running\)/.exec(venue.log)![1]!;
+    assert.ok(intakeCommit(resaved) > intakeCommit(saved.mark), `saved past the tail the start read (at ${resaved}, the last save at ${saved.mark})`);
     await inParallel(sent, IN_FLIGHT, async ({ body, key, answer }) => {
       const replay = await venue.order('/api/v1/orders/submit', body, { key });
       assert.deepEqual([replay.status, replay.text], [200, answer.text], `${key} replays its original answer`);

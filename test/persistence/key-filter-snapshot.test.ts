@@ -269,6 +269,24 @@ test('intakeKeysSince: every key of the commands in commits after the mark (scop
   }
 });
 
+test('KeyFilterCheckpoints: a start that left every/8 commands or more uncovered saves at the first poll, then every `every` commands', async () => {
+  let taken = 500;
+  const saves: number[] = [];
+  const checkpoints = new KeyFilterCheckpoints({ every: 100, taken: () => taken, uncovered: 13, save: async () => void saves.push(taken), onFailure: () => undefined });
+  checkpoints.poll();
+  assert.deepEqual(saves, [500], 'the tail of 13 commands (every/8 is 12.5) is saved at once');
+  await new Promise((resolve) => setImmediate(resolve)); // that save settled
+  taken = 599;
+  checkpoints.poll();
+  assert.deepEqual(saves, [500], 'then counted from that save');
+  taken = 600;
+  checkpoints.poll();
+  assert.deepEqual(saves, [500, 600]);
+  const none = new KeyFilterCheckpoints({ every: 0, taken: () => taken, uncovered: 5_000, save: async () => void saves.push(-1), onFailure: () => undefined });
+  none.poll();
+  assert.deepEqual(saves, [500, 600], 'every = 0: never, whatever the start left');
+});
+
 test('KeyFilterCheckpoints: a save every `every` commands taken (counting what the start left uncovered), one at a time, retried after a failure, none after close', async () => {
   let taken = 1000;
   const saves: { resolve: () => void; reject: (error: Error) => void }[] = [];
@@ -276,15 +294,15 @@ test('KeyFilterCheckpoints: a save every `every` commands taken (counting what t
   const checkpoints = new KeyFilterCheckpoints({
     every: 100,
     taken: () => taken,
-    uncovered: 30, // the tail the start read: 70 more commands make a save
+    uncovered: 12, // the tail the start read, under every/8: 88 more commands make a save
     save: () => new Promise<void>((resolve, reject) => saves.push({ resolve, reject })),
     onFailure: (error) => failures.push(error.message),
   });
   const settle = () => new Promise((resolve) => setImmediate(resolve));
-  taken = 1069;
+  taken = 1087;
   checkpoints.poll();
   assert.equal(saves.length, 0, '99 uncovered commands: no save');
-  taken = 1070;
+  taken = 1088;
   checkpoints.poll();
   assert.equal(saves.length, 1);
   taken = 1500;
@@ -294,7 +312,7 @@ test('KeyFilterCheckpoints: a save every `every` commands taken (counting what t
   await settle();
   assert.deepEqual(failures, ['disk full']);
   checkpoints.poll();
-  assert.equal(saves.length, 2, 'the next poll tries again (430 commands since the last save began)');
+  assert.equal(saves.length, 2, 'the next poll tries again (412 commands since the last save began)');
   saves[1]!.resolve();
   await settle();
   taken = 1599;
