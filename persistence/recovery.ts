@@ -82,7 +82,7 @@ const REPLAY_PAGE_BYTES = 8 << 20;
  * COPY while the shard applies the last one (with one at a time, the COPY's socket was
  * paused during each page's replay, and the shard waited for each page's reading).
  */
-export const REPLAY_PAGES_IN_FLIGHT = 2;
+const REPLAY_PAGES_IN_FLIGHT = 2;
 
 /**
  * A shard's journal in sequence order, streamed (binary COPY), in pages of whole

@@ -79,17 +79,23 @@ test('the open orders a stop saved become the named checkpoint; after a kill -9 
   assert.deepEqual(readFileSync(openOrdersCheckpointPath(dir, note.slot)), savedBytes, 'moved, as it was');
   assert.ok(!existsSync(path.join(dir, 'open-orders.bin')), 'the stop file is gone');
 
+  /** A burst of `count` commands, the venue killed after `killAfter` answers, then a start: its log's line of the checkpoint it loaded. */
+  const killedThenStarted = async (count: number, killAfter: number): Promise<RegExpExecArray> => {
+    const burst: Sent[] = [];
+    for (let i = 0; i < count; i++) burst.push(mixedCommand(random, [...sent, ...burst], session));
+    assert.ok((await sendUntilKilled(venue, burst, { concurrency: 16, killAfterAnswers: killAfter })).killedMidLoad, 'killed during the burst');
+    sent.push(...burst);
+    venue = await VenueProcess.start(env);
+    assert.equal((await venue.get('/readyz')).status, 200);
+    const loaded = OPEN_ORDERS_LINE.exec(venue.log);
+    assert.ok(loaded !== null, `the start loaded a checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
+    t.diagnostic(loaded[0]);
+    return loaded;
+  };
+
   // Load, killed mid-burst: the next start loads the checkpoint and replays the journal after it.
-  const burst: Sent[] = [];
-  for (let i = 0; i < 900; i++) burst.push(mixedCommand(random, [...sent, ...burst], session));
-  assert.ok((await sendUntilKilled(venue, burst, { concurrency: 16, killAfterAnswers: 700 })).killedMidLoad, 'killed during the burst');
-  sent.push(...burst);
-  venue = await VenueProcess.start(env);
-  assert.equal((await venue.get('/readyz')).status, 200);
-  const line = OPEN_ORDERS_LINE.exec(venue.log);
-  assert.ok(line !== null, `the start loaded the checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
+  const line = await killedThenStarted(900, 700);
   assert.equal(line[1], note.watermarks.join(), 'the checkpoint the database names');
-  t.diagnostic(line[0]);
   assert.ok(Number(line[2]) >= 500 && Number(line[3]) > 0, 'the journal after the checkpoint was replayed and changed orders');
 
   // That start writes what it loaded as the next checkpoint, at the projections storage
@@ -102,15 +108,7 @@ test('the open orders a stop saved become the named checkpoint; after a kill -9 
     rewritten.watermarks.every((mark, shard) => mark >= note.watermarks[shard]!) && rewritten.watermarks.some((mark, shard) => mark > note.watermarks[shard]!),
     `past the checkpoint before (${rewritten.watermarks.join()} against ${note.watermarks.join()})`,
   );
-  const second: Sent[] = [];
-  for (let i = 0; i < 300; i++) second.push(mixedCommand(random, [...sent, ...second], session));
-  assert.ok((await sendUntilKilled(venue, second, { concurrency: 16, killAfterAnswers: 200 })).killedMidLoad, 'killed during the second burst');
-  sent.push(...second);
-  venue = await VenueProcess.start(env);
-  assert.equal((await venue.get('/readyz')).status, 200);
-  const again = OPEN_ORDERS_LINE.exec(venue.log);
-  assert.ok(again !== null, `the start loaded a checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
-  t.diagnostic(again[0]);
+  const again = await killedThenStarted(300, 200);
   assert.equal(again[1], rewritten.watermarks.join(), 'the checkpoint the start after the first crash wrote');
   assert.ok(Number(again[2]) > 0 && Number(again[2]) < Number(line[2]), `only the journal since that start was replayed (${again[2]} commands, ${line[2]} the time before)`);
   await venue.untilProjected();
