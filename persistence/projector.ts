@@ -519,7 +519,7 @@ export class Projector {
       return `read from storage (${why})`;
     }
     await this.loadOpenOrders(client);
-    this.keepLoaded();
+    if (checkpoint !== null) this.keepLoaded(); // without a DATA_DIR nothing takes them: their columns would stay held
     return 'read from storage';
   }
 
