@@ -496,10 +496,12 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         await reader.connect();
         const replay = pipelinedAsker(port);
         try {
-          return await readJournal(reader, shard, held, async (payload, lastSequence) => {
-            const answer = await replay.ask({ type: 'replay', payload }, [payload]);
+          return await readJournal(reader, shard, held, async (payload, bytes, lastSequence) => {
+            const answer = await replay.ask({ type: 'replay', payload, bytes }, [payload]);
+            if (answer.type !== 'replayed') throw new Error(`shard ${shard} answered a replay with ${answer.type}`);
             if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
             replayed += answer.commands;
+            return answer.payload; // the page's buffer, back for the next page
           });
         } finally {
           replay.close();

@@ -107,11 +107,12 @@ export interface ShardCheckpoint {
 }
 
 export type RecoveryRequest =
-  | { type: 'replay'; payload: ArrayBuffer }
+  /** `bytes` of journal at the start of `payload`, whose buffer is transferred back with the answer (persistence/recovery.ts, readJournal). */
+  | { type: 'replay'; payload: ArrayBuffer; bytes: number }
   | { type: 'redrive'; slots: ArrayBuffer }
   | { type: 'start' };
 
-export type RecoveryAnswer = { type: 'replayed'; commands: number; sequence: number } | { type: 'redriven'; commands: number; sequence: number } | { type: 'failed'; message: string };
+export type RecoveryAnswer = { type: 'replayed'; commands: number; sequence: number; payload: ArrayBuffer } | { type: 'redriven'; commands: number; sequence: number } | { type: 'failed'; message: string };
 
 const data = workerData as ShardThreadData;
 
@@ -210,8 +211,8 @@ if (port === null) {
   port.on('message', (request: RecoveryRequest) => {
     try {
       if (request.type === 'replay') {
-        const commands = runner.replay(new Uint8Array(request.payload));
-        port.postMessage({ type: 'replayed', commands, sequence: engine.sequence } satisfies RecoveryAnswer);
+        const commands = runner.replay(new Uint8Array(request.payload, 0, request.bytes));
+        port.postMessage({ type: 'replayed', commands, sequence: engine.sequence, payload: request.payload } satisfies RecoveryAnswer, [request.payload]);
       } else if (request.type === 'redrive') {
         const slots = new Uint8Array(request.slots);
         for (let at = 0; at < slots.byteLength; at += COMMAND_SLOT_BYTES) runner.redrive(slots.subarray(at, at + COMMAND_SLOT_BYTES));

@@ -85,26 +85,50 @@ const REPLAY_PAGE_BYTES = 8 << 20;
 const REPLAY_PAGES_IN_FLIGHT = 2;
 
 /**
+ * What onPage gives back once the page was applied: its buffer, to be filled again (the
+ * pages' buffers are reused, so that only the first few take the page faults of fresh
+ * memory: a new buffer per page cost the main thread about 5 ms a MiB of journal here);
+ * or nothing, and the next page takes a new buffer.
+ */
+export type ReplayedPage = ArrayBuffer | void;
+
+/**
  * A shard's journal in sequence order, streamed (binary COPY), in pages of whole
  * batches joined in one buffer (whole commands, 8-byte aligned). Checks each batch's
  * checksum and that the stream has no gap. Up to REPLAY_PAGES_IN_FLIGHT pages are
  * handed on before the oldest one's onPage is awaited; all have settled when this
- * settles. Returns the last sequence read (0 for an empty journal).
+ * settles. A page is `bytes` bytes at the start of `buffer` (about `pageBytes`: what fills
+ * `pageBytes` or more, or what fits in twice that; a bigger batch alone), which onPage may
+ * transfer to another thread and give back (ReplayedPage): then at most
+ * REPLAY_PAGES_IN_FLIGHT + 1 buffers are used, each written from its start. Returns the
+ * last sequence read (0 for an empty journal).
  */
-export async function readJournal(client: pg.ClientBase, shard: number, after: number, onPage: (payload: ArrayBuffer, lastSequence: number) => Promise<void>): Promise<number> {
+export async function readJournal(
+  client: pg.ClientBase,
+  shard: number,
+  after: number,
+  onPage: (buffer: ArrayBuffer, bytes: number, lastSequence: number) => Promise<ReplayedPage>,
+  pageBytes = REPLAY_PAGE_BYTES,
+): Promise<number> {
   let last = after;
   let first = true;
-  // One page buffer, reused: payloads are copied into it, and each page out of it once (to hand it to the shard).
-  let page = new Uint8Array(REPLAY_PAGE_BYTES * 2);
-  let pageBytes = 0;
+  const spare: ArrayBuffer[] = [];
+  const fresh = (bytes: number) => {
+    const reused = spare.pop();
+    return reused !== undefined && reused.byteLength >= bytes ? new Uint8Array(reused) : new Uint8Array(Math.max(bytes, pageBytes * 2));
+  };
+  let page = new Uint8Array(0);
+  let filled = 0;
   const inFlight: Promise<void>[] = [];
   const flush = async () => {
-    if (pageBytes === 0) return;
-    const joined = page.slice(0, pageBytes);
-    pageBytes = 0;
-    const handed = onPage(joined.buffer, last);
+    if (filled === 0) return;
+    const handed = onPage(page.buffer as ArrayBuffer, filled, last).then((back) => {
+      if (back instanceof ArrayBuffer && back.byteLength > 0 && spare.length < REPLAY_PAGES_IN_FLIGHT + 1) spare.push(back);
+    });
     handed.catch(() => undefined); // awaited below, in order; a failure rejects there
     inFlight.push(handed);
+    filled = 0;
+    page = new Uint8Array(0); // taken (its buffer may be transferred): the next row takes a buffer
     if (inFlight.length >= REPLAY_PAGES_IN_FLIGHT) await inFlight.shift();
   };
   await copyOut(
@@ -121,14 +145,14 @@ export async function readJournal(client: pg.ClientBase, shard: number, after: n
       if (first ? firstSequence > last + 1 : firstSequence !== last + 1) throw new Error(`shard ${shard} journal has a gap: the batch after sequence ${last} starts at ${firstSequence}`);
       first = false;
       if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard} journal batch at sequence ${firstSequence} fails its checksum`);
-      if (pageBytes + payload.byteLength > page.byteLength) {
+      if (filled + payload.byteLength > page.byteLength) {
         await flush();
-        if (payload.byteLength > page.byteLength) page = new Uint8Array(payload.byteLength);
+        page = fresh(payload.byteLength);
       }
-      page.set(payload, pageBytes);
-      pageBytes += payload.byteLength;
+      page.set(payload, filled);
+      filled += payload.byteLength;
       last = row.int8(1);
-      if (pageBytes >= REPLAY_PAGE_BYTES) await flush();
+      if (filled >= pageBytes) await flush();
     },
   );
   try {
