@@ -90,6 +90,17 @@ const WORKER_ENTRIES = {
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 const RECOVERY_TIMEOUT_MS = 300_000;
+/**
+ * The most recent stored commands the shared tables learn at start (at most the tables'
+ * keeps; the orders' part stays tableKeeps). A command the tables hold from storage
+ * answers a retry by a read of storage, as one the key filters flag does, so holding more
+ * of them spares no read: only an Idempotency-Key reused with another payload is refused
+ * without one. The orders are what spares a cancel or modify its storage question. The
+ * 262,144 commands read before (2 × SHARED_TABLE_BUCKETS) cost PostgreSQL 0.8-1.2 CPU-s of
+ * a start with a million resting orders, and the main thread their reading and inserts
+ * (bench/NOTES.md, "The tables' commands at start").
+ */
+const START_RECENT_COMMANDS = 16_384;
 
 interface Venue {
   config: VenueConfig;
@@ -429,7 +440,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       const clientOrders = new KeyFilterFeed(attachForgotten(memory, 'clientOrders'));
       const scanned = typeof saved === 'string';
       const [remembered, , storedKeys, storedOrders, takenAfter] = await Promise.all([
-        withReader((reader) => recentCommands(reader, keeps, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
+        withReader((reader) => recentCommands(reader, Math.min(keeps, START_RECENT_COMMANDS), (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
         withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
         !scanned
           ? -1
