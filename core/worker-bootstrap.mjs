@@ -3,6 +3,7 @@
 // starts every worker without the tsx preload flags it would inherit from its parent);
 // the venue's own threads get JavaScript built at start (core/worker-build.ts) and skip
 // it. Thread plumbing only, like ring.ts: no domain code.
+import './node-globals.mjs'; // first: before any package loads
 const { workerData } = await import('node:worker_threads');
 if (/\.ts$/.test(workerData.entryUrl)) {
   const { register } = await import('tsx/esm/api');
