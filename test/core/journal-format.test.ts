@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_TRADE, Opcode, OrderType, Side, STATE_FILLED, STATE_PARTIALLY_FILLED, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, packCurrency, slotViews } from '../../core/command-slot.ts';
-import { commandBytesAt, findCommand, journalView, renderJournalCommand } from '../../core/journal-format.ts';
+import { commandBytesAt, findCommand, JournalScratch, journalView, renderJournalCommand } from '../../core/journal-format.ts';
 import { eventIdOf, eventIdWords, renderEnvelope } from '../../core/outcome-format.ts';
 import { readEvent, readHeader, RESULT_RECORD_BYTES, RESULT_UUID_A_WORD, RESULT_UUID_B_WORD, writeEvent, writeHeader, writeUuid } from '../../core/result-slot.ts';
 import { formatUuid, uuidWords } from '../../core/uuid.ts';
@@ -83,4 +83,30 @@ test('commands are found by id, and each renders as the envelope of its own head
   // One command cut out of its batch (what the command log's offset and length fetch) renders the same.
   const alone = journalView(bytes.subarray(second, second + commandBytesAt(view, second)));
   assert.equal(renderJournalCommand(alone, 0, 1).json, rendered.json);
+});
+
+test('a scratch gives the views journalView gives, in one buffer reused while big enough', () => {
+  const { bytes, ids } = payload();
+  const scratch = new JournalScratch();
+  const whole = scratch.view(bytes);
+  const copy = journalView(bytes);
+  assert.deepEqual([...whole.bytes], [...copy.bytes]);
+  assert.deepEqual([...whole.words], [...copy.words]);
+  assert.deepEqual([...whole.floats], [...copy.floats]);
+  assert.equal(findCommand(whole, uuidWords(ids[2]!)), findCommand(copy, uuidWords(ids[2]!)));
+  // A shorter payload: the same buffer, views of its length only.
+  const first = bytes.subarray(0, commandBytesAt(copy, 0));
+  const shorter = scratch.view(first);
+  assert.equal(shorter.bytes.buffer, whole.bytes.buffer, 'the buffer is reused');
+  assert.equal(shorter.bytes.byteLength, first.byteLength);
+  assert.equal(shorter.words.length, first.byteLength >> 2);
+  assert.equal(shorter.floats.length, first.byteLength >> 3);
+  assert.equal(renderJournalCommand(shorter, 0, 1).json, renderJournalCommand(copy, 0, 1).json);
+  // A payload bigger than the buffer: a new one, then reused in turn.
+  const big = new Uint8Array(whole.bytes.buffer.byteLength + 8).fill(7);
+  const grown = scratch.view(big);
+  assert.notEqual(grown.bytes.buffer, whole.bytes.buffer);
+  assert.ok(grown.bytes.buffer.byteLength >= big.byteLength);
+  assert.deepEqual([...grown.bytes], [...big]);
+  assert.equal(scratch.view(bytes).bytes.buffer, grown.bytes.buffer);
 });
