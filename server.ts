@@ -98,7 +98,7 @@ const RECOVERY_TIMEOUT_MS = 300_000;
  * without one. The orders are what spares a cancel or modify its storage question. The
  * 262,144 commands read before (2 × SHARED_TABLE_BUCKETS) cost PostgreSQL 0.8-1.2 CPU-s of
  * a start with a million resting orders, and the main thread their reading and inserts
- * (bench/NOTES.md, "The tables' commands at start").
+ * (bench/NOTES.md, "The start's CPU after a crash, again").
  */
 const START_RECENT_COMMANDS = 16_384;
 
