@@ -93,7 +93,6 @@ test('a gap in the journal and a batch that fails its checksum are refused', asy
     await migrate(client);
     await insertBatches(client, 0, 20, 15);
     await assert.rejects(readJournal(client, 0, 0, async (buffer) => buffer, 64), /shard 0 journal batch at sequence 15 fails its checksum/);
-    await client.query('DELETE FROM runtime.journal_batches WHERE shard_id = 0 AND first_sequence >= 12');
     await insertBatches(client, 1, 8);
     await client.query('DELETE FROM runtime.journal_batches WHERE shard_id = 1 AND first_sequence = 4');
     await assert.rejects(readJournal(client, 1, 0, async (buffer) => buffer, 64), /shard 1 journal has a gap: the batch after sequence 3 starts at 5/);
