@@ -219,22 +219,7 @@ export class RestingOrders {
 
   /** The order in `entry`, with `ids` (a copy, or a view while the entry stays). */
   private orderAt(entry: number, ids: Int32Array): RestingOrder {
-    const s = entry * 5;
-    const packed = this.small[s + 2]!;
-    return {
-      ids,
-      runNo: this.small[s]!,
-      sessionNo: this.small[s + 1]!,
-      side: packed & 0xff,
-      orderType: (packed >>> 8) & 0xff,
-      timeInForce: (packed >>> 16) & 0xff,
-      state: packed >>> 24,
-      currency: this.small[s + 3]!,
-      shard: this.small[s + 4]!,
-      priceNanos: this.numbers[entry * 3]!,
-      quantity: this.numbers[entry * 3 + 1]!,
-      filled: this.numbers[entry * 3 + 2]!,
-    };
+    return readEntry(this.small, this.numbers, entry, { ids, ...BLANK_ORDER });
   }
 
   /**
@@ -311,9 +296,29 @@ export class RestingOrders {
   }
 }
 
+const BLANK_ORDER: Omit<RestingOrder, 'ids'> = { runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
+
+/** Everything but the ids of the order in `entry` of a store's small-integer and number columns, into `order`. */
+function readEntry(small: Int32Array, numbers: Float64Array, entry: number, order: RestingOrder): RestingOrder {
+  const s = entry * 5;
+  const packed = small[s + 2]!;
+  order.runNo = small[s]!;
+  order.sessionNo = small[s + 1]!;
+  order.side = packed & 0xff;
+  order.orderType = (packed >>> 8) & 0xff;
+  order.timeInForce = (packed >>> 16) & 0xff;
+  order.state = packed >>> 24;
+  order.currency = small[s + 3]!;
+  order.shard = small[s + 4]!;
+  order.priceNanos = numbers[entry * 3]!;
+  order.quantity = numbers[entry * 3 + 1]!;
+  order.filled = numbers[entry * 3 + 2]!;
+  return order;
+}
+
 /** The orders of a store as they were when it was frozen (RestingOrders.freeze). */
 export class FrozenOrders {
-  private readonly order: RestingOrder = { ids: new Int32Array(16), runNo: 0, sessionNo: 0, side: 0, orderType: 0, timeInForce: 0, state: 0, priceNanos: 0, quantity: 0, filled: 0, currency: 0, shard: 0 };
+  private readonly order: RestingOrder = { ids: new Int32Array(16), ...BLANK_ORDER };
 
   constructor(
     private readonly ids: Int32Array,
@@ -336,20 +341,7 @@ export class FrozenOrders {
       if (taken[entry] !== 0) continue;
       const w = entry * 16;
       for (let k = 0; k < 16; k++) order.ids[k] = ids[w + k]!;
-      const s = entry * 5;
-      const packed = small[s + 2]!;
-      order.runNo = small[s]!;
-      order.sessionNo = small[s + 1]!;
-      order.side = packed & 0xff;
-      order.orderType = (packed >>> 8) & 0xff;
-      order.timeInForce = (packed >>> 16) & 0xff;
-      order.state = packed >>> 24;
-      order.currency = small[s + 3]!;
-      order.shard = small[s + 4]!;
-      order.priceNanos = numbers[entry * 3]!;
-      order.quantity = numbers[entry * 3 + 1]!;
-      order.filled = numbers[entry * 3 + 2]!;
-      fn(order);
+      fn(readEntry(small, numbers, entry, order));
     }
   }
 }
