@@ -49,6 +49,14 @@ test('a built worker computes the same paths from import.meta.url as under tsx, 
   assert.deepEqual({ ...compiled, stack: '' }, { ...interpreted, stack: '' });
   assert.deepEqual(compiled.execArgv, withoutTsxPreload(process.execArgv));
   assert.match(compiled.stack, /fixtures\/module-urls\.worker\.ts:\d+/, compiled.stack);
+  // The stack is mapped by the bundle's inline map, which names the sources but leaves their
+  // text out (every thread's start reads the whole bundle: the text was two thirds of it).
+  const bundle = readFileSync(built, 'utf8');
+  const inline = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(bundle);
+  assert.ok(inline !== null, 'the bundle ends with its inline source map');
+  const map = JSON.parse(Buffer.from(inline[1]!, 'base64').toString('utf8')) as { sources: string[]; sourcesContent?: unknown };
+  assert.ok(map.sources.some((source) => source.endsWith('fixtures/module-urls.worker.ts')), map.sources.join(', '));
+  assert.equal(map.sourcesContent, undefined, 'the map carries no copy of the sources');
 });
 
 test('builds of the same sources share one folder, also when they run at once', async () => {
