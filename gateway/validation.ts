@@ -1,25 +1,27 @@
-// Request validation: the schemas of schemas.ts compiled once per thread with ajv,
-// then the checks a schema cannot express (exact price and quantity ranges through
-// the fixed-point parser). Every failure becomes a 400 with field-level details.
+// Request validation: the schemas of schemas.ts, compiled ahead of time by ajv
+// (gateway/validators-build.ts writes validators.generated.ts; a test keeps it equal to the
+// schemas), then the checks a schema cannot express (exact price and quantity ranges
+// through the fixed-point parser). Every failure becomes a 400 with field-level details.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parseErrorReason, parsePriceNanos, parseQuantityUnits } from '../core/fixed-point.ts';
-import { isUuid } from '../core/uuid.ts';
 import type { ErrorDetail } from './error-catalog.ts';
-import {
-  cancelByClientOrderSchema,
-  cancelOrderSchema,
-  modifyOrderSchema,
-  QUERY_SCHEMAS,
-  SETTLEMENT_BODY_SCHEMAS,
-  submitOrderSchema,
-  type QueryName,
-  type SettlementBodyName,
-} from './schemas.ts';
+import { QUERY_SCHEMAS, SETTLEMENT_BODY_SCHEMAS, type QueryName, type SettlementBodyName } from './schemas.ts';
+import { FORMATS_MODULE, requestFormats } from './validator-formats.ts';
+import { createValidators } from './validators.generated.ts';
 
-// ajv-formats is CommonJS with a default export; under ESM interop it arrives as the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats: string[]) => Ajv;
+const require = createRequire(import.meta.url);
+
+/**
+ * The compiled validators, by export name (validators-build.ts validatorSchemas). Their
+ * code requires ajv's small runtime helpers (ucs2length) and FORMATS_MODULE, given here
+ * the same formats the compiler was given.
+ */
+function loadValidators(): Record<string, ValidateFunction> {
+  const formats = requestFormats();
+  return createValidators((id: string) => (id === FORMATS_MODULE ? formats : require(id))) as Record<string, ValidateFunction>;
+}
 
 export type OrderRoute = 'submit' | 'cancel' | 'modify' | 'cancel-by-client-order';
 
@@ -73,21 +75,15 @@ export class RequestValidator {
   private readonly bodyValidators: Record<SettlementBodyName, ValidateFunction>;
 
   constructor() {
-    const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false });
-    addFormats(ajv, ['date-time']);
-    ajv.addFormat('uuid', { type: 'string', validate: isUuid });
-    this.validators = {
-      submit: ajv.compile(submitOrderSchema),
-      cancel: ajv.compile(cancelOrderSchema),
-      modify: ajv.compile(modifyOrderSchema),
-      'cancel-by-client-order': ajv.compile(cancelByClientOrderSchema),
+    const all = loadValidators();
+    const pick = (name: string): ValidateFunction => {
+      const validator = all[name];
+      if (validator === undefined) throw new Error(`validators.generated.ts has no validator ${name}: run node --import tsx gateway/validators-build.ts`);
+      return validator;
     };
-    this.queryValidators = Object.fromEntries(
-      Object.entries(QUERY_SCHEMAS).map(([name, schema]) => [name, ajv.compile(schema)]),
-    ) as Record<QueryName, ValidateFunction>;
-    this.bodyValidators = Object.fromEntries(
-      Object.entries(SETTLEMENT_BODY_SCHEMAS).map(([name, schema]) => [name, ajv.compile(schema)]),
-    ) as Record<SettlementBodyName, ValidateFunction>;
+    this.validators = { submit: pick('submit'), cancel: pick('cancel'), modify: pick('modify'), 'cancel-by-client-order': pick('cancel-by-client-order') };
+    this.queryValidators = Object.fromEntries((Object.keys(QUERY_SCHEMAS) as QueryName[]).map((name) => [name, pick(`query:${name}`)])) as Record<QueryName, ValidateFunction>;
+    this.bodyValidators = Object.fromEntries((Object.keys(SETTLEMENT_BODY_SCHEMAS) as SettlementBodyName[]).map((name) => [name, pick(`body:${name}`)])) as Record<SettlementBodyName, ValidateFunction>;
   }
 
   /** The JSON body of an operator settlement route. */
