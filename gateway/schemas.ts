@@ -1,7 +1,8 @@
 // JSON schemas of every order command body, and of every answer, in one place.
-// The gateway compiles the request schemas once per thread with ajv and validates
-// with them; the OpenAPI document (openapi.ts) is built from these same objects, so
-// the published contract and the enforced one cannot drift apart.
+// ajv compiles the request schemas ahead of time (validators-build.ts writes
+// validators.generated.ts, which a test keeps equal to what these objects compile to) and
+// the gateway validates with that code; the OpenAPI document (openapi.ts) is built from
+// these same objects, so the published contract and the enforced one cannot drift apart.
 
 const uuid = { type: 'string', format: 'uuid', description: 'canonical 8-4-4-4-12 hex UUID' } as const;
 const decimalString = (description: string) => ({ type: 'string', minLength: 1, maxLength: 32, description }) as const;

@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { createRequire } from 'node:module';
 import { FORMATS_MODULE, requestFormats } from '../../gateway/validator-formats.ts';
 import { GENERATED_FILE, generateValidatorsModule, validatorSchemas } from '../../gateway/validators-build.ts';
 import { RequestValidator, type OrderRoute } from '../../gateway/validation.ts';
