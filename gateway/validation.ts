@@ -18,7 +18,7 @@ const require = createRequire(import.meta.url);
  * code requires ajv's small runtime helpers (ucs2length) and FORMATS_MODULE, given here
  * the same formats the compiler was given.
  */
-function loadValidators(): Record<string, ValidateFunction> {
+export function loadValidators(): Record<string, ValidateFunction> {
   const formats = requestFormats();
   return createValidators((id: string) => (id === FORMATS_MODULE ? formats : require(id))) as Record<string, ValidateFunction>;
 }
