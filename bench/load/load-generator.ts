@@ -210,6 +210,21 @@ export function onOffThroughput(okPerSlot: number[], slotMs: number, onOffMs: nu
   return { onPerSecond, offPerSecond, dropPercent: Number((((off - on) / off) * 100).toFixed(1)), slotsEach };
 }
 
+/**
+ * The seconds of a measured window of `seconds` in which an open loop with on and off phases
+ * of `onOffMs` each (phase 0 on, from the window's start: worker.ts) was on; the whole window
+ * without phases. A rate over the window counts the answers of the on phases only, so it is
+ * taken over these seconds: halving the window was right only for a whole number of cycles
+ * (a quick run's 3 s window is on for 2 s of them, and its reads were reported at 667/s when
+ * due at 500/s).
+ */
+export function onPhaseSeconds(seconds: number, onOffMs: number): number {
+  if (!(onOffMs > 0)) return seconds;
+  const ms = Math.round(seconds * 1000);
+  const cycleMs = 2 * onOffMs;
+  return (Math.floor(ms / cycleMs) * onOffMs + Math.min(onOffMs, ms % cycleMs)) / 1000;
+}
+
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const onOffMs = options.onOffMs ?? 0;
   if (!(Number.isFinite(onOffMs) && onOffMs >= 0) || (onOffMs > 0 && !(options.ratePerSecond > 0))) {

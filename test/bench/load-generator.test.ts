@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { onOffThroughput, runLoad, SLOT_MS, StartGate } from '../../bench/load/load-generator.ts';
+import { onOffThroughput, onPhaseSeconds, runLoad, SLOT_MS, StartGate } from '../../bench/load/load-generator.ts';
 
 /**
  * A server on 127.0.0.1 that answers every request `{}`, counts what it served, notes when
@@ -273,6 +273,15 @@ test('the throughput beside a load on and off: on phases against off phases, who
   assert.throws(() => onOffThroughput([1, 2, 3], 100, 500, 0), /no whole on-and-off cycle/);
   assert.throws(() => onOffThroughput([5, 5, 0, 0], 100, 200, 0), /no answers in the off phases/);
   assert.throws(() => new StartGate(0), /1 run or more/);
+});
+
+test('the seconds a load with on and off phases was on: whole cycles, and the part of an on phase a window ends in', () => {
+  assert.equal(onPhaseSeconds(30, 1000), 15); // the full run's 30 s window: 15 cycles
+  assert.equal(onPhaseSeconds(3, 1000), 2); // the quick run's: on, off, on
+  assert.equal(onPhaseSeconds(2.5, 1000), 1.5); // ends half-way through an on phase
+  assert.equal(onPhaseSeconds(3.999, 1000), 2); // ends in an off phase
+  assert.equal(onPhaseSeconds(8, 0), 8); // no phases: the whole window
+  assert.equal(onPhaseSeconds(0, 1000), 0);
 });
 
 test('a run whose partner never comes to the start gate fails after the bound instead of waiting for ever; on and off phases for a closed loop are refused', { timeout: 30_000 }, async () => {
