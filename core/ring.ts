@@ -79,8 +79,10 @@ class RingBase {
   }
 }
 
-// An Atomics.load compiles to a plain load on x86 (only stores need a fence), so the
-// ends read each other's index every time instead of caching it.
+// The ends read each other's index at every call instead of caching it. An Atomics.load
+// needs no fence on x86, but Node 20's V8 runs it as a builtin call, not inlined: about
+// 5-8 ns more than a plain load (bench/NOTES.md, "A fast hour, and five ideas measured
+// and left"), a few per batch, which no profile of the venue has found worth a cache.
 
 export class RingProducer extends RingBase {
   private write: number;
