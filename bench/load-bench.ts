@@ -20,7 +20,7 @@ import pg from 'pg';
 import { rmSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { describe, onOffThroughput, onPhaseSeconds, runLoad, SLOT_MS, StartGate, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
+import { describe, onOffThroughput, runLoad, SLOT_MS, StartGate, worstSecond, type LoadOptions, type LoadResult, type Percentiles } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sampleWaits, sleepsPerCommand, waitsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from './load/cpu-use.ts';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../core/codes.ts';
@@ -601,10 +601,9 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
               console.log(describe(orders));
               all.push(orders);
               const compared = onOffThroughput(orders.okPerSlot, SLOT_MS, READ_PHASE_MS, READ_EDGE_MS);
-              const readsOk = Object.entries(reads.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
               readRuns.push({
                 ordersBesideReads: compared.onPerSecond, ordersAlone: compared.offPerSecond, dropPercent: compared.dropPercent, slotsEach: compared.slotsEach,
-                ordersPerSecond: orders.okPerSecond, readsPerSecond: Math.round(readsOk / onPhaseSeconds(reads.seconds, READ_PHASE_MS)), readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs,
+                ordersPerSecond: orders.okPerSecond, readsPerSecond: reads.okPerSecond, readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs,
                 readLatencyFromSendUs: reads.readLatencyFromSendUs,
               });
               console.log(`  reads on and off: orders ${compared.onPerSecond}/s with reads, ${compared.offPerSecond}/s without (${compared.dropPercent}% lower); ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);

@@ -97,7 +97,7 @@ export interface LoadResult {
   connections: number;
   ratePerSecond: number;
   seconds: number;
-  /** Answers with a 2xx status per second of the measured window. */
+  /** Answers with a 2xx status per second of the measured window (of its on phases, with onOffMs: onPhaseSeconds). */
   okPerSecond: number;
   requestsPerSecond: number;
   /** Client latency in microseconds (open loop: from when each request was due). */
@@ -213,10 +213,10 @@ export function onOffThroughput(okPerSlot: number[], slotMs: number, onOffMs: nu
 /**
  * The seconds of a measured window of `seconds` in which an open loop with on and off phases
  * of `onOffMs` each (phase 0 on, from the window's start: worker.ts) was on; the whole window
- * without phases. A rate over the window counts the answers of the on phases only, so it is
- * taken over these seconds: halving the window was right only for a whole number of cycles
- * (a quick run's 3 s window is on for 2 s of them, and its reads were reported at 667/s when
- * due at 500/s).
+ * without phases. A run's rates (okPerSecond) are taken over these seconds, as its requests
+ * fall due in them only: the suite's reads beside orders were once the answers over half the
+ * window, right only for whole cycles (a quick run's 3 s window is on for 2 s of them, and
+ * its reads were reported at 667/s when due at 500/s).
  */
 export function onPhaseSeconds(seconds: number, onOffMs: number): number {
   if (!(onOffMs > 0)) return seconds;
@@ -365,6 +365,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const seconds = Math.round(Math.max(0, windowEnd - reports[0]!.window.from)) / 1000;
   const ok = Object.entries(statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const all = Object.values(statuses).reduce((a, b) => a + b, 0);
+  const sendingSeconds = onPhaseSeconds(seconds, onOffMs); // requests are due in the on phases only
   return {
     label: options.label,
     mode: options.mode,
@@ -372,8 +373,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     connections: options.connections,
     ratePerSecond: options.ratePerSecond,
     seconds,
-    okPerSecond: seconds > 0 ? Math.round(ok / seconds) : 0,
-    requestsPerSecond: seconds > 0 ? Math.round(all / seconds) : 0,
+    okPerSecond: sendingSeconds > 0 ? Math.round(ok / sendingSeconds) : 0,
+    requestsPerSecond: sendingSeconds > 0 ? Math.round(all / sendingSeconds) : 0,
     latencyUs: percentiles(merged),
     readLatencyUs: Object.fromEntries(Object.entries(reads).map(([kind, h]) => [kind, percentiles(h)])),
     readLatencyFromSendUs: Object.fromEntries(Object.entries(readsFromSend).map(([kind, h]) => [kind, percentiles(h)])),

@@ -248,6 +248,9 @@ test('a read load on and off beside orders: both runs start at one instant throu
     assert.deepEqual(orders.threadWindows, reads.threadWindows, 'one start, one window for both runs');
     const readsOk = reads.statuses['200'] ?? 0;
     assert.ok(readsOk >= 99 && readsOk <= 101, `${readsOk} reads, due only in the two on phases (100, give or take one at a phase edge)`);
+    // Its rate is over the 1 s the load was on, not the 2 s window.
+    assert.ok(reads.okPerSecond >= 99 && reads.okPerSecond <= 101, `${reads.okPerSecond} reads a second of the on phases`);
+    assert.ok(orders.okPerSecond >= 199 && orders.okPerSecond <= 201, `${orders.okPerSecond} orders a second (no phases: the whole window)`);
     // The reads reached the server in two bursts half a second apart (a phase off between them).
     const gaps = server.gets.slice(1).map((at, k) => at - server.gets[k]!);
     assert.ok(Math.max(...gaps) >= 400, `the longest pause between reads ${Math.max(...gaps).toFixed(0)} ms is an off phase`);
