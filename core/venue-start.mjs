@@ -8,7 +8,8 @@
 // check); otherwise `node --import tsx core/build-main.ts` builds it first (a second or
 // so, once per change of the sources). Source maps are on, as in the worker threads, so
 // stack traces name the TypeScript files.
-import './node-globals.mjs'; // first: before any package loads
+import './compiler-flags.mjs'; // first: V8's inlining budgets, before any code is optimized
+import './node-globals.mjs'; // before any package loads
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
