@@ -250,11 +250,12 @@ async function copyTemplate(bin: Binaries, owner: RunAs, root: string, under: st
  * `port`: listen there (tests restarting a server under a running venue); default a free one.
  * `template`: a new cluster is a copy of the machine's template (see the header), not an initdb of its own;
  * `templateRoot`: the folder the template lives in (default the OS's temporary folder; tests).
+ * `freePort`: how a port is chosen when `port` is not given (default: one the OS hands out; tests).
  */
 export async function startEmbeddedPostgres(
   dataRoot: string,
   log: (message: string) => void,
-  options: { port?: number; template?: boolean; templateRoot?: string } = {},
+  options: { port?: number; template?: boolean; templateRoot?: string; freePort?: () => Promise<number> } = {},
 ): Promise<EmbeddedServer> {
   const bin = await binaries();
   const owner = await runAs();
@@ -270,7 +271,36 @@ export async function startEmbeddedPostgres(
   const password = (await readFile(passwordFile, 'utf8')).trim();
   await stopLeftover(bin, dataDir, owner, log);
   const standby = await recoverAsStandby(dataDir, owner, log);
-  const port = options.port ?? (await freePort());
+  // A port of our choosing was free when freePort looked, but anything on the machine may take
+  // it before the server binds it (another test's server, an outgoing connection's ephemeral
+  // port): a server that exits because it could not listen there is started again on another.
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await (options.freePort ?? freePort)());
+    try {
+      return await startOn(bin, owner, root, dataDir, port, password, standby, log);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || options.port !== undefined || attempt === PORT_ATTEMPTS) throw error;
+      log(`port ${port} was taken before the PostgreSQL server could listen on it; trying another`);
+    }
+  }
+}
+
+/** Starts of the server on another free port when the one chosen was taken meanwhile. */
+const PORT_ATTEMPTS = 5;
+
+/** The server exited during start-up because it could not listen on its port. */
+class PortTakenError extends Error {}
+
+async function startOn(
+  bin: Binaries,
+  owner: RunAs,
+  root: string,
+  dataDir: string,
+  port: number,
+  password: string,
+  standby: boolean,
+  log: (message: string) => void,
+): Promise<EmbeddedServer> {
   const socketDir = socketDirFor(root, port);
   if (socketDir !== null) {
     await mkdir(socketDir, { recursive: true, mode: 0o700 });
@@ -303,10 +333,27 @@ export async function startEmbeddedPostgres(
     // flushes its last batch and then stops the server itself.
     { ...owner, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
-  child.stderr!.on('data', (chunk: Buffer) => log(chunk.toString().trim()));
+  // The start-up's last lines, kept for the error should the server exit before it is ready.
+  let starting = true;
+  let startLog = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    const text = chunk.toString().trim();
+    log(text);
+    if (starting) startLog = `${startLog}\n${text}`.slice(-START_LOG_CHARS);
+  });
   const host = socketDir ?? '127.0.0.1';
   const url = urlFor(password, host, port);
-  await waitUntilReady(child, host, port, password);
+  try {
+    await waitUntilReady(child, host, port, password);
+  } catch (error) {
+    if (!(error instanceof ExitedError)) throw error;
+    await error.drained; // the server's last words
+    const last = startLog.trim();
+    const message = `the PostgreSQL server exited during start-up on port ${port}${last === '' ? '' : `:\n${last}`}`;
+    throw /could not create any TCP\/IP sockets/.test(last) ? new PortTakenError(message) : new Error(message);
+  } finally {
+    starting = false;
+  }
   const connection = { host, port, user: USER, password, database: 'postgres' };
   let promoted = false;
   if (standby) {
@@ -438,12 +485,31 @@ function urlFor(password: string, host: string, port: number): string {
   return `postgres://${USER}:${encodeURIComponent(password)}@${encodeURIComponent(host)}:${port}/${DATABASE}`;
 }
 
+/** Most of the start-up's stderr an error quotes. */
+const START_LOG_CHARS = 4_000;
+
+/** The server exited before it accepted a connection; `drained` settles once its stderr has been read to the end. */
+class ExitedError extends Error {
+  readonly drained: Promise<void>;
+
+  constructor(child: ChildProcess) {
+    super('the PostgreSQL server exited during start-up');
+    const stderr = child.stderr;
+    this.drained = stderr === null || stderr.readableEnded || stderr.destroyed
+      ? Promise.resolve()
+      : new Promise((resolve) => {
+        stderr.once('end', resolve);
+        stderr.once('close', resolve);
+      });
+  }
+}
+
 async function waitUntilReady(child: ChildProcess, host: string, port: number, password: string): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   let exited = false;
   child.once('exit', () => (exited = true));
   for (;;) {
-    if (exited) throw new Error('the PostgreSQL server exited during start-up (see the log above)');
+    if (exited) throw new ExitedError(child);
     const client = new pg.Client({ host, port, user: USER, password, database: 'postgres' });
     try {
       await client.connect();

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -54,6 +55,56 @@ test('the server keeps its WAL since a checkpoint to 512 MB, which bounds what i
     const walSize = await withClient(server.url, async (client) => (await client.query<{ max_wal_size: string }>('SHOW max_wal_size')).rows[0]!.max_wal_size);
     assert.equal(walSize, '512MB');
   });
+});
+
+/** A port free at the time of asking (as the module's own default finds one). */
+async function portTheOsHandsOut(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+test('a chosen port taken before the server binds it (the race after freePort) gets another; a port the caller named is not changed; the error quotes the server', async () => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const takenPort = (taken.address() as AddressInfo).port;
+  const roots: string[] = [];
+  const root = () => {
+    roots.push(mkdtempSync(path.join(os.tmpdir(), 'venue-pg-')));
+    return roots.at(-1)!;
+  };
+  try {
+    // The first port handed out is taken by then, the second is free.
+    const log: string[] = [];
+    let asked = 0;
+    const server = await startEmbeddedPostgres(root(), (message) => log.push(message), {
+      template: true,
+      freePort: async () => (++asked === 1 ? takenPort : await portTheOsHandsOut()),
+    });
+    try {
+      assert.equal(asked, 2);
+      assert.notEqual(server.port, takenPort);
+      assert.ok(log.some((line) => line.includes(`port ${takenPort} was taken`)), log.join('\n'));
+      assert.equal(await withClient(server.url, async (client) => (await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one), 1);
+    } finally {
+      await server.stop();
+    }
+    // A port the caller named is its own choice: no other is tried.
+    await assert.rejects(startEmbeddedPostgres(root(), () => undefined, { template: true, port: takenPort }), (error: Error) => {
+      assert.match(error.message, new RegExp(`exited during start-up on port ${takenPort}:`));
+      assert.match(error.message, /could not bind IPv4 address "127\.0\.0\.1": Address already in use/);
+      return true;
+    });
+    // Taken every time: a bounded number of tries, then the server's words.
+    let tries = 0;
+    await assert.rejects(startEmbeddedPostgres(root(), () => undefined, { template: true, freePort: async () => (tries++, takenPort) }), /could not create any TCP\/IP sockets/);
+    assert.equal(tries, 5);
+  } finally {
+    taken.close();
+    for (const folder of roots) rmSync(folder, { recursive: true, force: true });
+  }
 });
 
 test('a data folder too deep for a socket address uses TCP on 127.0.0.1', async () => {
