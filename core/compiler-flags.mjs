@@ -9,9 +9,11 @@
 // Node 20's V8 11.3). A command's path through the engine is one call tree (process, submit,
 // execute, match, rest, the order store's and price levels' helpers) of several thousand
 // bytes of bytecode, so with the defaults most of its calls stay calls. With these budgets
-// `process` inlines the whole tree, and the 1,000,000-command compare stream as a shard
-// feeds it ran 4.97-5.38 M commands/s against 4.16-4.25 M (3 alternating rounds of 5 runs,
-// bench/NOTES.md "V8's inlining budgets").
+// `process` inlines the whole tree: the 1,000,000-command compare stream as a shard feeds
+// it ran 10-13% faster in the suite's own benchmark (alternating with V8's defaults) and
+// 20-25% in a plain feed; larger budgets gained nothing more (bench/NOTES.md, "V8's
+// inlining budgets", which also has what the rest of the venue pays: compilation in its
+// first minute).
 //
 // Flags given on node's own command line win: a budget named there is not set here, so
 // `node --max-inlined-bytecode-size-cumulative=920 core/venue-start.mjs` runs with V8's

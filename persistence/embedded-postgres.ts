@@ -347,7 +347,9 @@ async function startOn(
     await waitUntilReady(child, host, port, password);
   } catch (error) {
     if (!(error instanceof ExitedError)) throw error;
-    await error.drained; // the server's last words
+    // The server's last words: its stderr read to the end, but not waited for longer than
+    // DRAIN_WAIT_MS (a process it left behind could hold the pipe open).
+    await Promise.race([error.drained, new Promise((resolve) => setTimeout(resolve, DRAIN_WAIT_MS).unref())]);
     const last = startLog.trim();
     const message = `the PostgreSQL server exited during start-up on port ${port}${last === '' ? '' : `:\n${last}`}`;
     throw /could not create any TCP\/IP sockets/.test(last) ? new PortTakenError(message) : new Error(message);
@@ -487,6 +489,8 @@ function urlFor(password: string, host: string, port: number): string {
 
 /** Most of the start-up's stderr an error quotes. */
 const START_LOG_CHARS = 4_000;
+/** How long an exit during start-up waits for the rest of the server's stderr. */
+const DRAIN_WAIT_MS = 1_000;
 
 /** The server exited before it accepted a connection; `drained` settles once its stderr has been read to the end. */
 class ExitedError extends Error {
