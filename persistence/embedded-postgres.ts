@@ -94,7 +94,8 @@ async function runAs(): Promise<RunAs> {
   }
 }
 
-function freePort(): Promise<number> {
+/** A port the OS hands out on 127.0.0.1, let go at once: free when asked, not reserved. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { postmasterIn, running } from '../../bench/lib/leftovers.ts';
-import { embeddedUrl, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { embeddedUrl, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
 
 /** The client address the server sees for a connection made with `url` (null: a Unix socket). */
@@ -57,15 +57,6 @@ test('the server keeps its WAL since a checkpoint to 512 MB, which bounds what i
   });
 });
 
-/** A port free at the time of asking (as the module's own default finds one). */
-async function portTheOsHandsOut(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 test('a chosen port taken before the server binds it (the race after freePort) gets another; a port the caller named is not changed; the error quotes the server', async () => {
   const taken = createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -81,7 +72,7 @@ test('a chosen port taken before the server binds it (the race after freePort) g
     let asked = 0;
     const server = await startEmbeddedPostgres(root(), (message) => log.push(message), {
       template: true,
-      freePort: async () => (++asked === 1 ? takenPort : await portTheOsHandsOut()),
+      freePort: async () => (++asked === 1 ? takenPort : await freePort()),
     });
     try {
       assert.equal(asked, 2);
