@@ -60,6 +60,7 @@ const COMMAND_QUANTITY_UNITS_FLOAT = commandSlot.COMMAND_QUANTITY_UNITS_FLOAT;
 const COMMAND_RUN_WORD = commandSlot.COMMAND_RUN_WORD;
 const COMMAND_SESSION_WORD = commandSlot.COMMAND_SESSION_WORD;
 const COMMAND_SLOT_WORDS = commandSlot.COMMAND_SLOT_WORDS;
+const COMMAND_SLOT_HALF_WORDS = COMMAND_SLOT_WORDS >> 1;
 const EVENT_ACCEPTED = codes.EVENT_ACCEPTED;
 const EVENT_EXECUTION = codes.EVENT_EXECUTION;
 const EVENT_REJECTED = codes.EVENT_REJECTED;
@@ -94,6 +95,7 @@ const ORDER_STATE_BYTE = orderStore.ORDER_STATE_BYTE;
 const ORDER_TIME_IN_FORCE_BYTE = orderStore.ORDER_TIME_IN_FORCE_BYTE;
 const ORDER_TYPE_BYTE = orderStore.ORDER_TYPE_BYTE;
 const ORDER_WORD_SHIFT = orderStore.ORDER_WORD_SHIFT;
+const PREFETCH_BATCH_MAX = orderStore.PREFETCH_BATCH_MAX;
 const LEVEL_COUNT_WORD = priceLevels.LEVEL_COUNT_WORD;
 const LEVEL_FLOAT_SHIFT = priceLevels.LEVEL_FLOAT_SHIFT;
 const LEVEL_HEAD_WORD = priceLevels.LEVEL_HEAD_WORD;
@@ -150,6 +152,8 @@ export class MatchingEngine {
   private lastBook = 0;
   private readonly bookTable: Int32Array;
   private readonly bookMask: number;
+  /** Written by prefetch() so that its loads of the command slots cannot be optimised away. */
+  prefetchSink = 0;
 
   constructor(options: EngineOptions = {}) {
     const orderCapacity = options.orderCapacity ?? ORDER_CAPACITY_DEFAULT;
@@ -229,12 +233,29 @@ export class MatchingEngine {
 
   /**
    * Hint before processing `count` queued command slots starting at byteOffset:
-   * loads, with independent accesses the CPU overlaps, the order-index buckets and
-   * records the commands will touch. Changes no state; process() is correct
-   * without it, only slower on a book larger than the caches.
+   * loads, with independent accesses the CPU overlaps, the command slots themselves
+   * and the order-index buckets and records the commands will touch. Changes no
+   * state; process() is correct without it, only slower on a book larger than the
+   * caches.
+   *
+   * The slots come first, in a loop of loads alone: each is two cache lines (three
+   * where its buffer is not line-aligned, and the next slot's first load takes the
+   * third), not yet in this core's cache (a gateway thread just wrote them, or, in
+   * the benchmarks, a stream larger than the caches), and the order store's first
+   * stage hashes each id between its loads, which let only a few of those misses
+   * overlap. Measured on the core compare stream as a shard feeds it (bench/NOTES.md,
+   * "The command slots loaded first").
    */
   prefetch(words: Int32Array, byteOffset: number, count: number): void {
-    this.orders.prefetch(words, (byteOffset >> 2) + COMMAND_ORDER_ID_WORD, count, COMMAND_SLOT_WORDS);
+    const n = count < PREFETCH_BATCH_MAX ? count : PREFETCH_BATCH_MAX;
+    const first = byteOffset >> 2;
+    let sink = 0;
+    for (let k = 0; k < n; k++) {
+      const w = first + k * COMMAND_SLOT_WORDS;
+      sink += words[w]! + words[w + COMMAND_SLOT_HALF_WORDS]!;
+    }
+    this.prefetchSink = sink;
+    this.orders.prefetch(words, first + COMMAND_ORDER_ID_WORD, count, COMMAND_SLOT_WORDS);
   }
 
   /** Book index of an instrument (its id as four words at words[at..]), or -1. */
