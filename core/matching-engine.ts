@@ -60,7 +60,8 @@ const COMMAND_QUANTITY_UNITS_FLOAT = commandSlot.COMMAND_QUANTITY_UNITS_FLOAT;
 const COMMAND_RUN_WORD = commandSlot.COMMAND_RUN_WORD;
 const COMMAND_SESSION_WORD = commandSlot.COMMAND_SESSION_WORD;
 const COMMAND_SLOT_WORDS = commandSlot.COMMAND_SLOT_WORDS;
-const COMMAND_SLOT_HALF_WORDS = COMMAND_SLOT_WORDS >> 1;
+/** Int32 words in a 64-byte cache line: a command slot (128 bytes) is two of them. */
+const CACHE_LINE_WORDS = 16;
 const EVENT_ACCEPTED = codes.EVENT_ACCEPTED;
 const EVENT_EXECUTION = codes.EVENT_EXECUTION;
 const EVENT_REJECTED = codes.EVENT_REJECTED;
@@ -252,7 +253,7 @@ export class MatchingEngine {
     let sink = 0;
     for (let k = 0; k < n; k++) {
       const w = first + k * COMMAND_SLOT_WORDS;
-      sink += words[w]! + words[w + COMMAND_SLOT_HALF_WORDS]!;
+      sink += words[w]! + words[w + CACHE_LINE_WORDS]!;
     }
     this.prefetchSink = sink;
     this.orders.prefetch(words, first + COMMAND_ORDER_ID_WORD, count, COMMAND_SLOT_WORDS);
