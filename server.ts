@@ -48,6 +48,7 @@ import {
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
+import { relaySessionRolls } from './gateway/session-roll.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { migrate } from './persistence/migrations.ts';
@@ -56,7 +57,8 @@ import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
-import { checkSettings, commandsById, intakeKeysSince, knownOrders, openSession, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
+import { openSession } from './persistence/venue-sessions.ts';
+import { checkSettings, commandsById, intakeKeysSince, knownOrders, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import {
   BOOK_SNAPSHOT_SETTING,
   intakeCommit,
@@ -285,6 +287,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       };
       venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
     }
+    relaySessionRolls(venue.gateways);
     // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
     // The port's claim is let go when the first gateway is about to listen (its `bind`), not
     // before the threads start: the port is free only for a message's round trip.
@@ -559,6 +562,19 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         're-driven commands did not become durable',
       );
       logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
+    }
+    // -- a session roll the venue stopped in the middle of (or before its expiry began): finished before ready --
+    const expiries = await Promise.all(recovery.map((port) => ask(port, { type: 'expire', floor: session.active.sessionNo })));
+    if (expiries.some((answer) => answer.type !== 'expired')) throw new Error('a shard answered the expiry with something else');
+    if (expiries.some((answer) => answer.commands > 0)) {
+      expiries.forEach((answer, shard) => {
+        if (answer.commands > 0) journalDurable[shard] = answer.sequence;
+      });
+      await until(
+        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
+        'the ended session\'s expiry did not become durable',
+      );
+      logger.info({ orders: expiries.map((answer) => (answer.type === 'expired' ? answer.orders : 0)), session: session.active }, 'the DAY orders of ended sessions expired (a roll the venue stopped during)');
     }
     await learnedAtStart;
     if (pendingIds.commandIds.length > 0) await learnPending(pendingIds); // after the pass: these are the newest

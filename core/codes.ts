@@ -17,6 +17,16 @@ export const OPCODE_MODIFY = 3;
 export const OPCODE_REJECT = 4;
 /** Non-mutating: the shard thread answers an order's state without the engine sequencing anything. */
 export const OPCODE_QUERY = 5;
+/**
+ * Mutating: the session roll (POST /admin/v1/venue/sessions) sends it to every shard
+ * to expire the open DAY orders of the sessions that ended. The session word carries
+ * the new session floor, the argument word the first order slot to scan; one command
+ * scans at most EXPIRY_SCAN_SLOTS slots (core/matching-engine.ts, expire()), and its
+ * leading event's code says how many slots are left (core/session-expiry.ts).
+ */
+export const OPCODE_EXPIRE = 6;
+/** Order slots one EXPIRE command scans at most: bounds its events to EXPIRY_SCAN_SLOTS + 1. */
+export const EXPIRY_SCAN_SLOTS = 4096;
 export const STATE_FREE = 0;
 export const STATE_OPEN = 1;
 export const STATE_PARTIALLY_FILLED = 2;
@@ -27,6 +37,8 @@ export const EVENT_ACCEPTED = 1;
 export const EVENT_REJECTED = 2;
 export const EVENT_EXECUTION = 3;
 export const EVENT_TRADE = 4;
+/** An order of an ended session taken off the book by an EXPIRE command (state EXPIRED). */
+export const EVENT_EXPIRED = 5;
 
 export const Side = { BUY: SIDE_BUY, SELL: SIDE_SELL } as const;
 export type Side = (typeof Side)[keyof typeof Side];
@@ -47,6 +59,8 @@ export const Opcode = {
   MODIFY: OPCODE_MODIFY,
   REJECT: OPCODE_REJECT,
   QUERY: OPCODE_QUERY,
+  /** Mutating: sent per shard by the session roll; scans a range of order slots and expires the DAY orders of ended sessions. */
+  EXPIRE: OPCODE_EXPIRE,
 } as const;
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
 
@@ -69,6 +83,7 @@ export const EventKind = {
   REJECTED: EVENT_REJECTED,
   EXECUTION: EVENT_EXECUTION,
   TRADE: EVENT_TRADE,
+  EXPIRED: EVENT_EXPIRED,
 } as const;
 export type EventKind = (typeof EventKind)[keyof typeof EventKind];
 

@@ -36,7 +36,7 @@ export const COMMAND_INSTRUMENT_ID_WORD = 12;
 export const COMMAND_PARTICIPANT_ID_WORD = 16;
 export const COMMAND_ACCOUNT_ID_WORD = 20;
 export const COMMAND_CURRENCY_WORD = 24;
-/** REJECT: the reject code. */
+/** REJECT: the reject code; EXPIRE: the first order slot to scan (its session word: the new session floor). */
 export const COMMAND_ARGUMENT_WORD = 25;
 export const COMMAND_PRICE_NANOS_FLOAT = 13;
 export const COMMAND_QUANTITY_UNITS_FLOAT = 14;

@@ -33,7 +33,8 @@ export interface StateWriter {
 
 /** Where a part reads it back, in the order it was written. */
 export interface StateReader {
-  number(name: string): number;
+  /** The scalar `name`; `missing`, if given, when the state has none (a file written before the scalar existed), else an error. */
+  number(name: string, missing?: number): number;
   /** The byte length of the next section, which must be `name`. */
   length(name: string): number;
   /** Fills `target` from the next section, which must be `name` and exactly as long. */
@@ -177,8 +178,9 @@ function readSnapshotInto(
     written.yes = true;
     try {
       engine.loadState({
-        number: (name) => {
+        number: (name, missing) => {
           const value = header.numbers[name];
+          if (value === undefined && missing !== undefined) return missing;
           if (!Number.isSafeInteger(value)) throw new SnapshotMismatch(`no number ${name}`);
           return value!;
         },

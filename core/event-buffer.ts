@@ -20,6 +20,10 @@
 //   TRADE      order = buy order slot, counterparty = sell order slot, quantity,
 //              price; aggressor = side of the incoming order. The taker execution
 //              is the event two sequences before the trade, the maker execution one before.
+//   EXPIRED    (after an EXPIRE command's leading ACCEPTED, which names no order: order
+//              -1, quantity = orders expired, code and leaves = order slots left to scan)
+//              order = slot of the order expired; state EXPIRED, quantity/filled/price
+//              as it had them, leaves = the open quantity it had
 
 export const EVENT_RECORD_BYTES = 64;
 export const EVENT_WORD_SHIFT = 4;

@@ -13,7 +13,12 @@
 //    place; a price change or a quantity increase re-enters it at the back and, if
 //    it now crosses, it matches as the incoming order;
 //  - cancel and modify compare the full order context first (ORDER_CONTEXT_MISMATCH),
-//    then the order's state (ORDER_NOT_OPEN).
+//    then the order's state (ORDER_NOT_OPEN);
+//  - session expiry: an EXPIRE command raises the session floor (session numbers only
+//    grow) and expires, in the range of order slots it names, every resting DAY order
+//    stamped with a session below the floor (state EXPIRED, one event each). An order
+//    of an ended session that arrives after the roll may trade on arrival but never
+//    rests: its DAY remainder expires instead.
 
 import * as commandSlot from './command-slot.ts';
 import { RejectCode } from './codes.ts';
@@ -64,9 +69,11 @@ const COMMAND_SLOT_WORDS = commandSlot.COMMAND_SLOT_WORDS;
 const CACHE_LINE_WORDS = 16;
 const EVENT_ACCEPTED = codes.EVENT_ACCEPTED;
 const EVENT_EXECUTION = codes.EVENT_EXECUTION;
+const EVENT_EXPIRED = codes.EVENT_EXPIRED;
 const EVENT_REJECTED = codes.EVENT_REJECTED;
 const EVENT_TRADE = codes.EVENT_TRADE;
 const OPCODE_CANCEL = codes.OPCODE_CANCEL;
+const OPCODE_EXPIRE = codes.OPCODE_EXPIRE;
 const OPCODE_MODIFY = codes.OPCODE_MODIFY;
 const OPCODE_REJECT = codes.OPCODE_REJECT;
 const OPCODE_SUBMIT = codes.OPCODE_SUBMIT;
@@ -74,10 +81,13 @@ const ORDER_TYPE_LIMIT_HIDDEN = codes.ORDER_TYPE_LIMIT_HIDDEN;
 const SIDE_BUY = codes.SIDE_BUY;
 const SIDE_SELL = codes.SIDE_SELL;
 const STATE_CANCELLED = codes.STATE_CANCELLED;
+const STATE_EXPIRED = codes.STATE_EXPIRED;
 const STATE_FILLED = codes.STATE_FILLED;
 const STATE_OPEN = codes.STATE_OPEN;
 const STATE_PARTIALLY_FILLED = codes.STATE_PARTIALLY_FILLED;
+const TIME_IN_FORCE_DAY = codes.TIME_IN_FORCE_DAY;
 const TIME_IN_FORCE_IOC = codes.TIME_IN_FORCE_IOC;
+const EXPIRY_SCAN_SLOTS = codes.EXPIRY_SCAN_SLOTS;
 const ORDER_BOOK_WORD = orderStore.ORDER_BOOK_WORD;
 const ORDER_BYTE_SHIFT = orderStore.ORDER_BYTE_SHIFT;
 const ORDER_FILLED_WORD = orderStore.ORDER_FILLED_WORD;
@@ -145,6 +155,11 @@ export class MatchingEngine {
   private readonly hashSeed: number;
   /** Sequence of the last event issued; every event takes the next one. */
   sequence: number;
+  /**
+   * Orders stamped with a session number below it belong to ended sessions: raised by
+   * EXPIRE commands (session numbers only grow over the venue's life), never lowered.
+   */
+  sessionFloor = 0;
   /** instrumentId words per book. */
   readonly instrument: Int32Array;
   /** Packed currency per book, fixed by the book's first order. */
@@ -184,6 +199,7 @@ export class MatchingEngine {
   /** Everything that decides the engine's future events (core/engine-snapshot.ts); the event buffer is scratch. */
   saveState(out: StateWriter): void {
     out.number('sequence', this.sequence);
+    out.number('sessionFloor', this.sessionFloor);
     out.number('books', this.bookCount);
     out.array('books.instrument', this.instrument.subarray(0, this.bookCount * 4));
     out.array('books.currency', this.currency.subarray(0, this.bookCount));
@@ -207,6 +223,10 @@ export class MatchingEngine {
     this.bookCount = books;
     this.lastBook = 0;
     this.sequence = input.number('sequence');
+    // A state written before session expiry existed has no floor: no session had ended.
+    const sessionFloor = input.number('sessionFloor', 0);
+    if (sessionFloor < 0) throw new RangeError(`engine state holds session floor ${sessionFloor}`);
+    this.sessionFloor = sessionFloor;
   }
 
   /**
@@ -223,7 +243,8 @@ export class MatchingEngine {
     else if (opcode === OPCODE_REJECT) {
       const code = words[w + COMMAND_ARGUMENT_WORD]!;
       this.reject(-1, codes.isRejectCode(code) ? code : RejectCode.INVALID_COMMAND);
-    } else this.reject(-1, RejectCode.INVALID_COMMAND);
+    } else if (opcode === OPCODE_EXPIRE) this.expire(words, w);
+    else this.reject(-1, RejectCode.INVALID_COMMAND);
     return this.events.count;
   }
 
@@ -413,6 +434,10 @@ export class MatchingEngine {
     } else if (bytes[b + ORDER_TIME_IN_FORCE_BYTE] === TIME_IN_FORCE_IOC) {
       bytes[b + ORDER_STATE_BYTE] = STATE_CANCELLED;
       orders.retire(slot);
+    } else if (orders.words[(slot << ORDER_WORD_SHIFT) + ORDER_SESSION_WORD]! < this.sessionFloor) {
+      // Its session ended (it reached the shard after the roll): it traded, it never rests.
+      bytes[b + ORDER_STATE_BYTE] = STATE_EXPIRED;
+      orders.retire(slot);
     } else {
       bytes[b + ORDER_STATE_BYTE] = orders.words[filledAt]! > 0 ? STATE_PARTIALLY_FILLED : STATE_OPEN;
       this.rest(slot, bookSide, price, leaves);
@@ -527,6 +552,98 @@ export class MatchingEngine {
     orders.retire(slot);
     const accepted = this.beginAccepted(slot);
     this.finishAccepted(accepted, slot);
+  }
+
+  /**
+   * EXPIRE (the session roll, sent to each shard): raises the session floor to the
+   * command's session word, then scans order slots [first, end) of the argument word's
+   * `first`, end = min(first + EXPIRY_SCAN_SLOTS, slots in use), and expires each
+   * resting DAY order of a session below the floor. Bounded: a leading event and at
+   * most EXPIRY_SCAN_SLOTS expiries; the roll sends first = 0, EXPIRY_SCAN_SLOTS, ...
+   * until the leading event reports no slot left.
+   *
+   * Events: ACCEPTED, order -1, state 0, quantity = orders expired, code (and leaves)
+   * = slots still to scan past this range, filled 0, price 0 (a result record carries
+   * the code, not the leaves: core/session-expiry.ts); then per order, in slot order,
+   * EXPIRED: order = slot, state EXPIRED, quantity, filled, leaves (the open quantity
+   * it had) and price as the order had them.
+   */
+  private expire(words: Int32Array, w: number): void {
+    const floor = words[w + COMMAND_SESSION_WORD]!;
+    const first = words[w + COMMAND_ARGUMENT_WORD]!;
+    if (floor <= 0 || first < 0) {
+      this.reject(-1, RejectCode.INVALID_COMMAND);
+      return;
+    }
+    if (floor > this.sessionFloor) this.sessionFloor = floor;
+    const sessionFloor = this.sessionFloor;
+    const orders = this.orders;
+    const used = orders.slotsInUse;
+    const end = first + EXPIRY_SCAN_SLOTS < used ? first + EXPIRY_SCAN_SLOTS : used;
+    const events = this.events;
+    events.reserve(end > first ? end - first + 1 : 1);
+    const lead = events.count++;
+    const ef = events.floats;
+    this.writeExpiryEvent(lead, EVENT_ACCEPTED, -1, 0);
+    const o = orders.words;
+    const bytes = orders.bytes;
+    let expired = 0;
+    for (let slot = first; slot < end; slot++) {
+      const b = slot << ORDER_BYTE_SHIFT;
+      const state = bytes[b + ORDER_STATE_BYTE];
+      if (state !== STATE_OPEN && state !== STATE_PARTIALLY_FILLED) continue;
+      const r = slot << ORDER_WORD_SHIFT;
+      if (bytes[b + ORDER_TIME_IN_FORCE_BYTE] !== TIME_IN_FORCE_DAY || o[r + ORDER_SESSION_WORD]! >= sessionFloor) continue;
+      const quantity = o[r + ORDER_QUANTITY_WORD]!;
+      const filled = o[r + ORDER_FILLED_WORD]!;
+      this.unlink(slot);
+      bytes[b + ORDER_STATE_BYTE] = STATE_EXPIRED;
+      orders.retire(slot);
+      const i = events.count++;
+      this.writeExpiryEvent(i, EVENT_EXPIRED, slot, STATE_EXPIRED);
+      const f = i << EVENT_FLOAT_SHIFT;
+      ef[f + EVENT_QUANTITY_FLOAT] = quantity;
+      ef[f + EVENT_FILLED_FLOAT] = filled;
+      ef[f + EVENT_LEAVES_FLOAT] = quantity - filled;
+      ef[f + EVENT_PRICE_FLOAT] = orders.floats[(slot << ORDER_FLOAT_SHIFT) + ORDER_PRICE_FLOAT]!;
+      expired++;
+    }
+    const f = lead << EVENT_FLOAT_SHIFT;
+    const slotsLeft = used > end ? used - end : 0;
+    ef[f + EVENT_QUANTITY_FLOAT] = expired;
+    ef[f + EVENT_LEAVES_FLOAT] = slotsLeft;
+    // The code word too: a result record carries the code, not the leaves (core/session-expiry.ts expiryProgress).
+    events.words[(lead << EVENT_WORD_SHIFT) + EVENT_CODE_WORD] = slotsLeft;
+    ef[f + EVENT_FILLED_FLOAT] = 0;
+    ef[f + EVENT_PRICE_FLOAT] = 0;
+  }
+
+  /** Resting DAY orders stamped with a session below `floor`: what an EXPIRE with that floor would expire (a start checks; nothing changes). */
+  restingDayOrdersBefore(floor: number): number {
+    const orders = this.orders;
+    const o = orders.words;
+    const bytes = orders.bytes;
+    let count = 0;
+    for (let slot = 0; slot < orders.slotsInUse; slot++) {
+      const b = slot << ORDER_BYTE_SHIFT;
+      const state = bytes[b + ORDER_STATE_BYTE];
+      if ((state === STATE_OPEN || state === STATE_PARTIALLY_FILLED) && bytes[b + ORDER_TIME_IN_FORCE_BYTE] === TIME_IN_FORCE_DAY && o[(slot << ORDER_WORD_SHIFT) + ORDER_SESSION_WORD]! < floor) count++;
+    }
+    return count;
+  }
+
+  /** The fields an expiry event shares (kind, order, state, sequence); its quantities are the caller's. */
+  private writeExpiryEvent(i: number, kind: number, slot: number, state: number): void {
+    const events = this.events;
+    const b = i << EVENT_BYTE_SHIFT;
+    const w = i << EVENT_WORD_SHIFT;
+    events.bytes[b + EVENT_KIND_BYTE] = kind;
+    events.bytes[b + EVENT_STATE_BYTE] = state;
+    events.bytes[b + EVENT_AGGRESSOR_BYTE] = 0;
+    events.words[w + EVENT_ORDER_WORD] = slot;
+    events.words[w + EVENT_COUNTERPARTY_WORD] = -1;
+    events.words[w + EVENT_CODE_WORD] = 0;
+    events.floats[(i << EVENT_FLOAT_SHIFT) + EVENT_SEQUENCE_FLOAT] = ++this.sequence;
   }
 
   private modify(words: Int32Array, floats: Float64Array, w: number, f: number): void {

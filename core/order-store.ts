@@ -164,6 +164,11 @@ export class OrderStore {
     return this.used - this.retiredCount;
   }
 
+  /** Slots ever handed out (each holds a resting or a retired order); the slots past it are free. */
+  get slotsInUse(): number {
+    return this.used;
+  }
+
   get retainedTerminalCount(): number {
     return this.retiredCount;
   }

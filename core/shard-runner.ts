@@ -329,7 +329,9 @@ export class ShardRunner {
       const named = kind !== EVENT_REJECTED && a >= 0;
       const side = named ? orders.bytes[(a << ORDER_BYTE_SHIFT) + ORDER_SIDE_BYTE]! : 0;
       writeEvent(out, at, kind, events.state(i), events.aggressor(i), side, events.code(i), events.sequence(i), events.quantity(i), events.price(i));
-      // A rejection names the command's order; everything else the orders the engine holds.
+      // A rejection names the command's order; everything else the orders the engine holds
+      // (an EXPIRE's EXPIRED events too), but for an EXPIRE's leading event, which names
+      // none (order -1): it carries the command's orderId words.
       if (named) writeUuid(out, at, RESULT_UUID_A_WORD, orders.words, orders.idAt(a));
       else writeUuid(out, at, RESULT_UUID_A_WORD, input.words, w + COMMAND_ORDER_ID_WORD);
       if (kind === EVENT_EXECUTION || kind === EVENT_TRADE) writeUuid(out, at, RESULT_UUID_B_WORD, orders.words, orders.idAt(events.counterparty(i)));

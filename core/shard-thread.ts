@@ -11,6 +11,8 @@
 
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { COMMAND_SLOT_BYTES } from './command-slot.ts';
+import { EVENT_ACCEPTED, EXPIRY_SCAN_SLOTS } from './codes.ts';
+import { expiryProgress, expirySlot } from './session-expiry.ts';
 import { captureEngine, engineStateBytes, readEngineSnapshot, writeEngineSnapshot, type EngineCapture } from './engine-snapshot.ts';
 import { INSTRUMENT_CAPACITY_DEFAULT, MatchingEngine, OWNER_CAPACITY_DEFAULT } from './matching-engine.ts';
 import { SHARD_COMMANDS_WORD, ShardRunner } from './shard-runner.ts';
@@ -110,9 +112,15 @@ export type RecoveryRequest =
   /** `bytes` of journal at the start of `payload`, whose buffer is transferred back with the answer (persistence/recovery.ts, readJournal). */
   | { type: 'replay'; payload: ArrayBuffer; bytes: number }
   | { type: 'redrive'; slots: ArrayBuffer }
+  /** The open session's number: a session roll the venue stopped in the middle of is finished (core/session-expiry.ts). */
+  | { type: 'expire'; floor: number }
   | { type: 'start' };
 
-export type RecoveryAnswer = { type: 'replayed'; commands: number; sequence: number; payload: ArrayBuffer } | { type: 'redriven'; commands: number; sequence: number } | { type: 'failed'; message: string };
+export type RecoveryAnswer =
+  | { type: 'replayed'; commands: number; sequence: number; payload: ArrayBuffer }
+  | { type: 'redriven'; commands: number; sequence: number }
+  | { type: 'expired'; commands: number; orders: number; sequence: number }
+  | { type: 'failed'; message: string };
 
 const data = workerData as ShardThreadData;
 
@@ -203,6 +211,27 @@ function save(request: ShardSave): void {
   }
 }
 
+/**
+ * At start: if the engine still holds a resting DAY order of a session before the open
+ * one (the venue stopped during a roll's expiry, or before it), the whole expiry runs
+ * again, sequenced and journaled like any command (re-driven: no gateway waits); else
+ * nothing is sequenced.
+ */
+function finishExpiry(floor: number): { commands: number; orders: number } {
+  if (engine.restingDayOrdersBefore(floor) === 0) return { commands: 0, orders: 0 };
+  let commands = 0;
+  let orders = 0;
+  for (let first = 0; ; first += EXPIRY_SCAN_SLOTS) {
+    runner.redrive(expirySlot(floor, data.shardId, first));
+    commands++;
+    const events = engine.events;
+    if (events.kind(0) !== EVENT_ACCEPTED) throw new Error(`the engine refused the expiry of sessions before ${floor}`);
+    const progress = expiryProgress({ quantity: events.quantity(0), code: events.code(0) });
+    orders += progress.expired;
+    if (progress.slotsLeft === 0) return { commands, orders };
+  }
+}
+
 parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null ? data.snapshot.source : null, sequence: engine.sequence, why, loadMs: Math.round(performance.now() - loadStarted), stateBytes: engineStateBytes(engine) } satisfies ShardReady);
 const port = data.recoveryPort;
 if (port === null) {
@@ -217,6 +246,8 @@ if (port === null) {
         const slots = new Uint8Array(request.slots);
         for (let at = 0; at < slots.byteLength; at += COMMAND_SLOT_BYTES) runner.redrive(slots.subarray(at, at + COMMAND_SLOT_BYTES));
         port.postMessage({ type: 'redriven', commands: slots.byteLength / COMMAND_SLOT_BYTES, sequence: engine.sequence } satisfies RecoveryAnswer);
+      } else if (request.type === 'expire') {
+        port.postMessage({ type: 'expired', ...finishExpiry(request.floor), sequence: engine.sequence } satisfies RecoveryAnswer);
       } else {
         port.close();
         // A damaged named checkpoint was not loaded: a crash would replay the whole journal.

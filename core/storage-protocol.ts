@@ -126,7 +126,22 @@ export type ReadAnswer =
   | { id: number; ok: false; message: string };
 
 
-export type AdminRequest = { id: number; type: 'rebuild-lifecycle' } | { id: number; type: 'status' };
+export type AdminRequest =
+  | { id: number; type: 'rebuild-lifecycle' }
+  | { id: number; type: 'status' }
+  /** POST /admin/v1/venue/sessions: end the open session and open this one (null: the open one's runId, a numbered sessionId). */
+  | { id: number; type: 'roll-session'; runId: string | null; venueSessionId: string | null };
+
+/**
+ * A session roll as storage recorded it. `rolled` false: the pair asked for is the open
+ * session already (a retry of a roll that named it): storage was not changed, and
+ * `previous` is the session that ended when it opened (null if none did).
+ */
+export interface SessionRoll {
+  active: NumberedSession;
+  previous: (NumberedSession & { endedAt: string }) | null;
+  rolled: boolean;
+}
 export interface RebuildStatus {
   projection: string;
   status: string;
@@ -156,4 +171,6 @@ export interface PersistenceStatus {
 export type AdminAnswer =
   | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
   | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
-  | { id: number; ok: false; message: string };
+  | { id: number; ok: true; type: 'roll-session'; payload: SessionRoll }
+  /** `conflict`: the request names a pair the venue ran before (a 409); else storage failed (a 503). */
+  | { id: number; ok: false; message: string; conflict?: boolean };

@@ -11,6 +11,8 @@ export const ERRORS = {
   REQUEST_TIMEOUT: { status: 408, line: '408 Request Timeout' },
   IDEMPOTENCY_CONFLICT: { status: 409, line: '409 Conflict' },
   FACT_CONFLICT: { status: 409, line: '409 Conflict' },
+  /** A session roll names a (runId, venueSessionId) the venue ran before: a session's names are never reused. */
+  SESSION_CONFLICT: { status: 409, line: '409 Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, line: '413 Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, line: '415 Unsupported Media Type' },
   OVERLOADED: { status: 503, line: '503 Service Unavailable' },

@@ -13,6 +13,7 @@ import { buildOpenApi } from './openapi.ts';
 import { OrderFlow } from './order-flow.ts';
 import { Principals } from './principals.ts';
 import { SessionRegistry, type NumberedSession } from './sessions.ts';
+import { SessionSwitches, type SessionMessage } from './session-roll.ts';
 import { RequestValidator } from './validation.ts';
 import type { VenueMemory } from './venue-memory.ts';
 
@@ -39,12 +40,14 @@ const { config, memory, gatewayId } = data;
 const logger = pino({ level: config.logLevel, base: { thread: `gateway-${gatewayId}` } });
 const sessions = new SessionRegistry(data.session, data.knownSessions);
 const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort });
+const switches = new SessionSwitches(gatewayId, sessions, (message: SessionMessage) => parentPort!.postMessage(message));
 const app = buildApp({
   config,
   flow,
   principals: Principals.load(config.principalsFile),
   validator: new RequestValidator(),
   sessions,
+  switches,
   openApiJson: JSON.stringify(buildOpenApi()),
   venueControl: new Int32Array(memory.venueControl),
 });
@@ -128,6 +131,7 @@ parentPort!.on('message', (message: { type: string; accepting?: boolean }) => {
     else if (listenSocket === null && relistenTimer === null) listen(false);
     return;
   }
+  if (switches.handle(message)) return;
   if (message.type !== 'drain') return;
   draining = true;
   stopListening();

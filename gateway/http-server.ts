@@ -9,6 +9,7 @@ import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, STATUS_LINES } fro
 import type { OrderFlow, Reply } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
+import { rollSession, type SessionSwitches } from './session-roll.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
@@ -24,6 +25,8 @@ export interface HttpDependencies {
   principals: Principals;
   validator: RequestValidator;
   sessions: SessionRegistry;
+  /** The session roll's relay to the other gateways (gateway/session-roll.ts). */
+  switches: SessionSwitches;
   openApiJson: string;
   /** Venue control words: [0] ready, [1] draining. */
   venueControl: Int32Array;
@@ -213,6 +216,45 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
     );
   });
+
+  app.post('/admin/v1/venue/sessions', (res, req) => {
+    if (Atomics.load(venueControl, 1) === 1 || Atomics.load(venueControl, 0) !== 1) {
+      failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting (recovering its order books)');
+      return;
+    }
+    if (admit(res, req, 'admin') === null) return;
+    const lengthHeader = req.getHeader('content-length');
+    if (Number(lengthHeader || '0') > config.maxBodyBytes) {
+      failNow(res, 'PAYLOAD_TOO_LARGE', `the body may not exceed ${config.maxBodyBytes} bytes`);
+      return;
+    }
+    const reply = new UwsReply(res);
+    readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw) => {
+      let body: { runId?: string; venueSessionId?: string } = {};
+      if (raw.trim() !== '') {
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
+          return;
+        }
+      }
+      const details = validator.validateSessionRoll(body);
+      if (details.length > 0) {
+        reply.send(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        return;
+      }
+      if (flow.storageDown) {
+        reply.send(503, errorBody('UNAVAILABLE', 'storage is unavailable: the session was not rolled'), RETRY_HEADERS);
+        return;
+      }
+      rollSession(flow, deps.switches, { runId: body.runId ?? null, venueSessionId: body.venueSessionId ?? null }).then(
+        (answer) => reply.send(answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : JSON_HEADERS),
+        (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
+      );
+    });
+  });
+  app.any('/admin/v1/venue/sessions', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/admin/v1/venue/sessions takes POST'));
 
   app.get('/api/v1/venue/session', (res, req) => {
     if (admit(res, req, 'public') === null) return;

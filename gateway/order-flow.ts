@@ -33,7 +33,10 @@ import {
   unpackCurrency,
 } from '../core/command-slot.ts';
 import {
+  EVENT_ACCEPTED,
+  EXPIRY_SCAN_SLOTS,
   OPCODE_CANCEL,
+  OPCODE_EXPIRE,
   OPCODE_MODIFY,
   OPCODE_QUERY,
   OPCODE_REJECT,
@@ -41,6 +44,7 @@ import {
   ORDER_TYPE_LIMIT,
   ORDER_TYPE_LIMIT_HIDDEN,
   rejectCodeOf,
+  rejectName,
   SIDE_BUY,
   SIDE_SELL,
   STATE_OPEN,
@@ -49,6 +53,7 @@ import {
   TIME_IN_FORCE_IOC,
 } from '../core/codes.ts';
 import { Doorbell } from '../core/doorbell.ts';
+import { expiryCommandId, expiryProgress } from '../core/session-expiry.ts';
 import { INTAKE_RECORD_BYTES, writeIntake } from '../core/intake-record.ts';
 import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { ResultReader } from '../core/result-reader.ts';
@@ -127,6 +132,8 @@ interface Pending {
   rejectedOrderIdNull: boolean;
   /** Set for a state query: called with the order's state instead of rendering. */
   onQuery: ((state: number) => void) | null;
+  /** Set for a command of the venue's own (the session roll's EXPIRE): called with its result instead of rendering. */
+  onResult: ((header: ResultHeader, events: ResultEvent[]) => void) | null;
   /** What the command log records of it (null for queries), and its intake position once written. */
   intake: IntakeInfo | null;
   intakeCount: number;
@@ -669,6 +676,7 @@ export class OrderFlow {
       clientOrderKey: null,
       rejectedOrderIdNull: false,
       onQuery: null,
+      onResult: null,
       deadlineMs: 0,
       late: false,
     };
@@ -786,7 +794,7 @@ export class OrderFlow {
   private query(shard: number, orderId: Int32Array, then: (state: number) => void): void {
     const pending: Pending = {
       token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '',
-      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, intake: null, intakeCount: 0, deadlineMs: 0, late: false,
+      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, onResult: null, intake: null, intakeCount: 0, deadlineMs: 0, late: false,
     };
     const ring = this.rings[shard]!;
     if (ring.freeSlots() - this.unpublished[shard]! === 0) {
@@ -797,6 +805,64 @@ export class OrderFlow {
       opcode: OPCODE_QUERY, header: packHeader(OPCODE_QUERY, 0, 0, 0), runNo: 0, sessionNo: 0, commandId: ZERO_UUID, orderId,
       instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: 0,
     });
+  }
+
+  /**
+   * The session roll's expiry (gateway/session-roll.ts): on every shard at once, EXPIRE
+   * commands (core/session-expiry.ts) one at a time, each from where the last one's scan
+   * ended, until the shard reports no order slot left; resolves with the orders expired
+   * once every one of those commands is on the durable journal. Rejects at `deadlineMs`
+   * (a shard or storage that does not keep up) or on a shard's refusal; what was sent is
+   * sequenced all the same, and a start finishes an expiry left unfinished.
+   */
+  expireSession(floor: number, deadlineMs: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let expired = 0;
+      let shardsLeft = this.rings.length;
+      let settled = false;
+      const timer = setTimeout(() => fail('the shards or storage did not finish it in time'), Math.max(0, deadlineMs - Date.now()));
+      const fail = (why: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(new Error(`the expiry of the ended session's DAY orders did not complete: ${why}`));
+      };
+      const send = (shard: number, first: number) => {
+        if (settled) return;
+        const ring = this.rings[shard]!;
+        if (ring.freeSlots() - this.unpublished[shard]! === 0) {
+          setTimeout(() => send(shard, first), 1); // the ring is full: the order flow's commands go first
+          return;
+        }
+        const pending: Pending = {
+          token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '', orderDirectoryKey: null, clientOrderKey: null,
+          rejectedOrderIdNull: false, onQuery: null, intake: null, intakeCount: 0, deadlineMs, late: false,
+          onResult: (_header, events) => {
+            const leading = events[0]!;
+            if (leading.kind !== EVENT_ACCEPTED) return fail(`shard ${shard} refused it (${rejectName(leading.code)})`);
+            const progress = expiryProgress(leading);
+            expired += progress.expired;
+            if (progress.slotsLeft > 0) return send(shard, first + EXPIRY_SCAN_SLOTS);
+            this.durability.wait(0, shard, events[events.length - 1]!.sequence, deadlineMs, () => {
+              if (--shardsLeft > 0 || settled) return;
+              settled = true;
+              clearTimeout(timer);
+              resolve(expired);
+            }, () => fail('storage did not confirm it in time'));
+          },
+        };
+        this.write(ring, pending, {
+          opcode: OPCODE_EXPIRE, header: packHeader(OPCODE_EXPIRE, 0, 0, 0), runNo: 0, sessionNo: floor, commandId: expiryCommandId(floor, shard, first), orderId: ZERO_UUID,
+          instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: first,
+        });
+      };
+      for (let shard = 0; shard < this.rings.length; shard++) send(shard, 0);
+    });
+  }
+
+  /** POST /admin/v1/venue/sessions, its storage part: the persistence thread ends the open session and opens the next. */
+  async rollSessionInStorage(runId: string | null, venueSessionId: string | null): Promise<AdminAnswer> {
+    return this.admin.request({ type: 'roll-session', runId, venueSessionId });
   }
 
   // ---- results ----
@@ -820,6 +886,10 @@ export class OrderFlow {
     this.pending.delete(header.token);
     if (pending.onQuery !== null) {
       pending.onQuery(header.queryState);
+      return;
+    }
+    if (pending.onResult !== null) {
+      pending.onResult(header, events);
       return;
     }
     // The same context the persistence worker derives from the journal: same bytes.

@@ -246,6 +246,36 @@ export const venueSessionSchema = {
   required: ['runId', 'venueSessionId', 'startedAt'],
 } as const;
 
+/** POST /admin/v1/venue/sessions: the session to open (both optional: the open session's runId, `session-<n>`). */
+export const sessionRollSchema = {
+  $id: 'VenueSessionRoll',
+  type: 'object',
+  additionalProperties: false,
+  properties: { runId: sessionString, venueSessionId: sessionString },
+} as const;
+
+const endedSession = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { runId: sessionString, venueSessionId: sessionString, startedAt: timestamp, endedAt: timestamp },
+  required: ['runId', 'venueSessionId', 'startedAt', 'endedAt'],
+} as const;
+
+/** The roll's answer: the session now open, the one that ended (null if none did), the DAY orders this call expired. */
+export const sessionRollAnswerSchema = {
+  $id: 'VenueSessionRolled',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    runId: sessionString,
+    venueSessionId: sessionString,
+    startedAt: timestamp,
+    previous: { anyOf: [{ type: 'null' }, endedSession] },
+    expiredOrders: { type: 'integer', minimum: 0 },
+  },
+  required: ['runId', 'venueSessionId', 'startedAt', 'previous', 'expiredOrders'],
+} as const;
+
 export const errorSchema = {
   $id: 'Error',
   type: 'object',
@@ -825,6 +855,7 @@ export const RESPONSE_SCHEMAS = [
   acceptedPointerSchema,
   commandStatusSchema,
   venueSessionSchema,
+  sessionRollAnswerSchema,
   errorSchema,
   rebuildStatusSchema,
   persistenceStatusSchema,

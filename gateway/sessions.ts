@@ -1,13 +1,14 @@
 // The venue session: the active (runId, venueSessionId) pair every accepted order is
 // stamped with. The engine compares small numbers, so each pair the venue ever ran has
 // one (runtime.venue_sessions: run_no, session_no); a pair the venue never ran maps
-// to -1, which matches no order. A restart keeps the open session (API contract).
+// to -1, which matches no order. A restart keeps the open session (API contract); the
+// operator's roll (gateway/session-roll.ts) makes a new one active in every gateway.
 
 export type { NumberedSession, VenueSession } from '../core/storage-protocol.ts';
 import type { NumberedSession, VenueSession } from '../core/storage-protocol.ts';
 
 export class SessionRegistry {
-  private readonly current: NumberedSession;
+  private current: NumberedSession;
   private readonly byNames = new Map<string, NumberedSession>();
 
   /** `known` holds every session the venue ran, the active one included. */
@@ -18,6 +19,15 @@ export class SessionRegistry {
 
   get active(): VenueSession {
     return { runId: this.current.runId, venueSessionId: this.current.venueSessionId, startedAt: this.current.startedAt };
+  }
+
+  /**
+   * A session the venue rolled to: known from now on, and active unless a later one is
+   * (two rolls' messages may arrive in either order; session numbers only grow).
+   */
+  activate(session: NumberedSession): void {
+    this.byNames.set(`${session.runId}\u0000${session.venueSessionId}`, session);
+    if (session.sessionNo > this.current.sessionNo) this.current = session;
   }
 
   /** Numbers stamped on a new order. */

@@ -73,6 +73,7 @@ export class RequestValidator {
   private readonly validators: Record<OrderRoute, ValidateFunction>;
   private readonly queryValidators: Record<QueryName, ValidateFunction>;
   private readonly bodyValidators: Record<SettlementBodyName, ValidateFunction>;
+  private readonly sessionRollValidator: ValidateFunction;
 
   constructor() {
     const all = loadValidators();
@@ -84,6 +85,13 @@ export class RequestValidator {
     this.validators = { submit: pick('submit'), cancel: pick('cancel'), modify: pick('modify'), 'cancel-by-client-order': pick('cancel-by-client-order') };
     this.queryValidators = Object.fromEntries((Object.keys(QUERY_SCHEMAS) as QueryName[]).map((name) => [name, pick(`query:${name}`)])) as Record<QueryName, ValidateFunction>;
     this.bodyValidators = Object.fromEntries((Object.keys(SETTLEMENT_BODY_SCHEMAS) as SettlementBodyName[]).map((name) => [name, pick(`body:${name}`)])) as Record<SettlementBodyName, ValidateFunction>;
+    this.sessionRollValidator = pick('body:session-roll');
+  }
+
+  /** The JSON body of POST /admin/v1/venue/sessions. */
+  validateSessionRoll(body: unknown): ErrorDetail[] {
+    const validator = this.sessionRollValidator;
+    return validator(body) ? [] : (validator.errors ?? []).map(toDetail);
   }
 
   /** The JSON body of an operator settlement route. */

@@ -18,7 +18,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { _, Ajv } from 'ajv';
 import standaloneModule from 'ajv/dist/standalone/index.js';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, QUERY_SCHEMAS, SETTLEMENT_BODY_SCHEMAS, submitOrderSchema } from './schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, QUERY_SCHEMAS, SETTLEMENT_BODY_SCHEMAS, sessionRollSchema, submitOrderSchema } from './schemas.ts';
 import { FORMATS_MODULE, requestFormats } from './validator-formats.ts';
 
 // A CommonJS module with a default export; under ESM interop it arrives as the module object.
@@ -36,6 +36,7 @@ export function validatorSchemas(): Record<string, { $id: string }> {
   };
   for (const [name, schema] of Object.entries(QUERY_SCHEMAS)) schemas[`query:${name}`] = schema;
   for (const [name, schema] of Object.entries(SETTLEMENT_BODY_SCHEMAS)) schemas[`body:${name}`] = schema;
+  schemas['body:session-roll'] = sessionRollSchema;
   return schemas;
 }
 

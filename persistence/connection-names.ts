@@ -16,3 +16,5 @@ export const MAIN_APPLICATION_NAME = 'venue-main';
 export const START_APPLICATION_NAME = 'venue-start';
 /** The operator's rebuild of the lifecycle projection. */
 export const REBUILD_APPLICATION_NAME = 'venue-rebuild';
+/** The operator's session roll (POST /admin/v1/venue/sessions). */
+export const SESSION_ROLL_APPLICATION_NAME = 'venue-session-roll';

@@ -18,7 +18,8 @@ import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
-import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
+import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, SESSION_ROLL_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
+import { rollSession } from './venue-sessions.ts';
 import { Projector, PROJECTOR_SESSION_SQL, SAVED_AT_STOP, type BookUpdate, type RedriveShard } from './projector.ts';
 import { noteOpenOrders, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersInBackground, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { BookModel } from './book-model.ts';
@@ -464,6 +465,28 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   }
 }
 
+/**
+ * The operator's session roll, in storage (persistence/venue-sessions.ts). The new
+ * session's names go into this thread's cache before the answer: the gateways stamp its
+ * numbers only after it, and the projector names every order's session from the cache.
+ */
+async function rollVenueSession(request: Extract<AdminRequest, { type: 'roll-session' }>): Promise<AdminAnswer> {
+  try {
+    const client = await connect(SESSION_ROLL_APPLICATION_NAME);
+    try {
+      const roll = await rollSession(client, { runId: request.runId, venueSessionId: request.venueSessionId });
+      if ('conflict' in roll) return { id: request.id, ok: false, message: roll.conflict, conflict: true };
+      sessionCache.set(`${roll.active.runNo}:${roll.active.sessionNo}`, [roll.active.runId, roll.active.venueSessionId]);
+      if (roll.rolled) log('info', 'venue session rolled', { active: roll.active, ended: roll.previous });
+      return { id: request.id, ok: true, type: 'roll-session', payload: roll };
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    return { id: request.id, ok: false, message: `the session could not be rolled: ${(error as Error).message}; nothing was changed` };
+  }
+}
+
 for (const port of data.adminPorts) {
   port.on('message', async (request: AdminRequest) => {
     if (writer === undefined) {
@@ -472,6 +495,10 @@ for (const port of data.adminPorts) {
     }
     if (request.type === 'status') {
       port.postMessage({ id: request.id, ok: true, type: 'status', payload: status(writer) } satisfies AdminAnswer);
+      return;
+    }
+    if (request.type === 'roll-session') {
+      port.postMessage(await rollVenueSession(request));
       return;
     }
     const answer = rebuilds.then(() => rebuildLifecycle(request.id)); // never rejects: a failure is an answer

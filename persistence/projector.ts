@@ -49,8 +49,10 @@ import {
 import {
   EVENT_ACCEPTED,
   EVENT_EXECUTION,
+  EVENT_EXPIRED,
   EVENT_TRADE,
   OPCODE_CANCEL,
+  OPCODE_EXPIRE,
   OPCODE_MODIFY,
   OPCODE_SUBMIT,
   ORDER_STATE_NAMES,
@@ -222,6 +224,14 @@ function orderChanges(
   const firstAt = headerAt + RESULT_RECORD_BYTES;
   if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED) return next;
   const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
+  if (opcode === OPCODE_EXPIRE) {
+    forEachExpired(view, firstAt, next, (e) => {
+      const order = orderOf(words, (e >> 2) + RESULT_UUID_A_WORD, 0);
+      if (order === undefined) throw new Error(`the journal of shard ${shard} expires an order the checkpoint does not hold`);
+      order.state = bytes[e + RESULT_STATE_BYTE]!;
+    });
+    return next;
+  }
   let taker: RestingOrder | undefined;
   if (opcode === OPCODE_SUBMIT) {
     taker = SUBMITTED;
@@ -238,6 +248,17 @@ function orderChanges(
   }
   if (opcode === OPCODE_SUBMIT) opened(taker);
   return next;
+}
+
+/**
+ * Calls `each` with the offset of every order an EXPIRE command (the session roll's,
+ * core/matching-engine.ts) expired: the events after its leading one, `firstAt` to `next`.
+ */
+function forEachExpired(view: JournalView, firstAt: number, next: number, each: (e: number) => void): void {
+  for (let e = firstAt + RESULT_RECORD_BYTES; e < next; e += RESULT_RECORD_BYTES) {
+    if (view.bytes[e + RESULT_KIND_BYTE] !== EVENT_EXPIRED) throw new Error(`an EXPIRE command carries an event of kind ${view.bytes[e + RESULT_KIND_BYTE]}`);
+    each(e);
+  }
 }
 
 /** The four words of 16 big-endian bytes (an intake record's ids), for keyOf. */
@@ -843,6 +864,12 @@ export class Projector {
     const firstAt = headerAt + RESULT_RECORD_BYTES;
     const accepted = bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED;
     const timestampUs = floats[hf + RESULT_TIMESTAMP_FLOAT]!;
+    const opcode = words[w + COMMAND_HEADER_WORD]! & 0xff;
+    if (opcode === OPCODE_EXPIRE) {
+      // The session roll's: no client command (no intake record, no command_log row), only orders that expired.
+      if (accepted) this.applyExpiry(rows, touched, view, firstAt, next, timestampUs);
+      return next;
+    }
     const key = keyOf(words, w + COMMAND_ID_WORD);
     const intake = this.pending.get(key);
     if (intake === undefined) throw new Error(`command ${formatUuid(words, w + COMMAND_ID_WORD)} is on the journal of shard ${shard} without its intake record`);
@@ -878,7 +905,6 @@ export class Projector {
       .integer(next - at);
 
     if (!accepted) return next;
-    const opcode = words[w + COMMAND_HEADER_WORD]! & 0xff;
     if (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY) return next;
     const taker = this.applyOrder(rows, touched, view, at, shard, opcode, eventCount, timestampUs, intake, clientOrderIdLength);
     if (taker === null) return next;
@@ -886,6 +912,20 @@ export class Projector {
       this.applyFill(rows, touched, view, e, shard, taker, w + COMMAND_ID_WORD, timestampUs);
     }
     return next;
+  }
+
+  /** The orders an EXPIRE command expired (events after its leading one, `firstAt` to `next`): state EXPIRED, nothing left open. */
+  private applyExpiry(rows: Rows, touched: Map<string, Level | null>, view: JournalView, firstAt: number, next: number, timestampUs: number): void {
+    forEachExpired(view, firstAt, next, (e) => {
+      const order = this.touch(rows, touched, view.words, (e >> 2) + RESULT_UUID_A_WORD);
+      if (order === undefined) {
+        this.log('error', 'projection: the session roll expired an order it never saw', { orderId: formatUuid(view.words, (e >> 2) + RESULT_UUID_A_WORD) });
+        return;
+      }
+      order.state = view.bytes[e + RESULT_STATE_BYTE]!;
+      order.updatedAtUs = timestampUs;
+      order.lastSequence = view.floats[(e >> 3) + RESULT_SEQUENCE_FLOAT]!;
+    });
   }
 
   /** The taker's new state after a submit, cancel or modify (fills are added by applyFill). */
@@ -1202,8 +1242,12 @@ export class Projector {
     const next = headerAt + (1 + eventCount) * RESULT_RECORD_BYTES;
     const firstAt = headerAt + RESULT_RECORD_BYTES;
     const opcode = words[(at >> 2) + COMMAND_HEADER_WORD]! & 0xff;
-    if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED || (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY)) return next;
     const timestampUs = floats[(headerAt >> 3) + RESULT_TIMESTAMP_FLOAT]!;
+    if (bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED && opcode === OPCODE_EXPIRE) {
+      this.applyExpiry(rows, touched, view, firstAt, next, timestampUs);
+      return next;
+    }
+    if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED || (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY)) return next;
     const noIntake: PendingIntake = { commitNo: 0, bytes: new Uint8Array(0), words: new Int32Array(0), floats: new Float64Array(0), at: 0 };
     const taker = this.applyOrder(rows, touched, view, at, shard, opcode, eventCount, timestampUs, noIntake, 0);
     if (taker === null) return next;

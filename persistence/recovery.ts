@@ -22,7 +22,6 @@ import {
   INTAKE_SLOT_BYTE,
 } from '../core/intake-record.ts';
 import { copyOut } from './copy-binary.ts';
-import type { NumberedSession } from '../core/storage-protocol.ts';
 
 
 /** Settings fixed by the first start: they decide where instruments live. */
@@ -34,45 +33,6 @@ export async function checkSettings(client: pg.ClientBase, settings: Record<stri
       throw new Error(`the data was written with ${name}=${stored}; this start asks for ${value} (instruments would move to other shards). Start with ${name}=${stored} or a fresh DATA_DIR/database.`);
     }
   }
-}
-
-/**
- * The session orders are stamped with: the open one if the venue ran before (a
- * restart does not end a session), else a new one with the configured names.
- * Returns it with every session the venue ran.
- */
-export async function openSession(
-  client: pg.ClientBase,
-  wanted: { runId: string; venueSessionId: string },
-): Promise<{ active: NumberedSession; known: NumberedSession[]; resumed: boolean }> {
-  const load = async () =>
-    (
-      await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string; started_at: Date; ended_at: Date | null }>(
-        'SELECT run_no, session_no, run_id, venue_session_id, started_at, ended_at FROM runtime.venue_sessions ORDER BY run_no, session_no',
-      )
-    ).rows;
-  let rows = await load();
-  const open = rows.filter((row) => row.ended_at === null).at(-1);
-  const numbered = (row: (typeof rows)[number]): NumberedSession => ({
-    runNo: row.run_no,
-    sessionNo: row.session_no,
-    runId: row.run_id,
-    venueSessionId: row.venue_session_id,
-    startedAt: row.started_at.toISOString(),
-  });
-  if (open !== undefined) return { active: numbered(open), known: rows.map(numbered), resumed: true };
-  const sameRun = rows.find((row) => row.run_id === wanted.runId);
-  const runNo = sameRun?.run_no ?? Math.max(0, ...rows.map((row) => row.run_no)) + 1;
-  const sessionNo = Math.max(0, ...rows.map((row) => row.session_no)) + 1;
-  await client.query('INSERT INTO runtime.venue_sessions (run_no, session_no, run_id, venue_session_id, started_at) VALUES ($1, $2, $3, $4, now())', [
-    runNo,
-    sessionNo,
-    wanted.runId,
-    wanted.venueSessionId,
-  ]);
-  rows = await load();
-  const active = rows.find((row) => row.run_no === runNo && row.session_no === sessionNo)!;
-  return { active: numbered(active), known: rows.map(numbered), resumed: false };
 }
 
 /** Journal bytes handed to a shard at a time during the replay. */

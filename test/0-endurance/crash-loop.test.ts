@@ -16,9 +16,9 @@
 //    each earlier point still hashes to the checksum its proof had.
 //
 // There is one scenario run: a restart keeps the open venue session, whatever
-// VENUE_RUN_ID says (README "API decisions"), and the session roll
-// (POST /admin/v1/venue/sessions) is not built. So "settled scenarios" are the settled
-// prefixes of that run's append-only fact trail.
+// VENUE_RUN_ID says (README "API decisions"), and this loop never rolls the session
+// (POST /admin/v1/venue/sessions; test/e2e/session-roll.test.ts). So "settled
+// scenarios" are the settled prefixes of that run's append-only fact trail.
 //
 // Replaying a failure: the test prints the master seed and each cycle's seed (the
 // failure message names both). `CRASH_SEED=<master> CRASH_CYCLES=<n> node --import tsx

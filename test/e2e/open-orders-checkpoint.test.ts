@@ -10,42 +10,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { formatUuid } from '../../core/uuid.ts';
-import { openOrdersCheckpointPath, readOpenOrders, readOpenOrdersNote } from '../../persistence/open-orders-snapshot.ts';
-import type { RestingOrder } from '../../persistence/resting-orders.ts';
+import { openOrdersCheckpointPath, readOpenOrdersNote } from '../../persistence/open-orders-snapshot.ts';
 import { mixedCommand, sendUntilKilled, type Sent } from '../support/crash-checks.ts';
 import { withClient } from '../support/database.ts';
+import { OPEN_ORDERS_LINE, savedOpenOrders, tableOpenOrders } from '../support/open-orders.ts';
 import { dataDirs, storageUrl, TOKENS, VenueProcess } from '../support/venue-process.ts';
 
 const dataDir = dataDirs();
-
-const STATES = ['', 'OPEN', 'PARTIALLY_FILLED'];
-
-/** The open orders a graceful stop saved from the projector: id, state, price, quantity, filled. */
-function savedOpenOrders(dir: string): string[] {
-  const file = path.join(dir, 'open-orders.bin');
-  const bytes = readFileSync(file);
-  const header = JSON.parse(bytes.toString('utf8', 8, 8 + bytes.readUInt32LE(4))) as { token: string; watermarks: number[] };
-  const rows: string[] = [];
-  const read = readOpenOrders(file, header.token, header.watermarks);
-  assert.ok(typeof read !== 'string', `the graceful stop saved the open orders (${String(read)})`);
-  read.forEach((order: RestingOrder) => {
-    rows.push(`${formatUuid(order.ids, 0)} ${STATES[order.state]} ${order.priceNanos} ${order.quantity} ${order.filled}`);
-  });
-  return rows.sort();
-}
-
-async function tableOpenOrders(url: string): Promise<string[]> {
-  const rows = await withClient(url, (client) =>
-    client.query<{ line: string }>(
-      `SELECT order_id || ' ' || state || ' ' || limit_price_nanos || ' ' || original_quantity_units || ' ' || filled_quantity_units AS line
-         FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')`,
-    ),
-  );
-  return rows.rows.map((row) => row.line).sort();
-}
-
-const OPEN_ORDERS_LINE = /"openOrders":"checkpoint at ([\d,]+), then (\d+) commands of the journal after it \((\d+) changes of orders\)"/;
 
 const tokenOf = (bytes: Buffer) => (JSON.parse(bytes.toString('utf8', 8, 8 + bytes.readUInt32LE(4))) as { token: string }).token;
 

@@ -360,6 +360,14 @@ function buildRows(openApi: any): Row[] {
     },
     { route: 'GET /admin/v1/persistence/status', allowed: OPERATOR, call: () => ({ method: 'GET', path: '/admin/v1/persistence/status' }) },
     {
+      // Naming the open session: the retry of the roll that opened it (changes nothing, so the matrix's other rows keep their session).
+      route: 'POST /admin/v1/venue/sessions',
+      allowed: OPERATOR,
+      call: () => ({ method: 'POST', path: '/admin/v1/venue/sessions', body: JSON.stringify({ runId: RUN, venueSessionId: SESSION }) }),
+      afterDenials: async () => assert.deepEqual([(await get('/api/v1/venue/session', TOKENS.viewer)).json.venueSessionId], [SESSION], 'no denied call rolled the session'),
+      check: (answer) => assert.deepEqual([answer.json.runId, answer.json.venueSessionId, answer.json.previous, answer.json.expiredOrders], [RUN, SESSION, null, 0]),
+    },
+    {
       route: 'POST /admin/v1/settlement/facts',
       allowed: OPERATOR,
       call: () => ({ method: 'POST', path: '/admin/v1/settlement/facts', body: JSON.stringify({ scenarioRunId: SIDE_RUN, facts: [note] }) }),

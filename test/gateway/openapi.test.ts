@@ -27,6 +27,7 @@ test('the OpenAPI document lists every route with its method', () => {
     '/internal/market-data/projector/status': 'get',
     '/admin/v1/projections/order-lifecycle/rebuild': 'post',
     '/admin/v1/persistence/status': 'get',
+    '/admin/v1/venue/sessions': 'post',
     '/admin/v1/settlement/facts': 'post',
     '/admin/v1/settlement/obligations/materialize': 'post',
     '/admin/v1/settlement/repairs/cash': 'post',

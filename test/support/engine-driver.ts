@@ -19,7 +19,10 @@ export type DecodedEvent =
   | { kind: 'accepted'; sequence: number; orderId: string; engineOrderId: number; state: string; leaves: number; filled: number; priceNanos: number; quantityUnits: number }
   | { kind: 'rejected'; sequence: number; orderId: string; code: string }
   | { kind: 'execution'; sequence: number; orderId: string; counterpartyOrderId: string; quantityUnits: number; priceNanos: number; leaves: number; filled: number; state: string }
-  | { kind: 'trade'; sequence: number; buyOrderId: string; sellOrderId: string; quantityUnits: number; priceNanos: number; aggressor: string };
+  | { kind: 'trade'; sequence: number; buyOrderId: string; sellOrderId: string; quantityUnits: number; priceNanos: number; aggressor: string }
+  /** The leading event of an EXPIRE command (ACCEPTED, order -1): the orders it expired, the slots left to scan. */
+  | { kind: 'expiry'; sequence: number; expired: number; slotsLeft: number }
+  | { kind: 'expired'; sequence: number; orderId: string; state: string; quantityUnits: number; filled: number; leaves: number; priceNanos: number };
 
 export interface RestingView {
   orderId: string;
@@ -36,6 +39,8 @@ export const PARTICIPANT_1 = 'aaaaaaaa-0000-4000-8000-000000000001';
 export const PARTICIPANT_2 = 'aaaaaaaa-0000-4000-8000-000000000002';
 export const ACCOUNT_1 = 'bbbbbbbb-0000-4000-8000-000000000001';
 export const ACCOUNT_2 = 'bbbbbbbb-0000-4000-8000-000000000002';
+/** The ids an EXPIRE command carries: it names no order, instrument or owner. */
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Deterministic UUID text from a number (tests need readable, unique ids). */
 export function idOf(prefix: number, n: number): string {
@@ -122,6 +127,20 @@ export class EngineDriver {
     return this.run({ opcode: Opcode.MODIFY, ...this.context(target), priceNanos: price, quantityUnits: quantity });
   }
 
+  /** The session roll's command to this shard: session floor `floor`, scan from order slot `first`. */
+  expire(floor: number, first: number): DecodedEvent[] {
+    return this.run({
+      opcode: Opcode.EXPIRE,
+      runNo: RUN,
+      sessionNo: floor,
+      argument: first,
+      orderId: NIL_UUID,
+      instrumentId: NIL_UUID,
+      participantId: NIL_UUID,
+      accountId: NIL_UUID,
+    });
+  }
+
   /** Resting orders of one side of an instrument's book, in priority order. */
   book(side: 'BUY' | 'SELL', instrumentId = INSTRUMENT_A): RestingView[] {
     const book = this.engine.findBook(uuidWords(instrumentId), 0);
@@ -163,6 +182,10 @@ export class EngineDriver {
       const slot = e.order(i);
       switch (e.kind(i)) {
         case EventKind.ACCEPTED:
+          if (slot < 0) {
+            out.push({ kind: 'expiry', sequence, expired: e.quantity(i), slotsLeft: e.code(i) }); // what crosses threads (core/session-expiry.ts)
+            break;
+          }
           out.push({
             kind: 'accepted',
             sequence,
@@ -200,6 +223,18 @@ export class EngineDriver {
             quantityUnits: e.quantity(i),
             priceNanos: e.price(i),
             aggressor: e.aggressor(i) === Side.BUY ? 'BUY' : 'SELL',
+          });
+          break;
+        case EventKind.EXPIRED:
+          out.push({
+            kind: 'expired',
+            sequence,
+            orderId: this.orderId(slot),
+            state: ORDER_STATE_NAMES[e.state(i)]!,
+            quantityUnits: e.quantity(i),
+            filled: e.filled(i),
+            leaves: e.leaves(i),
+            priceNanos: e.price(i),
           });
           break;
         default:

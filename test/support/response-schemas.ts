@@ -17,6 +17,7 @@ export function assertShape(
     | 'AcceptedPointer'
     | 'CommandStatus'
     | 'VenueSession'
+    | 'VenueSessionRolled'
     | 'Error'
     | 'RebuildStatus'
     | 'PersistenceStatus'

@@ -1,0 +1,223 @@
+// The session roll (POST /admin/v1/venue/sessions, API contract "Venue session") on the
+// real venue over HTTP: operators only, a validated body, a new (runId, venueSessionId)
+// pair that every new order is stamped with, the open DAY orders of the ended session
+// expired (state EXPIRED, out of the books, their clientOrderIds free again) on both
+// shards before the answer, nothing else touched; a retry naming the open pair changes
+// nothing, a pair that ran before is 409; a restart keeps the rolled session; and a roll
+// whose expiry the venue never ran (stopped right after storage recorded it) is finished
+// by the next start; the lifecycle rebuild and a start after a kill -9 (the open orders'
+// checkpoint and the journal after it) keep the expired orders out of the open ones.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { shardOf } from '../../core/shard-map.ts';
+import { uuidWords } from '../../core/uuid.ts';
+import { startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
+import { withClient } from '../support/database.ts';
+import { OPEN_ORDERS_LINE, savedOpenOrders, tableOpenOrders } from '../support/open-orders.ts';
+import { assertShape } from '../support/response-schemas.ts';
+import { cancelBody, dataDirs, storageUrl, submitBody, TOKENS, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+
+const SHARDS = 2;
+/** One instrument on each shard: the expiry runs on every shard. */
+const X = '5e000000-0000-4000-8000-000000000001';
+const Y = (() => {
+  for (let k = 2; ; k++) {
+    const id = `5e000000-0000-4000-8000-${String(k).padStart(12, '0')}`;
+    if (shardOf(uuidWords(id), 0, SHARDS) !== shardOf(uuidWords(X), 0, SHARDS)) return id;
+  }
+})();
+
+const dataDir = dataDirs();
+const dir = dataDir();
+let venue: VenueProcess;
+
+before(async () => {
+  venue = await VenueProcess.start({ DATA_DIR: dir });
+});
+after(async () => {
+  await venue.stop();
+});
+
+const roll = (body: string | undefined, token: string | null = TOKENS.operator) => venue.request('POST', '/admin/v1/venue/sessions', { token: token ?? undefined, body });
+const session = async () => (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json as { runId: string; venueSessionId: string; startedAt: string };
+const submit = async (options: Parameters<typeof submitBody>[0], token: string = TOKENS.traderA) => {
+  const body = submitBody(options);
+  const answer = await venue.order('/api/v1/orders/submit', body, { token, mode: 'sync-result' });
+  assert.equal(answer.status, 200, answer.text);
+  assert.ok(answer.json.outcome.accepted, answer.text);
+  return { body, answer };
+};
+const history = async (token: string = TOKENS.traderA) => new Map<string, any>(((await venue.get('/api/v1/orders/history?limit=1000', token)).json.rows as any[]).map((row) => [row.orderId, row]));
+const depth = async (instrument: string) => (await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json;
+function assertError(answer: HttpAnswer, status: number, code: string): void {
+  assert.equal(answer.status, status, answer.text);
+  assertShape('Error', answer.json);
+  assert.equal(answer.json.code, code, answer.text);
+}
+
+test('the test instruments are on different shards', () => {
+  assert.notEqual(shardOf(uuidWords(X), 0, SHARDS), shardOf(uuidWords(Y), 0, SHARDS));
+});
+
+test('only an operator rolls the session: 401 without a valid token, 403 for traders and viewers, and nothing changes', async () => {
+  const before = await session();
+  assertError(await roll('{}', null), 401, 'UNAUTHENTICATED');
+  assertError(await roll('{}', 'dev-token-nobody'), 401, 'UNAUTHENTICATED');
+  assertError(await roll('{}', TOKENS.traderA), 403, 'FORBIDDEN');
+  assertError(await roll('{}', TOKENS.viewer), 403, 'FORBIDDEN');
+  assert.deepEqual(await session(), before);
+});
+
+test('a roll with a bad body is 400 and changes nothing; another method is 405', async () => {
+  const before = await session();
+  for (const body of ['not json', '[]', '{"runId":"run 1"}', '{"venueSessionId":""}', `{"venueSessionId":"${'s'.repeat(65)}"}`, '{"runId":7}', '{"other":"x"}']) {
+    assertError(await roll(body), 400, 'VALIDATION_FAILED');
+  }
+  assertError(await roll(`{"runId":"${'r'.repeat(20_000)}"}`), 413, 'PAYLOAD_TOO_LARGE');
+  assertError(await venue.request('GET', '/admin/v1/venue/sessions', { token: TOKENS.operator }), 405, 'METHOD_NOT_ALLOWED');
+  assert.deepEqual(await session(), before);
+});
+
+const state = { expired: [] as string[], partial: '', clientOrderId: 'roll-coid-1', ioc: '', kept: '' };
+
+test('a roll opens the next session and expires the open DAY orders of the ended one, on every shard, and only those', async () => {
+  const first = await session();
+  assert.deepEqual([first.runId, first.venueSessionId], ['run-local', 'session-1']);
+  // Resting DAY orders of session 1 on both shards: open, partially filled, hidden, with a clientOrderId.
+  const open = await submit({ instrumentId: X, side: 'BUY', price: '100', quantity: '10' });
+  const hidden = await submit({ instrumentId: X, side: 'SELL', price: '110', quantity: '5', orderType: 'LIMIT_HIDDEN' });
+  const partial = await submit({ instrumentId: Y, side: 'BUY', price: '101', quantity: '10' });
+  const named = await submit({ instrumentId: Y, side: 'BUY', price: '99', quantity: '3', clientOrderId: state.clientOrderId });
+  const fill = await submit({ instrumentId: Y, side: 'SELL', price: '101', quantity: '4', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId }, TOKENS.traderB);
+  assert.equal(fill.answer.json.trades.length, 1);
+  // Not resting: an IOC and a filled order; they keep their states.
+  const ioc = await submit({ instrumentId: X, side: 'BUY', price: '90', quantity: '2', timeInForce: 'IOC' });
+  state.expired = [open.body.orderId as string, hidden.body.orderId as string, partial.body.orderId as string, named.body.orderId as string];
+  state.partial = partial.body.orderId as string;
+  state.ioc = ioc.body.orderId as string;
+  const tapeBefore = (await venue.get(`/api/v1/market-data/trades/${Y}`, TOKENS.viewer)).json.rows;
+
+  const answer = await roll(undefined);
+  assert.equal(answer.status, 200, answer.text);
+  assertShape('VenueSessionRolled', answer.json);
+  assert.deepEqual([answer.json.runId, answer.json.venueSessionId, answer.json.expiredOrders], ['run-local', 'session-2', 4]);
+  assert.deepEqual(answer.json.previous, { runId: 'run-local', venueSessionId: 'session-1', startedAt: first.startedAt, endedAt: answer.json.startedAt });
+  assert.ok(Date.parse(answer.json.startedAt) >= Date.parse(first.startedAt));
+  assert.deepEqual(await session(), { runId: 'run-local', venueSessionId: 'session-2', startedAt: answer.json.startedAt });
+
+  // Read your writes: the expiry was durable before the answer.
+  const rows = await history();
+  for (const orderId of state.expired) {
+    const row = rows.get(orderId);
+    assert.deepEqual([row.state, row.remainingQuantity, row.runId, row.venueSessionId], ['EXPIRED', { units: '0' }, 'run-local', 'session-1'], orderId);
+  }
+  assert.deepEqual(rows.get(state.partial).filledQuantity, { units: '4' }, 'the partial fill stays');
+  assert.equal(rows.get(state.ioc).state, 'CANCELLED', 'an IOC remainder was cancelled, not expired');
+  assert.equal((await history(TOKENS.traderB)).get(fill.body.orderId as string).state, 'FILLED');
+  const current = (await venue.get('/api/v1/orders/current', TOKENS.traderA)).json.rows as any[];
+  assert.ok(!current.some((row) => state.expired.includes(row.orderId)), 'no expired order is current');
+  for (const instrument of [X, Y]) {
+    const book = await depth(instrument);
+    assert.deepEqual([book.bids, book.asks], [[], []], `${instrument}: the books are empty`);
+  }
+  assert.deepEqual((await venue.get(`/api/v1/market-data/trades/${Y}`, TOKENS.viewer)).json.rows, tapeBefore, 'trades are not touched');
+});
+
+test('after a roll an expired order cannot be cancelled, and its clientOrderId is free again', async () => {
+  const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: state.partial, instrumentId: Y, runId: 'run-local', venueSessionId: 'session-1' }), { mode: 'sync-result' });
+  assert.equal(cancel.json.outcome.rejected?.code, 'ORDER_NOT_OPEN', cancel.text);
+  const again = await submit({ instrumentId: Y, side: 'BUY', price: '98', quantity: '1', clientOrderId: state.clientOrderId });
+  state.kept = again.body.orderId as string;
+});
+
+test('new orders are stamped with the new session: cancel and modify must quote it', async () => {
+  const order = await submit({ instrumentId: X, side: 'BUY', price: '95', quantity: '2' });
+  const row = (await history()).get(order.body.orderId as string);
+  assert.deepEqual([row.runId, row.venueSessionId, row.state], ['run-local', 'session-2', 'OPEN']);
+  const stale = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-1' }), { mode: 'sync-result' });
+  assert.equal(stale.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH');
+  const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-2' }), { mode: 'sync-result' });
+  assert.ok(cancel.json.outcome.accepted, cancel.text);
+});
+
+test('a roll to a named session of a new run; a retry naming the open session changes nothing; a pair that ran before is 409', async () => {
+  const rolled = await roll(JSON.stringify({ runId: 'run-2', venueSessionId: 'morning' }));
+  assert.equal(rolled.status, 200, rolled.text);
+  assert.deepEqual([rolled.json.runId, rolled.json.venueSessionId, rolled.json.expiredOrders, rolled.json.previous.venueSessionId], ['run-2', 'morning', 1, 'session-2']);
+  assert.equal((await history()).get(state.kept).state, 'EXPIRED', 'the DAY order of session 2 expired');
+
+  const retry = await roll(JSON.stringify({ runId: 'run-2', venueSessionId: 'morning' }));
+  assert.equal(retry.status, 200, retry.text);
+  assert.deepEqual(retry.json, { ...rolled.json, expiredOrders: 0 }, 'the same session, nothing more to expire');
+  assertError(await roll(JSON.stringify({ runId: 'run-local', venueSessionId: 'session-1' })), 409, 'SESSION_CONFLICT');
+  assert.deepEqual(await session(), { runId: 'run-2', venueSessionId: 'morning', startedAt: rolled.json.startedAt });
+});
+
+test('a restart keeps the rolled session and the expired orders', async () => {
+  const rolledTo = await session();
+  const rows = await history();
+  assert.equal(await venue.stop(), 0);
+  venue = await VenueProcess.start({ DATA_DIR: dir });
+  assert.deepEqual(await session(), rolledTo);
+  const after = await history();
+  for (const orderId of [...state.expired, state.kept]) assert.deepEqual(after.get(orderId), rows.get(orderId), orderId);
+  assert.doesNotMatch(venue.log, /the DAY orders of ended sessions expired/, 'nothing was left to expire at the start');
+});
+
+test('the lifecycle rebuild from the journal keeps the expired orders EXPIRED', async () => {
+  const rows = await history();
+  const rebuilt = await venue.request('POST', '/admin/v1/projections/order-lifecycle/rebuild', { token: TOKENS.operator });
+  assert.equal(rebuilt.status, 200, rebuilt.text);
+  const after = await history();
+  for (const orderId of [...state.expired, state.kept]) {
+    assert.deepEqual([after.get(orderId).state, after.get(orderId).remainingQuantity], ['EXPIRED', { units: '0' }], orderId);
+    assert.deepEqual(after.get(orderId).filledQuantity, rows.get(orderId).filledQuantity, orderId);
+  }
+  for (const instrument of [X, Y]) assert.deepEqual([(await depth(instrument)).bids, (await depth(instrument)).asks], [[], []]);
+});
+
+test('a roll storage recorded but whose expiry never ran is finished by the next start', async () => {
+  const resting = await submit({ instrumentId: Y, side: 'SELL', price: '120', quantity: '7' });
+  const restingX = await submit({ instrumentId: X, side: 'SELL', price: '130', quantity: '1' });
+  const ioc = await submit({ instrumentId: X, side: 'BUY', price: '130', quantity: '1', timeInForce: 'IOC' }); // fills restingX: not open at the roll
+  assert.equal(ioc.answer.json.trades.length, 1);
+  assert.equal(await venue.stop(), 0);
+  // What the roll's first step leaves in storage (persistence/venue-sessions.ts): the open session ended, the next one open.
+  const database = await startEmbeddedPostgres(dir, () => undefined);
+  await withClient(database.url, async (client) => {
+    await client.query('UPDATE runtime.venue_sessions SET ended_at = now() WHERE ended_at IS NULL');
+    await client.query("INSERT INTO runtime.venue_sessions (run_no, session_no, run_id, venue_session_id, started_at) SELECT max(run_no), max(session_no) + 1, 'run-2', 'afternoon', now() FROM runtime.venue_sessions");
+  });
+  await database.stop();
+
+  venue = await VenueProcess.start({ DATA_DIR: dir });
+  assert.deepEqual([(await session()).runId, (await session()).venueSessionId], ['run-2', 'afternoon']);
+  assert.match(venue.log, /"orders":\[\d,\d\][^\n]*the DAY orders of ended sessions expired/);
+  const rows = await history();
+  assert.deepEqual([rows.get(resting.body.orderId as string).state, rows.get(restingX.body.orderId as string).state], ['EXPIRED', 'FILLED']);
+  assert.deepEqual((await depth(Y)).asks, []);
+  const order = await submit({ instrumentId: Y, side: 'SELL', price: '120', quantity: '1' });
+  assert.equal((await history()).get(order.body.orderId as string).venueSessionId, 'afternoon');
+});
+
+test('after a kill -9 that follows a roll, the start holds exactly the open rows: the checkpoint and the journal after it leave the expired orders out', async () => {
+  // This venue's open orders came from the file the last graceful stop saved: that file is the checkpoint a start after a crash loads.
+  await venue.untilLogged(/"openOrders":"saved at the last stop"/);
+  const resting = await submit({ instrumentId: X, side: 'BUY', price: '80', quantity: '3' });
+  const rolled = await roll(JSON.stringify({ venueSessionId: 'evening' }));
+  assert.equal(rolled.status, 200, rolled.text);
+  assert.ok(rolled.json.expiredOrders >= 1);
+  const kept = await submit({ instrumentId: X, side: 'BUY', price: '81', quantity: '2' }); // of the new session: stays open
+  await venue.kill();
+  venue = await VenueProcess.start({ DATA_DIR: dir });
+  const loaded = OPEN_ORDERS_LINE.exec(venue.log);
+  assert.ok(loaded !== null && Number(loaded[2]) > 0, `the start replayed the journal after the checkpoint: ${/"openOrders":"[^"]*"/.exec(venue.log)?.[0]}`);
+  await venue.untilProjected();
+  const table = await tableOpenOrders(await storageUrl(dir));
+  assert.ok(table.some((line) => line.startsWith(kept.body.orderId as string)) && !table.some((line) => line.startsWith(resting.body.orderId as string)));
+  assert.equal(await venue.stop(), 0);
+  assert.deepEqual(savedOpenOrders(dir), table, "the projector's open orders are the table's");
+  venue = await VenueProcess.start({ DATA_DIR: dir });
+  assert.equal((await history()).get(resting.body.orderId as string).state, 'EXPIRED');
+});
