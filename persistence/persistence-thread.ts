@@ -483,7 +483,8 @@ async function rollVenueSession(request: Extract<AdminRequest, { type: 'roll-ses
       await client.end();
     }
   } catch (error) {
-    return { id: request.id, ok: false, message: `the session could not be rolled: ${(error as Error).message}; nothing was changed` };
+    // A failure before the commit changed nothing; one after it (the connection lost) may have rolled: the message says how to find out safely.
+    return { id: request.id, ok: false, message: `storage did not roll the session, or did not confirm it (${(error as Error).message}); a retry naming the new runId and venueSessionId is safe either way` };
   }
 }
 
