@@ -173,6 +173,14 @@ const RETRY_AFTER = { 'Retry-After': '1' };
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const ZERO_UUID = new Int32Array(4);
 
+/** A state query's or a venue's own command's wait for its shard's result: no client command behind it (no reply, no record, no intake). */
+function ownPending(shard: number, deadlineMs: number, handlers: Pick<Partial<Pending>, 'onQuery' | 'onResult'>): Pending {
+  return {
+    token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '', orderDirectoryKey: null, clientOrderKey: null,
+    rejectedOrderIdNull: false, onQuery: handlers.onQuery ?? null, onResult: handlers.onResult ?? null, intake: null, intakeCount: 0, deadlineMs, late: false,
+  };
+}
+
 function sameWords(a: Int32Array, b: Int32Array): boolean {
   return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
 }
@@ -792,10 +800,7 @@ export class OrderFlow {
 
   /** Asks a shard for an order's state (not sequenced); `then` runs with the answer. */
   private query(shard: number, orderId: Int32Array, then: (state: number) => void): void {
-    const pending: Pending = {
-      token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '',
-      orderDirectoryKey: null, clientOrderKey: null, rejectedOrderIdNull: false, onQuery: then, onResult: null, intake: null, intakeCount: 0, deadlineMs: 0, late: false,
-    };
+    const pending = ownPending(shard, 0, { onQuery: then });
     const ring = this.rings[shard]!;
     if (ring.freeSlots() - this.unpublished[shard]! === 0) {
       then(STATE_OPEN); // cannot tell: the safe answer is "still open" (a duplicate reject)
@@ -834,9 +839,7 @@ export class OrderFlow {
           setTimeout(() => send(shard, first), 1); // the ring is full: the order flow's commands go first
           return;
         }
-        const pending: Pending = {
-          token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '', orderDirectoryKey: null, clientOrderKey: null,
-          rejectedOrderIdNull: false, onQuery: null, intake: null, intakeCount: 0, deadlineMs, late: false,
+        const pending = ownPending(shard, deadlineMs, {
           onResult: (_header, events) => {
             const leading = events[0]!;
             if (leading.kind !== EVENT_ACCEPTED) return fail(`shard ${shard} refused it (${rejectName(leading.code)})`);
@@ -850,7 +853,7 @@ export class OrderFlow {
               resolve(expired);
             }, () => fail('storage did not confirm it in time'));
           },
-        };
+        });
         this.write(ring, pending, {
           opcode: OPCODE_EXPIRE, header: packHeader(OPCODE_EXPIRE, 0, 0, 0), runNo: 0, sessionNo: floor, commandId: expiryCommandId(floor, shard, first), orderId: ZERO_UUID,
           instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: first,
