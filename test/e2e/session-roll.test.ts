@@ -49,7 +49,8 @@ const submit = async (options: Parameters<typeof submitBody>[0], token: string =
   return { body, answer };
 };
 const history = async (token: string = TOKENS.traderA) => new Map<string, any>(((await venue.get('/api/v1/orders/history?limit=1000', token)).json.rows as any[]).map((row) => [row.orderId, row]));
-const depth = async (instrument: string) => (await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json;
+/** Depth to 50 levels, the most a read gives (the tests' books hold fewer price levels than that). */
+const depth = async (instrument: string) => (await venue.get(`/api/v1/market-data/depth/${instrument}?levels=50`, TOKENS.viewer)).json;
 function assertError(answer: HttpAnswer, status: number, code: string): void {
   assert.equal(answer.status, status, answer.text);
   assertShape('Error', answer.json);
@@ -266,4 +267,33 @@ test('a roll in the middle of an order load leaves no order of the ended session
   assert.equal(bids, open.length, 'the books hold the open orders of the new session alone, a unit each');
   // The roll's own count: the kill test's resting order and this load's orders that rested before the shards' first EXPIRE (the rest expired on arrival).
   assert.ok(rolled.json.expiredOrders >= 1 && rolled.json.expiredOrders <= expired.length + 1, `${rolled.json.expiredOrders} expired by the roll`);
+});
+
+test('a kill -9 at any point of a roll: after the restart no order of an ended session rests, and the orders of the open one do', async (t) => {
+  // Killed at once (before storage has it), once the new session shows on a gateway (storage has it; the expiry is on its
+  // way or done), with and without its PostgreSQL, and later (done). Each outcome is said in the test's diagnostics.
+  for (const [k, [delayMs, database]] of ([[0, false], ['shown', true], ['shown', false], [60, true]] as const).entries()) {
+    const before = await session();
+    const placed: string[] = [];
+    for (let n = 0; n < 30; n++) placed.push((await submit({ instrumentId: n % 2 === 0 ? X : Y, side: 'BUY', price: String(30 + (n % 10)), quantity: '1' })).body.orderId as string);
+    const name = `crash-${k}`;
+    const rolling = roll(JSON.stringify({ venueSessionId: name })).catch(() => null); // killed with the venue, or answered just before
+    if (delayMs === 'shown') {
+      for (let polls = 0; (await session()).venueSessionId !== name; polls++) assert.ok(polls < 2_000, 'the new session shows');
+    } else await new Promise((resolve) => setTimeout(resolve, delayMs));
+    await venue.kill({ database });
+    await rolling;
+    venue = await VenueProcess.start({ DATA_DIR: dir });
+    const now = await session();
+    assert.ok([before.venueSessionId, name].includes(now.venueSessionId), `${delayMs}: the session is the old or the new one (${now.venueSessionId})`);
+    const finishedAtStart = /the DAY orders of ended sessions expired/.test(venue.log);
+    t.diagnostic(`killed ${delayMs === 'shown' ? 'as the new session showed' : `${delayMs} ms`} into the roll${database ? ' (with its PostgreSQL)' : ''}: ${now.venueSessionId === name ? (finishedAtStart ? 'rolled, the expiry finished by the start' : 'rolled, the expiry done before the kill') : 'not rolled'}`);
+    const rows = await history();
+    const states = new Set(placed.map((orderId) => rows.get(orderId)?.state));
+    assert.deepEqual([...states], [now.venueSessionId === name ? 'EXPIRED' : 'OPEN'], `${delayMs}: the roll either happened whole or not at all (${now.venueSessionId})`);
+    const current = (await venue.get('/api/v1/orders/current?limit=1000', TOKENS.traderA)).json.rows as any[];
+    assert.ok(current.every((row) => row.venueSessionId === now.venueSessionId), `${delayMs}: every open order is of the open session`);
+    const displayed = [X, Y].map(async (instrument) => (await depth(instrument)).bids.reduce((sum: number, level: any) => sum + Number(level.quantity.units), 0));
+    assert.equal((await Promise.all(displayed)).reduce((a, b) => a + b, 0), current.reduce((sum, row) => sum + Number(row.remainingQuantity.units), 0), `${delayMs}: the books show the open orders`);
+  }
 });
