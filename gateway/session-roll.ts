@@ -47,7 +47,10 @@ export function relaySessionRolls(gateways: readonly Worker[]): void {
   for (const worker of gateways) {
     worker.on('message', (message: SessionMessage) => {
       if (message.type === 'session-rolled') {
-        left.set(`${message.gatewayId}:${message.roll}`, gateways.length);
+        const key = `${message.gatewayId}:${message.roll}`;
+        left.set(key, gateways.length);
+        // Bounded: a roll whose gateways did not all answer is given up by its gateway at SESSION_SWITCH_TIMEOUT_MS, and here too.
+        setTimeout(() => left.delete(key), SESSION_SWITCH_TIMEOUT_MS).unref();
         for (const gateway of gateways) gateway.postMessage({ type: 'session', gatewayId: message.gatewayId, roll: message.roll, session: message.session } satisfies SessionMessage);
       } else if (message.type === 'session-switched') {
         const key = `${message.gatewayId}:${message.roll}`;
