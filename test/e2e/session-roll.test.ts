@@ -16,7 +16,7 @@ import { startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
 import { OPEN_ORDERS_LINE, savedOpenOrders, tableOpenOrders } from '../support/open-orders.ts';
 import { assertShape } from '../support/response-schemas.ts';
-import { cancelBody, dataDirs, storageUrl, submitBody, TOKENS, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
+import { cancelBody, dataDirs, modifyBody, storageUrl, submitBody, TOKENS, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const SHARDS = 2;
 /** One instrument on each shard: the expiry runs on every shard. */
@@ -139,6 +139,12 @@ test('new orders are stamped with the new session: cancel and modify must quote 
   assert.deepEqual([row.runId, row.venueSessionId, row.state], ['run-local', 'session-2', 'OPEN']);
   const stale = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-1' }), { mode: 'sync-result' });
   assert.equal(stale.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH');
+  const target = { orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', price: '96', quantity: '3' };
+  const staleModify = await venue.order('/api/v1/orders/modify', modifyBody({ ...target, venueSessionId: 'session-1' }), { mode: 'sync-result' });
+  assert.equal(staleModify.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH');
+  const modify = await venue.order('/api/v1/orders/modify', modifyBody({ ...target, venueSessionId: 'session-2' }), { mode: 'sync-result' });
+  assert.ok(modify.json.outcome.accepted, modify.text);
+  assert.deepEqual([(await history()).get(target.orderId).limitPrice.nanos, (await history()).get(target.orderId).originalQuantity], ['96000000000', { units: '3' }]);
   const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-2' }), { mode: 'sync-result' });
   assert.ok(cancel.json.outcome.accepted, cancel.text);
 });
