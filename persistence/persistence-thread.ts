@@ -465,6 +465,9 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
   }
 }
 
+/** How long each statement of a session roll may take in storage. */
+const SESSION_ROLL_STATEMENT_TIMEOUT_MS = 10_000;
+
 /**
  * The operator's session roll, in storage (persistence/venue-sessions.ts). The new
  * session's names go into this thread's cache before the answer: the gateways stamp its
@@ -474,6 +477,8 @@ async function rollVenueSession(request: Extract<AdminRequest, { type: 'roll-ses
   try {
     const client = await connect(SESSION_ROLL_APPLICATION_NAME);
     try {
+      // Bounded: a stuck server or a held lock answers within this, not at the gateway's 600 s bound on operator requests.
+      await client.query(`SET statement_timeout = ${SESSION_ROLL_STATEMENT_TIMEOUT_MS}`);
       const roll = await rollSession(client, { runId: request.runId, venueSessionId: request.venueSessionId });
       if ('conflict' in roll) return { id: request.id, ok: false, message: roll.conflict, conflict: true };
       sessionCache.set(`${roll.active.runNo}:${roll.active.sessionNo}`, [roll.active.runId, roll.active.venueSessionId]);
