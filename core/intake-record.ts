@@ -1,5 +1,5 @@
 // Intake records: what a gateway tells the persistence worker about every command it
-// takes, on the gateway -> persistence ring (fixed 640-byte slots). The worker writes
+// takes, on the gateway -> persistence ring (fixed 832-byte slots). The worker writes
 // them to runtime.command_log; acknowledgements wait for that commit.
 //
 //    0 flags i32: mode (bits 0-1), route (bits 2-3), has orderId (4), has instrument (5)
@@ -9,11 +9,17 @@
 //   32 commandId 16 B  48 scope digest 16 B       64 payload hash 32 B
 //   96 orderId 16 B   112 instrumentId 16 B
 //  128 (free)         192 the 128-byte command slot sent to the shard
-//  320 clientId (128 B, ASCII)   448 idempotency key (128 B, ASCII)   576 clientOrderId (64 B, UTF-8)
+//  320 clientId (128 B, ASCII)   448 idempotency key (128 B, ASCII)
+//  576 clientOrderId (256 B, UTF-8: 64 code points of up to 4 bytes each)
+//
+// Records stored before the clientOrderId had 256 bytes were 640 bytes long, with the
+// same offsets and 64 bytes for it: intakeStride() tells the two apart in stored batches.
 
 import { asciiInto, copyRange, putInt32 } from './byte-stores.ts';
 
-export const INTAKE_RECORD_BYTES = 640;
+export const INTAKE_RECORD_BYTES = 832;
+/** The record's length before the clientOrderId had 256 bytes (stored batches may hold them). */
+export const INTAKE_RECORD_BYTES_V1 = 640;
 export const INTAKE_FLAGS_WORD = 0;
 export const INTAKE_SHARD_WORD = 1;
 export const INTAKE_PRINCIPAL_WORD = 2;
@@ -31,7 +37,7 @@ export const INTAKE_CLIENT_ID_BYTE = 320;
 export const INTAKE_KEY_BYTE = 448;
 export const INTAKE_CLIENT_ORDER_ID_BYTE = 576;
 export const INTAKE_TEXT_MAX = 128;
-export const INTAKE_CLIENT_ORDER_ID_MAX = 64;
+export const INTAKE_CLIENT_ORDER_ID_MAX = 256;
 
 export const INTAKE_HAS_ORDER_ID = 1 << 4;
 export const INTAKE_HAS_INSTRUMENT = 1 << 5;
@@ -100,10 +106,24 @@ function uuidBytesInto(bytes: Uint8Array, at: number, words: Int32Array): void {
   for (let k = 0; k < 4; k++) putInt32(bytes, at + k * 4, words[k]!);
 }
 
-/** UTF-8 of `text` into at most `max` bytes at `at`; returns the bytes written. ASCII (every header value) is stored as is. */
+/**
+ * UTF-8 of `text` into at most `max` bytes at `at`; returns the bytes written. ASCII (every
+ * header value) is stored as is. The edge's bounds make every accepted text fit: one that
+ * does not is a bug, and is thrown rather than stored cut.
+ */
 function textInto(bytes: Uint8Array, at: number, max: number, text: string): number {
   const written = text.length <= max ? asciiInto(bytes, at, text) : -1;
-  return written >= 0 ? written : encoder.encodeInto(text, bytes.subarray(at, at + max)).written;
+  if (written >= 0) return written;
+  const result = encoder.encodeInto(text, bytes.subarray(at, at + max));
+  if (result.read !== text.length) throw new RangeError(`an intake text of ${text.length} UTF-16 units does not fit its ${max} bytes`);
+  return result.written;
+}
+
+/** The length of each record in a stored intake batch of `byteLength` bytes holding `recordCount` records. */
+export function intakeStride(byteLength: number, recordCount: number): number {
+  const stride = byteLength / recordCount;
+  if (stride !== INTAKE_RECORD_BYTES && stride !== INTAKE_RECORD_BYTES_V1) throw new Error(`an intake batch of ${recordCount} records has ${byteLength} bytes: not whole records`);
+  return stride;
 }
 
 /** Reads an intake record (copies: the ring slot is released right after). */

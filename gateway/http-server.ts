@@ -3,20 +3,24 @@
 // Check order (API contract): authentication 401, role 403, size 413, shape 400,
 // participant/account 403, then idempotency and the engine.
 
+import { isUtf8 } from 'node:buffer';
 import uWS from 'uWebSockets.js';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
-import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, STATUS_LINES } from './error-catalog.ts';
+import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, serverErrorBody, STATUS_LINES } from './error-catalog.ts';
 import type { OrderFlow, Reply } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
-import { rollSession, type SessionSwitches } from './session-roll.ts';
+import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
+import { parseJsonBody } from './text-rules.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const REBUILD_FAILED = 'the rebuild did not finish; retry later';
+const STATUS_FAILED = 'the persistence thread did not answer; retry shortly';
 const HEADER_VALUE_MAX = 128;
 
 export interface HttpDependencies {
@@ -151,14 +155,12 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       const reply = new UwsReply(res);
       readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw) => {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(raw);
-        } catch {
-          reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
+        const parsed = parseJsonBody(raw);
+        if (!parsed.ok) {
+          reply.send(400, errorBody('VALIDATION_FAILED', parsed.message));
           return;
         }
-        const result = validator.validate<SubmitBody | TargetBody | CancelByClientOrderBody>(route, parsed);
+        const result = validator.validate<SubmitBody | TargetBody | CancelByClientOrderBody>(route, parsed.value);
         const details = [...headerProblems, ...(result.ok ? [] : result.details)];
         if (!result.ok || details.length > 0) {
           reply.send(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
@@ -200,8 +202,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     const reply = new UwsReply(res);
     res.onData(() => undefined); // no body fields; whatever is sent is ignored
     flow.rebuildLifecycle().then(
-      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS)),
-      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
+      (answer) => (answer.ok ? reply.send(200, JSON.stringify(answer.payload)) : reply.send(503, serverErrorBody('UNAVAILABLE', answer.message, answer.cause), RETRY_HEADERS)),
+      (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', REBUILD_FAILED, error), RETRY_HEADERS),
     );
   });
 
@@ -212,8 +214,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (answer) =>
         answer.ok
           ? reply.send(200, JSON.stringify({ ...(answer.payload as object), queues: flow.queueReport(), keyFilters: flow.keyFilterReport() }))
-          : reply.send(503, errorBody('UNAVAILABLE', answer.message), RETRY_HEADERS),
-      (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
+          : reply.send(503, serverErrorBody('UNAVAILABLE', answer.message, answer.cause), RETRY_HEADERS),
+      (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', STATUS_FAILED, error), RETRY_HEADERS),
     );
   });
 
@@ -232,12 +234,12 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw) => {
       let body: { runId?: string; venueSessionId?: string } = {};
       if (raw.trim() !== '') {
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
+        const parsed = parseJsonBody(raw);
+        if (!parsed.ok) {
+          reply.send(400, errorBody('VALIDATION_FAILED', parsed.message));
           return;
         }
+        body = parsed.value as typeof body;
       }
       const details = validator.validateSessionRoll(body);
       if (details.length > 0) {
@@ -250,7 +252,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       }
       rollSession(flow, deps.switches, { runId: body.runId ?? null, venueSessionId: body.venueSessionId ?? null }).then(
         (answer) => reply.send(answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : JSON_HEADERS),
-        (error: Error) => reply.send(503, errorBody('UNAVAILABLE', error.message), RETRY_HEADERS),
+        (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', ROLL_FAILED, error), RETRY_HEADERS),
       );
     });
   });
@@ -315,9 +317,8 @@ function sweepBodies(): void {
 }
 
 /**
- * Collects the body up to `max` bytes and hands it over as UTF-8 text (as Buffer's
- * toString decodes it); answers 413 beyond it, 408 if it is not in after
- * BODY_TIMEOUT_MS (+ one sweep).
+ * Collects the body up to `max` bytes and hands it over as UTF-8 text; answers 400 if it
+ * is not UTF-8, 413 beyond `max`, 408 if it is not in after BODY_TIMEOUT_MS (+ one sweep).
  */
 function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: string) => void): void {
   // uWS never calls onData for "Content-Length: 0" when the headers came in more than one
@@ -357,7 +358,13 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
     // The last chunk (for an order, the only one) is decoded in place, not copied first:
     // copying it into its own ArrayBuffer cost 0.45 µs of a request's 0.53 µs here.
     const last = Buffer.from(chunk);
-    done(chunks.length === 0 ? last.toString('utf8') : Buffer.concat([...chunks, last]).toString('utf8'));
+    const whole = chunks.length === 0 ? last : Buffer.concat([...chunks, last]);
+    // JSON text is UTF-8 (RFC 8259); decoding other bytes would store U+FFFD in their place.
+    if (!isUtf8(whole)) {
+      reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid UTF-8'));
+      return;
+    }
+    done(whole.toString('utf8'));
   });
 }
 

@@ -11,14 +11,19 @@ const sessionString = {
   pattern: '^[A-Za-z0-9._:-]{1,64}$',
   description: 'as answered by GET /api/v1/venue/session',
 } as const;
-const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength }) as const;
+/** Identifier-like text: printable characters only (no C0/C1 control, no lone surrogate); lengths in code points. */
+const identifier = (maxLength: number) =>
+  ({ type: 'string', format: 'identifier', minLength: 1, maxLength, description: `1 to ${maxLength} code points; no control characters or lone surrogates` }) as const;
+/** Free text: kept exactly; no U+0000 and no lone surrogate; lengths in code points. */
+const freeText = (maxLength: number) =>
+  ({ type: 'string', format: 'free-text', minLength: 1, maxLength, description: `1 to ${maxLength} code points; no U+0000 or lone surrogates` }) as const;
 
 const commonProperties = {
   commandId: uuid,
   traceId: uuid,
   causationId: uuid,
   correlationId: uuid,
-  actorId: text(128),
+  actorId: identifier(128),
   occurredAt: { type: 'string', format: 'date-time', description: 'RFC 3339 timestamp with a time zone' },
 } as const;
 const commonRequired = ['commandId', 'traceId', 'causationId', 'correlationId', 'actorId', 'occurredAt'] as const;
@@ -42,7 +47,7 @@ export const submitOrderSchema = {
     limitPrice,
     currency: { type: 'string', pattern: '^[A-Z]{3}$', description: 'ISO 4217 style three-letter code' },
     timeInForce: { enum: ['DAY', 'IOC'] },
-    clientOrderId: { ...text(64), description: 'optional; unique per participant among its open orders' },
+    clientOrderId: { ...identifier(64), description: 'optional; unique per participant among its open orders; 1 to 64 code points, no control characters or lone surrogates' },
   },
   required: [
     ...commonRequired,
@@ -82,7 +87,7 @@ export const cancelOrderSchema = {
   $id: 'CancelOrder',
   type: 'object',
   additionalProperties: false,
-  properties: { ...targetProperties, reason: text(256) },
+  properties: { ...targetProperties, reason: freeText(256) },
   required: [...targetRequired, 'reason'],
 } as const;
 
@@ -90,7 +95,7 @@ export const cancelByClientOrderSchema = {
   $id: 'CancelByClientOrder',
   type: 'object',
   additionalProperties: false,
-  properties: { ...commonProperties, participantId: uuid, clientOrderId: text(64), reason: text(256) },
+  properties: { ...commonProperties, participantId: uuid, clientOrderId: identifier(64), reason: freeText(256) },
   required: [...commonRequired, 'participantId', 'clientOrderId', 'reason'],
 } as const;
 
@@ -283,6 +288,7 @@ export const errorSchema = {
   properties: {
     error: { type: 'string' },
     code: { type: 'string' },
+    requestId: { type: 'string', description: '5xx only: the id the cause of the failure is logged under' },
     details: {
       type: 'array',
       items: {
@@ -348,6 +354,8 @@ export const persistenceStatusSchema = {
       additionalProperties: false,
       properties: {
         groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count,
+        quarantinedRows: { ...count, description: 'projection rows storage refused, kept in runtime.quarantined_rows with their journal position (a group quarantined whole counts each of its COPYs)' },
+        quarantinedGroups: { ...count, description: 'projection groups whose data storage refused in a way no single row explains, quarantined whole' },
         lagUs: { ...latency, description: 'projection lag per journal batch: its journal commit to its projection commit (microseconds)' },
         lagBuckets: {
           type: 'array',
@@ -356,7 +364,7 @@ export const persistenceStatusSchema = {
           items: { type: 'array', minItems: 2, maxItems: 2, items: count },
         },
       },
-      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'lagUs', 'lagBuckets'],
+      required: ['groups', 'rows', 'busyMs', 'rowsPerBusySecond', 'errors', 'quarantinedRows', 'quarantinedGroups', 'lagUs', 'lagBuckets'],
     },
     queues: {
       type: 'array',
@@ -444,7 +452,7 @@ export type QueryName = keyof typeof QUERY_SCHEMAS;
 // ---- settlement (operator bodies and read queries) ----
 
 const scenarioRunId = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'a venue runId' } as const;
-const reason = { type: 'string', minLength: 1, maxLength: 500 } as const;
+const reason = freeText(500);
 const profileName = { type: 'string', enum: ['instant-post-trade-v1', 'ops-realistic-v1'] } as const;
 
 export const SETTLEMENT_BODY_SCHEMAS = {

@@ -11,6 +11,7 @@ import { storageError } from './storage-client.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './schemas.ts';
+import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
 import type { RequestValidator } from './validation.ts';
 
 const RETRY_HEADERS = { 'Content-Type': 'application/json', 'Retry-After': '1' };
@@ -56,6 +57,8 @@ function adminRequest(name: SettlementBodyName, body: any, details: ErrorDetail[
       const facts = (body.facts as any[]).map((fact, index) => {
         const occurredAtUs = rfc3339Micros(fact.occurredAt);
         if (occurredAtUs === null) details.push({ field: `facts.${index}.occurredAt`, message: 'occurredAt must be an RFC 3339 date-time' });
+        const badText = badFreeTextIn(fact.payload, `facts.${index}.payload`);
+        if (badText !== null) details.push({ field: badText, message: `${badText} must not contain U+0000 or a lone surrogate` });
         return { factId: String(fact.factId).toLowerCase(), factType: fact.factType, occurredAtUs: occurredAtUs ?? 0, causationId: fact.causationId?.toLowerCase() ?? null, payload: fact.payload };
       });
       return { action: 'facts', scenarioRunId: body.scenarioRunId, facts };
@@ -91,13 +94,12 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
     app.post(path, (res, req) => {
       if (admit(res, req, 'admin') === null) return;
       deps.readJson(res, deps.adminMaxBodyBytes, req.getHeader('content-length'), (raw, answer) => {
-        let body: unknown;
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          answer(400, errorBody('VALIDATION_FAILED', 'the body is not valid JSON'));
+        const parsed = parseJsonBody(raw);
+        if (!parsed.ok) {
+          answer(400, errorBody('VALIDATION_FAILED', parsed.message));
           return;
         }
+        const body = parsed.value;
         const details = validator.validateSettlementBody(name, body);
         const request = details.length === 0 ? adminRequest(name, body, details) : null;
         if (request === null || details.length > 0) {

@@ -126,6 +126,13 @@ export class RequestValidator {
   }
 }
 
+const FORMAT_MESSAGES: Record<string, string> = {
+  uuid: 'must be a UUID',
+  'date-time': 'must be an RFC 3339 date-time',
+  identifier: 'must be printable text: no control character (U+0000-U+001F, U+007F-U+009F) and no lone surrogate',
+  'free-text': 'must not contain U+0000 or a lone surrogate',
+};
+
 function toDetail(error: ErrorObject): ErrorDetail {
   const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
   if (error.keyword === 'additionalProperties') {
@@ -137,7 +144,7 @@ function toDetail(error: ErrorObject): ErrorDetail {
     return { field: path === '' ? missing : `${path}.${missing}`, message: `${missing} is required` };
   }
   const field = path === '' ? '(body)' : path;
-  if (error.keyword === 'format') return { field, message: `${field} must be ${error.params.format === 'uuid' ? 'a UUID' : 'an RFC 3339 date-time'}` };
+  if (error.keyword === 'format') return { field, message: `${field} ${FORMAT_MESSAGES[String(error.params.format)] ?? 'is invalid'}` };
   if (error.keyword === 'enum') {
     return { field, message: `${field} must be one of ${(error.params as { allowedValues: string[] }).allowedValues.join(', ')}` };
   }

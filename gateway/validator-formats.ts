@@ -5,6 +5,7 @@
 
 import { createRequire } from 'node:module';
 import { isUuid } from '../core/uuid.ts';
+import { isFreeText, isIdentifierText } from './text-rules.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -17,10 +18,13 @@ export interface FormatDefinition {
 }
 
 /** Each format by name, as ajv's addFormat takes it. */
-export function requestFormats(): Record<'date-time' | 'uuid', FormatDefinition> {
+export function requestFormats(): Record<'date-time' | 'uuid' | 'identifier' | 'free-text', FormatDefinition> {
   const { fullFormats } = require('ajv-formats/dist/formats') as { fullFormats: Record<string, { validate: (value: string) => boolean }> };
   return {
     'date-time': { type: 'string', validate: fullFormats['date-time']!.validate },
     uuid: { type: 'string', validate: isUuid },
+    // API contract, "Text that storage must hold" (gateway/text-rules.ts)
+    identifier: { type: 'string', validate: isIdentifierText },
+    'free-text': { type: 'string', validate: isFreeText },
   };
 }

@@ -17,7 +17,7 @@ import {
   INTAKE_FLAGS_WORD,
   INTAKE_HAS_ORDER_ID,
   INTAKE_ORDER_ID_BYTE,
-  INTAKE_RECORD_BYTES,
+  intakeStride,
   INTAKE_SCOPE_BYTE,
   INTAKE_SLOT_BYTE,
 } from '../core/intake-record.ts';
@@ -249,11 +249,11 @@ export async function intakeKeysSince(client: pg.ClientBase, commitNo: number, o
     for (let k = 0; k < 4; k++) target[k] = payload.readInt32BE(at + k * 4); // stored most significant first
   };
   let records = 0;
-  await copyOut(client, `SELECT commit_no, checksum, payload FROM runtime.intake_batches WHERE commit_no > ${commitNo}`, (row) => {
+  await copyOut(client, `SELECT commit_no, checksum, payload, record_count FROM runtime.intake_batches WHERE commit_no > ${commitNo}`, (row) => {
     const payload = row.bytes(2);
     if (crc32(payload) !== row.int8(1)) throw new Error(`the intake batch of commit ${row.int8(0)} fails its checksum`);
-    if (payload.byteLength % INTAKE_RECORD_BYTES !== 0) throw new Error(`the intake batch of commit ${row.int8(0)} is not whole records (${payload.byteLength} bytes)`);
-    for (let at = 0; at < payload.byteLength; at += INTAKE_RECORD_BYTES) {
+    const stride = intakeStride(payload.byteLength, row.int32(3));
+    for (let at = 0; at < payload.byteLength; at += stride) {
       const flags = payload.readInt32LE(at + INTAKE_FLAGS_WORD * 4); // the record's words are the writer's (little-endian) Int32Array
       idsAt(payload, at + INTAKE_SCOPE_BYTE, keys.scope);
       idsAt(payload, at + INTAKE_COMMAND_ID_BYTE, keys.commandId);

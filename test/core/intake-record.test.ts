@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { INTAKE_RECORD_BYTES, readIntake, writeIntake, type IntakeInput } from '../../core/intake-record.ts';
+import { INTAKE_RECORD_BYTES, INTAKE_RECORD_BYTES_V1, intakeStride, readIntake, writeIntake, type IntakeInput } from '../../core/intake-record.ts';
 import { uuidWords } from '../../core/uuid.ts';
 
 const hexOf = (bytes: Uint8Array | null) => (bytes === null ? null : Buffer.from(bytes).toString('hex'));
@@ -16,6 +16,8 @@ test('an intake record reads back what was written: ids as their big-endian byte
     ['x'.repeat(128), '!'.repeat(128), 'c'.repeat(64)], // every bound filled
     ['clïent☃', 'kéy😀', 'órder-☃-😀'], // not ASCII: encoded as UTF-8
     ['a', 'b', 'FFFFFFFF-ffff-4fff-8fff-ffffffffffff'],
+    ['desk-2', 'key-0002', '𝄞'.repeat(64)], // 64 astral code points: 128 UTF-16 units, 256 bytes, kept whole
+    ['desk-3', 'key-0003', `${'☃'.repeat(63)}😀`], // three-byte characters and one of four
   ];
   for (const [k, [clientId, idempotencyKey, clientOrderId]] of texts.entries()) {
     const ids = [randomUUID(), randomUUID(), k === 3 ? 'FFFFFFFF-FFFF-4FFF-8FFF-FFFFFFFFFFFF' : randomUUID()];
@@ -50,4 +52,24 @@ test('an intake record reads back what was written: ids as their big-endian byte
     assert.ok(views.bytes.subarray(at + 128, at + 192).every((b) => b === 0));
     if (Buffer.byteLength(clientId) < 128) assert.equal(views.bytes[at + 320 + Buffer.byteLength(clientId)], 0);
   }
+});
+
+const input = (clientOrderId: string | null): IntakeInput => ({
+  processingMode: 0, route: 0, shard: 0, principal: 0, receivedAtUs: 0, commandId: uuidWords(randomUUID()), scopeDigest: new Uint8Array(16),
+  payloadHash: new Uint8Array(32), orderId: null, instrumentId: null, slot: new Uint8Array(128), clientId: 'c', idempotencyKey: 'k', clientOrderId,
+});
+
+test('a clientOrderId that does not fit its bytes is thrown, never stored cut', () => {
+  const buffer = new ArrayBuffer(INTAKE_RECORD_BYTES);
+  const views = { words: new Int32Array(buffer), floats: new Float64Array(buffer), bytes: new Uint8Array(buffer) };
+  assert.throws(() => writeIntake(views, 0, input('𝄞'.repeat(65))), /does not fit its 256 bytes/);
+  writeIntake(views, 0, input('𝄞'.repeat(64)));
+  assert.equal(readIntake(views, 0).clientOrderId, '𝄞'.repeat(64));
+});
+
+test('a stored intake batch is read at its own record length: 832 bytes, or 640 for batches stored before the clientOrderId had 256', () => {
+  assert.equal(intakeStride(3 * INTAKE_RECORD_BYTES, 3), 832);
+  assert.equal(intakeStride(3 * INTAKE_RECORD_BYTES_V1, 3), 640);
+  assert.throws(() => intakeStride(3 * INTAKE_RECORD_BYTES + 4, 3), /not whole records/);
+  assert.throws(() => intakeStride(2 * 700, 2), /not whole records/);
 });

@@ -1276,3 +1276,147 @@ test('uWebSockets.js drops the bytes outside 0x21-0x7e at either end of a header
   const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: body.orderId as string, instrumentId }));
   assert.equal(cancel.status, 200);
 });
+
+// ---- the second half: hostile values the schema's types admit ----
+
+/** Values on the edge of what storage can hold: every control range, lone surrogates, bidi, astral and more. */
+const HOSTILE_TEXT: readonly string[] = [
+  'a\u0000b', // NUL: PostgreSQL's text and jsonb refuse it
+  '\u0001', 'x\u0008y', 'tab\there', 'line\nfeed', 'cr\r', 'esc\u001b[31m', '\u001f', // C0
+  'del\u007f', '\u0080', 'nel\u0085', '\u009f', // DEL and C1
+  'lone\ud800', 'x\udbff', '\udc00x', 'swapped\ude00\ud83d', // lone surrogates
+  '\u202eevil\u202c', '\u2066isolate\u2069', '\u200fmark', // bidi controls
+  '😀', '𝄞astral𝄞', // astral characters
+  '\u200bzero\u200dwidth', '\ufeffbom', '\uffff\ufdd0', 'e\u0301', // invisible, noncharacters, combining
+];
+
+/** Identifier-like fields of the fuzz's kinds: clientOrderId (text64) and actorId (text128); reasons are free text. */
+const IDENTIFIER_KINDS = new Set<Kind>(['text64', 'text128']);
+
+/** NUL or a lone surrogate: what no text field, free or not, may hold. */
+const storageCannotHold = (value: string) => value.includes('\u0000') || /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value);
+
+/** 400, or the value is valid: the API contract's "Text that storage must hold". */
+function hostileRefused(kind: Kind, value: string): boolean {
+  if (storageCannotHold(value)) return true;
+  if (typeof kind !== 'string' || !kind.startsWith('text')) return true; // ids, numbers, enums, dates: none of these values is one
+  if (IDENTIFIER_KINDS.has(kind) && /[\u0000-\u001f\u007f-\u009f]/.test(value)) return true;
+  const length = [...value].length;
+  return length === 0 || length > Number(kind.slice(4));
+}
+
+/** The values a field of this kind gets: the hostile list, and for text its longest value and one past it, in code points and in bytes. */
+function hostileValuesFor(kind: Kind): string[] {
+  if (typeof kind !== 'string' || !kind.startsWith('text')) return [...HOSTILE_TEXT];
+  const max = Number(kind.slice(4));
+  return [...HOSTILE_TEXT, 'x'.repeat(max), '😀'.repeat(max), '€'.repeat(max), '😀'.repeat(max + 1), 'x'.repeat(max + 1)];
+}
+
+test('hostile values the schema admits, on every string field of every route: refused as the contract says or kept exactly; then orders, a stop and a restart work', async (t) => {
+  const dir = VenueProcess.makeDataDir();
+  let hostile = await VenueProcess.start({ DATA_DIR: dir, COMPETITION_PROFILE: 'fuzz' });
+  const ready = async () => {
+    for (let k = 0; (await hostile.get('/readyz')).status !== 200; k++) {
+      assert.ok(k < 600, 'the venue never became ready');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  try {
+    await ready();
+    const r = new Rng(SEED);
+    const problems: string[] = [];
+    const orders = new Map<string, string>(); // orderId -> clientOrderId, for every submit with a hostile clientOrderId
+    const facts = new Map<string, unknown>(); // factId -> payload, for every bundle accepted
+    let sent = 0;
+    const send = async (route: BodyRoute, body: Record<string, unknown>) => {
+      sent++;
+      return route.order
+        ? hostile.order(route.path, body, { clientId: 'hostile' })
+        : hostile.request('POST', route.path, { token: TOKENS.operator, body: JSON.stringify(body) });
+    };
+    for (const route of BODY_ROUTES) {
+      for (const [field, kind] of Object.entries(route.fields)) {
+        if (kind === 'array') continue;
+        const values = kind === 'object' ? HOSTILE_TEXT : hostileValuesFor(kind);
+        for (const value of values) {
+          // A payload carries the value as a string and as a key; any other field is the value.
+          const placements: unknown[] = kind === 'object' ? [{ note: value, list: [1, value] }, { [value]: 'key' }] : [value];
+          for (const placed of placements) {
+            const body = route.base(r);
+            setPath(body, field, placed);
+            const refused = kind === 'object' ? storageCannotHold(value) : hostileRefused(kind, value);
+            const answer = await send(route, body);
+            const what = `${route.name} ${field}=${JSON.stringify(placed)}`;
+            if (answer.status >= 500) problems.push(`${what}: ${answer.status} ${answer.text.slice(0, 200)}`);
+            else if (refused) {
+              if (answer.status !== 400 || !answer.json.details?.some((detail: { field: string }) => detail.field.startsWith(field))) problems.push(`${what}: expected a 400 naming ${field}, got ${answer.status} ${answer.text.slice(0, 200)}`);
+            } else if (answer.status === 400) problems.push(`${what}: refused, though storage holds it: ${answer.text.slice(0, 200)}`);
+            else if (route.name === 'submit') {
+              if (answer.json?.outcome?.accepted === undefined) problems.push(`${what}: not accepted: ${answer.text.slice(0, 200)}`);
+              else if (field === 'clientOrderId') orders.set(body.orderId as string, value);
+            } else if (route.name === 'admin facts') {
+              if (answer.status !== 200) problems.push(`${what}: ${answer.status} ${answer.text.slice(0, 200)}`);
+              else facts.set((body.facts as { factId: string }[])[0]!.factId, placed);
+            }
+          }
+        }
+      }
+      // Deep JSON in the route's body: 400 before anything recursive sees it.
+      const deep = `{"${Object.keys(route.fields)[0]!.split('.')[0]}":${'['.repeat(2000)}${']'.repeat(2000)}}`;
+      const answer = route.order
+        ? await hostile.order(route.path, deep, { clientId: 'hostile' })
+        : await hostile.request('POST', route.path, { token: TOKENS.operator, body: deep });
+      sent++;
+      if (answer.status !== 400 || !/deeper than 32 levels/.test(answer.json?.error ?? '')) problems.push(`${route.name} deep JSON: ${answer.status} ${answer.text.slice(0, 200)}`);
+    }
+    // Path parameters and query values: 4xx, never 5xx.
+    for (const route of READ_ROUTES) {
+      const token = route.roles.includes('operator') ? TOKENS.operator : route.roles.includes('trader') ? TOKENS.traderA : TOKENS.viewer;
+      for (const value of HOSTILE_TEXT) {
+        const targets: string[] = [];
+        if (route.paramStatus !== null) targets.push(route.path(percentEncode(value)));
+        for (const name of Object.keys(route.query ?? {})) targets.push(`${route.path()}?${name}=${percentEncode(value)}`);
+        for (const target of targets) {
+          sent++;
+          const answer = await hostile.request(route.method, target, { token });
+          if (answer.status < 400 || answer.status > 404) problems.push(`${route.name} ${target}: ${answer.status} ${answer.text.slice(0, 200)}`);
+        }
+      }
+    }
+    t.diagnostic(`${sent} hostile requests; ${orders.size} orders and ${facts.size} fact bundles with hostile text accepted`);
+    assert.deepEqual(problems.slice(0, 20), [], `${problems.length} answers broke the rules`);
+    assert.ok(orders.size >= 12 && facts.size >= 20, 'the valid hostile values were accepted');
+
+    const readBack = async (when: string) => {
+      const history = await hostile.get(`/api/v1/orders/history?instrumentId=${FUZZ_INSTRUMENT}&limit=1000`, TOKENS.traderA);
+      assert.equal(history.status, 200, history.text);
+      const stored = new Map((history.json.rows as { orderId: string; clientOrderId: string | null }[]).map((row) => [row.orderId, row.clientOrderId]));
+      for (const [orderId, clientOrderId] of orders) assert.equal(stored.get(orderId), clientOrderId, `${when}: the clientOrderId ${JSON.stringify(clientOrderId)} reads back exactly`);
+      const trail = await hostile.get(`/api/v1/settlement/facts/${RUN_ID}`, TOKENS.operator);
+      const payloads = new Map((trail.json.facts as { factId: string; payload: unknown }[]).map((fact) => [fact.factId, fact.payload]));
+      for (const [factId, payload] of facts) assert.deepEqual(payloads.get(factId), payload, `${when}: a payload reads back exactly`);
+    };
+    const plainOrder = async (when: string) => {
+      const body = submitBody({ instrumentId: FUZZ_INSTRUMENT, price: '1' });
+      const answer = await hostile.order('/api/v1/orders/submit', body);
+      assert.equal(answer.json?.outcome?.accepted?.orderId, body.orderId, `${when}: ${answer.text}`);
+      const current = await hostile.get(`/api/v1/orders/current?instrumentId=${FUZZ_INSTRUMENT}&limit=1000`, TOKENS.traderA);
+      assert.ok((current.json.rows as { orderId: string }[]).some((row) => row.orderId === body.orderId), `${when}: a plain order shows in own orders`);
+    };
+    await plainOrder('after the hostile values');
+    await readBack('before a restart');
+    await hostile.untilProjected();
+    const status = await hostile.get('/admin/v1/persistence/status', TOKENS.operator);
+    assert.equal(status.json.projections.quarantinedRows, 0, 'storage refused nothing the edge let through');
+    assert.deepEqual(hostile.log.split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(0, 5), [], 'nothing was logged at error level');
+    assert.equal(await hostile.stop(), 0, 'a graceful stop after the hostile values');
+    hostile = await VenueProcess.start({ DATA_DIR: dir, COMPETITION_PROFILE: 'fuzz' });
+    await ready();
+    await readBack('after a restart');
+    await plainOrder('after a restart');
+  } finally {
+    const code = await hostile.stop();
+    VenueProcess.removeDataDir(dir);
+    assert.equal(code, 0, 'the restarted venue stops cleanly');
+  }
+});
