@@ -66,7 +66,7 @@ export type SettlementAdmin =
 /** A read-plane request, validated by the gateway. */
 export type PlaneRead =
   | { kind: 'snapshot'; instrumentId: string; projectionName: string }
-  | { kind: 'refresh'; projectionName: string; sourceProjectionName: string; instrumentId: string | null }
+  | { kind: 'refresh'; projectionName: string; sourceProjectionName: string; instrumentId: string | null; principalId: string }
   | { kind: 'depth'; instrumentId: string; levels: number }
   | { kind: 'tape'; instrumentId: string; limit: number; before: number | null }
   | { kind: 'bars'; instrumentId: string; interval: BarInterval; start: number; end: number }
@@ -120,10 +120,28 @@ export type ReadRequest =
   | { id: number; type: 'client-order'; participantId: string; clientOrderId: string }
   | { id: number; type: 'plane'; read: PlaneRead };
 
+/**
+ * A storage thread's failure: `message` is the venue's own words, fit for a 5xx body;
+ * `cause` what went wrong underneath (a driver's or the runtime's message), for the log only.
+ */
+export interface StorageFailure {
+  message: string;
+  cause?: string;
+}
+
+/** A failure whose message the venue wrote for clients; any other error's message is a cause. */
+export class StatedFailure extends Error {}
+
+/** The failure answer for an error a storage thread met: its own message if stated, else `message` with the error as the cause. */
+export function failureOf(error: unknown, message: string): StorageFailure {
+  if (error instanceof StatedFailure) return { message: error.message };
+  return { message, cause: error instanceof Error ? error.message : String(error) };
+}
+
 /** command (and match) answer the command requests; answer the read-plane ones. */
 export type ReadAnswer =
   | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null; clientOrder?: StoredClientOrder | null }
-  | { id: number; ok: false; message: string };
+  | ({ id: number; ok: false } & StorageFailure);
 
 
 export type AdminRequest =
@@ -166,11 +184,22 @@ export interface PersistenceStatus {
     captureLatencyUs: LatencySummary;
     journalLatencyUs: LatencySummary;
   };
-  projections: { groups: number; rows: number; busyMs: number; rowsPerBusySecond: number; errors: number; lagUs: LatencySummary; lagBuckets: [number, number][] };
+  projections: {
+    groups: number;
+    rows: number;
+    busyMs: number;
+    rowsPerBusySecond: number;
+    errors: number;
+    /** Rows storage refused, kept in runtime.quarantined_rows; groups quarantined whole. */
+    quarantinedRows: number;
+    quarantinedGroups: number;
+    lagUs: LatencySummary;
+    lagBuckets: [number, number][];
+  };
 }
 export type AdminAnswer =
   | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
   | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
   | { id: number; ok: true; type: 'roll-session'; payload: SessionRoll }
   /** `conflict`: the request names a pair the venue ran before (a 409); else storage failed (a 503). */
-  | { id: number; ok: false; message: string; conflict?: boolean };
+  | ({ id: number; ok: false; conflict?: boolean } & StorageFailure);

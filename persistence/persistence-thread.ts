@@ -16,7 +16,7 @@ import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
-import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
+import { failureOf, SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, SESSION_ROLL_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { rollSession } from './venue-sessions.ts';
@@ -418,7 +418,10 @@ function status(writer: JournalWriter): PersistenceStatus {
       captureLatencyUs: w.captureLatency.summary(),
       journalLatencyUs: w.journalLatency.summary(),
     },
-    projections: { groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2), lagUs: p.lag.summary(), lagBuckets: p.lag.buckets() },
+    projections: {
+      groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2),
+      quarantinedRows: p.quarantinedRows, quarantinedGroups: p.quarantinedGroups, lagUs: p.lag.summary(), lagBuckets: p.lag.buckets(),
+    },
   };
 }
 
@@ -453,11 +456,11 @@ async function rebuildLifecycle(id: number): Promise<AdminAnswer> {
       await client.end();
     }
   } catch (error) {
-    const lockTimedOut = (error as { code?: string }).code === '55P03';
-    const message = lockTimedOut
-      ? `the rebuild could not lock runtime.order_lifecycle_state (or a table it reads) within REBUILD_LOCK_TIMEOUT_MS (${data.rebuildLockTimeoutMs} ms): another session holds it; nothing was changed`
-      : (error as Error).message;
-    return { id, ok: false, message };
+    if ((error as { code?: string }).code === '55P03') {
+      const message = `the rebuild could not lock runtime.order_lifecycle_state (or a table it reads) within REBUILD_LOCK_TIMEOUT_MS (${data.rebuildLockTimeoutMs} ms): another session holds it; nothing was changed`;
+      return { id, ok: false, message };
+    }
+    return { id, ok: false, ...failureOf(error, 'the rebuild did not finish; retry later') };
   } finally {
     holdIngest = false;
     drainIngest();
@@ -489,7 +492,7 @@ async function rollVenueSession(request: Extract<AdminRequest, { type: 'roll-ses
     }
   } catch (error) {
     // A failure before the commit changed nothing; one after it (the connection lost) may have rolled: the message says how to find out safely.
-    return { id: request.id, ok: false, message: `storage did not roll the session, or did not confirm it (${(error as Error).message}); a retry naming the new runId and venueSessionId is safe either way` };
+    return { id: request.id, ok: false, ...failureOf(error, 'storage did not roll the session, or did not confirm it; a retry naming the new runId and venueSessionId is safe either way') };
   }
 }
 

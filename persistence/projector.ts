@@ -84,6 +84,7 @@ import {
   INTAKE_SCOPE_BYTE,
   INTAKE_SHARD_WORD,
   INTAKE_SLOT_BYTE,
+  intakeStride,
 } from '../core/intake-record.ts';
 import { JournalScratch, journalView, type JournalView } from '../core/journal-format.ts';
 import { engineOrderIdOf, eventIdWords } from '../core/outcome-format.ts';
@@ -110,6 +111,18 @@ import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
+import {
+  cutTuple,
+  isDataRefusal,
+  QUARANTINE_COPY_SQL,
+  QUARANTINE_ROWS_PER_GROUP_MAX,
+  quarantineCopy,
+  refusalMessage,
+  refusedCopyRow,
+  tupleField,
+  tupleInteger,
+  type QuarantinedRow,
+} from './quarantine.ts';
 import { openOrdersCheckpointPath, readOpenOrders, writeOpenOrders, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 
@@ -297,6 +310,14 @@ class Rows {
 interface Flush {
   sql: string;
   copies: Buffer[];
+  /** Per COPY of `sql`, in order: its relation (as the server names it in an error) and columns. */
+  copyTargets: CopyTarget[];
+  /** The statement that moves the watermarks: all a group quarantined whole still runs. */
+  watermarkSql: string;
+  /** Rows storage refused, cut out of `copies`: written with the group (persistence/quarantine.ts). */
+  quarantined: QuarantinedRow[];
+  /** Whether the group's data is quarantined whole. */
+  whole: boolean;
   tape: TapeBatch;
   watermarks: Map<number, number>;
   intakeWatermark: number;
@@ -319,10 +340,18 @@ export interface BookUpdate {
   instruments: [instrumentId: string, currency: string, shard: number][];
 }
 
+interface CopyTarget {
+  relation: string;
+  columns: string[];
+}
+
 /** What the projector did since it started. */
 export class ProjectorStats {
   groups = 0;
   rows = 0;
+  /** Rows storage refused, kept in runtime.quarantined_rows (a group quarantined whole counts its COPYs). */
+  quarantinedRows = 0;
+  quarantinedGroups = 0;
   /** Time spent ingesting commits and committing groups, µs. */
   busyUs = 0;
   /** Projection lag per journal batch: its journal commit to its projection commit (µs). */
@@ -684,8 +713,8 @@ export class Projector {
     this.pending.clear();
     let after = this.intakeWatermark;
     for (;;) {
-      const page = await client.query<{ commit_no: string; checksum: string; payload: Buffer }>(
-        'SELECT commit_no, checksum, payload FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
+      const page = await client.query<{ commit_no: string; checksum: string; record_count: number; payload: Buffer }>(
+        'SELECT commit_no, checksum, record_count, payload FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
         [after],
       );
       if (page.rows.length === 0) break;
@@ -699,7 +728,8 @@ export class Projector {
         const bytes = new Uint8Array(row.payload);
         const words = new Int32Array(bytes.buffer, 0, bytes.byteLength >> 2);
         const floats = new Float64Array(bytes.buffer, 0, bytes.byteLength >> 3);
-        for (let at = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES) found.push({ commitNo: Number(row.commit_no), bytes, words, floats, at });
+        const stride = intakeStride(bytes.byteLength, row.record_count);
+        for (let at = 0; at < bytes.byteLength; at += stride) found.push({ commitNo: Number(row.commit_no), bytes, words, floats, at });
       }
       const ids = found.map((entry) => formatUuid(wordsOfBytes(entry.bytes, entry.at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0));
       const done = new Set((await client.query<{ id: string }>('SELECT command_id AS id FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [ids])).rows.map((row) => row.id));
@@ -791,9 +821,12 @@ export class Projector {
     if (!oldest.done) intakeWatermark = oldest.value.commitNo - 1; // the oldest intake record still waiting for its outcome
     this.open = new Rows();
     if (group.watermarks.size === 0 && intakeWatermark === this.intakeWatermark) return;
-    const { sql, copies, rows } = this.script(group, intakeWatermark);
+    const { sql, copies, copyTargets, watermarkSql, rows } = this.script(group, intakeWatermark);
     this.intakeWatermark = intakeWatermark;
-    this.sealed.push({ sql, copies, tape: group.tape, watermarks: group.watermarks, intakeWatermark, journaledAtMs: group.journaledAtMs, rows, commands: group.commandCount });
+    this.sealed.push({
+      sql, copies, copyTargets, watermarkSql, quarantined: [], whole: false,
+      tape: group.tape, watermarks: group.watermarks, intakeWatermark, journaledAtMs: group.journaledAtMs, rows, commands: group.commandCount,
+    });
     this.onSealed(this.sealed.length);
   }
 
@@ -806,13 +839,70 @@ export class Projector {
     const flush = this.sealed[0];
     if (flush === undefined) return false;
     const started = performance.now();
-    await runScript(client, flush.sql, flush.copies);
+    for (;;) {
+      try {
+        await runScript(client, ...scriptOf(flush));
+        break;
+      } catch (error) {
+        // Storage down or busy: the caller retries the group as it is. Storage refusing data: the refused row is set aside.
+        if (!isDataRefusal(error) || flush.whole) throw error;
+        this.quarantine(flush, error);
+      }
+    }
+    if (flush.quarantined.length > 0) this.reportQuarantine(flush);
     this.flushed(flush, started);
     if (++this.groupsSinceVacuum >= PROJECTOR_VACUUM_GROUPS) {
       this.groupsSinceVacuum = 0;
       await client.query(PROJECTOR_VACUUM_SQL);
     }
     return true;
+  }
+
+  /**
+   * Sets aside what storage refused in a group: the COPY row its error names, or the
+   * group's data whole when the error names none or the group has lost too many rows.
+   */
+  private quarantine(flush: Flush, error: Error & { code: string; where?: string }): void {
+    const named = refusedCopyRow(error);
+    const index = named === null ? -1 : flush.copyTargets.findIndex((target) => target.relation === named.relation);
+    const cut = index < 0 || flush.quarantined.length >= QUARANTINE_ROWS_PER_GROUP_MAX ? null : cutTuple(flush.copies[index]!, named!.line);
+    const ranges = [...flush.watermarks].map(([shard, last]) => `shard ${shard} sequences ${this.projected[shard]! + 1}-${last}`).join(', ');
+    const message = refusalMessage(error);
+    if (cut === null) {
+      flush.whole = true;
+      flush.quarantined.push(
+        ...flush.copies.map((data, k) => ({
+          target: `${flush.copyTargets[k]!.relation} (whole group)`, shard: null, sequence: null, key: null, journalPosition: ranges, sqlstate: error.code, message, data,
+        })),
+      );
+      return;
+    }
+    const { columns, relation } = flush.copyTargets[index]!;
+    const shardField = columns.indexOf('shard_id');
+    const sequenceField = columns.includes('stream_sequence') ? columns.indexOf('stream_sequence') : columns.indexOf('last_sequence');
+    const shard = shardField < 0 ? null : tupleInteger(cut.tuple, shardField);
+    const sequence = sequenceField < 0 ? null : tupleInteger(cut.tuple, sequenceField);
+    const key = tupleField(cut.tuple, 0);
+    flush.copies[index] = cut.rest;
+    flush.quarantined.push({
+      target: relation, shard, sequence, key: key === null ? null : Buffer.from(key),
+      journalPosition: shard !== null && sequence !== null ? `shard ${shard} sequence ${sequence}` : `in ${ranges}`, sqlstate: error.code, message, data: cut.tuple,
+    });
+  }
+
+  private reportQuarantine(flush: Flush): void {
+    this.stats.quarantinedRows += flush.quarantined.length;
+    if (flush.whole) this.stats.quarantinedGroups++;
+    for (const row of flush.quarantined) {
+      this.log('error', flush.whole ? 'storage refused a projection group: its data is quarantined whole' : 'storage refused a projection row: it is quarantined', {
+        target: row.target,
+        journalPosition: row.journalPosition,
+        key: row.key === null ? null : formatUuid(wordsOfBytes(row.key, 0, SCRATCH), 0),
+        sqlstate: row.sqlstate,
+        reason: row.message,
+        table: 'runtime.quarantined_rows',
+      });
+    }
   }
 
   /** After a failed flush: whether storage holds the oldest sealed group after all (then it is done). */
@@ -837,7 +927,7 @@ export class Projector {
     for (const at of flush.journaledAtMs) this.stats.lag.record((committed - at) * 1000);
     this.stats.groups++;
     this.stats.rows += flush.rows;
-    if (flush.tape.length > 0) this.onTapeStored(flush.tape);
+    if (flush.tape.length > 0 && !flush.whole) this.onTapeStored(flush.tape);
     for (const [shard, sequence] of flush.watermarks) {
       this.projected[shard] = sequence;
       this.control.setProjected(shard, sequence);
@@ -1086,13 +1176,15 @@ export class Projector {
   }
 
   /** The group's transaction: every COPY and statement, one round trip. */
-  private script(rows: Rows, intakeWatermark: number): { sql: string; copies: Buffer[]; rows: number } {
+  private script(rows: Rows, intakeWatermark: number): { sql: string; copies: Buffer[]; copyTargets: CopyTarget[]; watermarkSql: string; rows: number } {
     const statements: string[] = [];
     const copies: Buffer[] = [];
+    const copyTargets: CopyTarget[] = [];
     const copy = (target: string, data: BinaryCopy) => {
       if (data.rows === 0) return;
       statements.push(`COPY ${target} FROM STDIN (FORMAT binary)`);
       copies.push(data.finish());
+      copyTargets.push(copyTargetOf(target));
     };
     copy(COMMANDS_TARGET, rows.commands);
     copy(EXECUTIONS_TARGET, rows.executions);
@@ -1120,8 +1212,9 @@ export class Projector {
     }
     // Every watermark in one prepared statement; numbers only, written by this thread.
     const marks = [...rows.watermarks];
-    statements.push(`EXECUTE set_watermarks('{${marks.map(([shard]) => shard).join(',')}}', '{${marks.map(([, sequence]) => sequence).join(',')}}', ${intakeWatermark})`);
-    return { sql: statements.join(';\n'), copies, rows: rows.commands.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size };
+    const watermarkSql = `EXECUTE set_watermarks('{${marks.map(([shard]) => shard).join(',')}}', '{${marks.map(([, sequence]) => sequence).join(',')}}', ${intakeWatermark})`;
+    statements.push(watermarkSql);
+    return { sql: statements.join(';\n'), copies, copyTargets, watermarkSql, rows: rows.commands.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size };
   }
 
   /** A whole lifecycle row; `submitCommandId` adds that column (the rebuild's staging table). */
@@ -1308,6 +1401,21 @@ export const PROJECTOR_SESSION_SQL = [
 export const PROJECTOR_VACUUM_SQL = 'VACUUM lifecycle_update';
 /** Groups between two vacuums of the staging table. */
 export const PROJECTOR_VACUUM_GROUPS = 256;
+
+/** `schema.table (a, b, ...)` as the relation an error names and the column list. */
+function copyTargetOf(target: string): CopyTarget {
+  const open = target.indexOf('(');
+  const table = target.slice(0, open).trim();
+  return { relation: table.slice(table.lastIndexOf('.') + 1), columns: target.slice(open + 1, target.lastIndexOf(')')).split(',').map((column) => column.trim()) };
+}
+
+/** A group's script as it is sent: as sealed, with its quarantined rows, or only its quarantine and watermarks when quarantined whole. */
+function scriptOf(flush: Flush): [string, Buffer[]] {
+  if (flush.quarantined.length === 0) return [flush.sql, flush.copies];
+  const quarantine = quarantineCopy(flush.quarantined);
+  if (flush.whole) return [`${QUARANTINE_COPY_SQL};\n${flush.watermarkSql}`, [quarantine]];
+  return [`${flush.sql};\n${QUARANTINE_COPY_SQL}`, [...flush.copies, quarantine]];
+}
 
 const COMMANDS_TARGET =
   'runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, order_id, instrument_id, client_order_id, received_at, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, occurred_at, journal_offset, journal_length)';
