@@ -406,6 +406,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
       snapshotView: memory.snapshotView,
       competitionProfile: config.competitionProfile,
+      projectionNamesPerPrincipal: config.marketDataProjectionNamesPerPrincipal,
       plannerStatisticsIntervalMs: config.plannerStatisticsIntervalMs,
     };
     venue.read = spawnWorker(entry('read'), { ...readData }, { transferList: readData.ports }, 'read');

@@ -49,6 +49,8 @@ export interface VenueConfig {
   marketDataInstruments: number;
   /** Stored snapshots (instrument, projection name) the gateways serve from shared memory; more are read from storage. */
   marketDataSnapshots: number;
+  /** Snapshot projection names one principal may create (the default name is the venue's); past it a refresh naming a new one is 409. */
+  marketDataProjectionNamesPerPrincipal: number;
   /** Trades per instrument the gateways answer tape reads from (shared memory); 0: every tape read from storage. */
   marketDataTapeRows: number;
   shardBatchMax: number;
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     keyFilterBitsMax: powerOfTwo(env, 'KEY_FILTER_BITS_MAX', 1 << 30, 1 << 10, 1 << 30),
     marketDataInstruments: integer(env, 'MARKET_DATA_INSTRUMENTS', 4096, 1, 1 << 20),
     marketDataSnapshots: integer(env, 'MARKET_DATA_SNAPSHOTS', 16384, 1, 1 << 22),
+    marketDataProjectionNamesPerPrincipal: integer(env, 'MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL', 4, 0, 1024),
     marketDataTapeRows: integer(env, 'MARKET_DATA_TAPE_ROWS', 128, 0, TAPE_ROWS_MAX),
     shardBatchMax: integer(env, 'SHARD_BATCH_MAX', 64, 1, 4096),
     databaseUrl: env.DATABASE_URL ?? '',

@@ -1,6 +1,9 @@
 // One catalog of every error the HTTP API answers: a stable code, its HTTP status
 // and the status line uWebSockets.js writes. Bodies are always
-// { "error": "<message>", "code": "<CODE>", "details"?: [...] } (API contract).
+// { "error": "<message>", "code": "<CODE>", "details"?: [...] } (API contract), and a
+// 5xx body adds the "requestId" its cause is logged under.
+
+import { randomUUID } from 'node:crypto';
 
 export const ERRORS = {
   VALIDATION_FAILED: { status: 400, line: '400 Bad Request' },
@@ -13,6 +16,8 @@ export const ERRORS = {
   FACT_CONFLICT: { status: 409, line: '409 Conflict' },
   /** A session roll names a (runId, venueSessionId) the venue ran before: a session's names are never reused. */
   SESSION_CONFLICT: { status: 409, line: '409 Conflict' },
+  /** A bounded resource one principal may hold is full for it (snapshot projection names it created). */
+  LIMIT_EXCEEDED: { status: 409, line: '409 Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, line: '413 Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, line: '415 Unsupported Media Type' },
   OVERLOADED: { status: 503, line: '503 Service Unavailable' },
@@ -27,7 +32,27 @@ export interface ErrorDetail {
 }
 
 export function errorBody(code: ErrorCode, message: string, details?: ErrorDetail[]): string {
+  if (ERRORS[code].status >= 500) return serverErrorBody(code as ServerErrorCode, message);
   return JSON.stringify(details === undefined ? { error: message, code } : { error: message, code, details });
+}
+
+export type ServerErrorCode = 'OVERLOADED' | 'UNAVAILABLE';
+
+/** Where the causes of 5xx answers go: the thread's logger (gateway-thread.ts sets it). */
+let causeLog: (fields: { requestId: string; err: string }, message: string) => void = () => undefined;
+
+export function setCauseLog(log: typeof causeLog): void {
+  causeLog = log;
+}
+
+/**
+ * A 5xx body: a stable message and a request id. What went wrong underneath (a driver's
+ * or the runtime's message) is never in the body: it goes to the log under that id.
+ */
+export function serverErrorBody(code: ServerErrorCode, message: string, cause?: unknown): string {
+  const requestId = randomUUID();
+  if (cause !== undefined) causeLog({ requestId, err: cause instanceof Error ? cause.message : String(cause) }, message);
+  return JSON.stringify({ error: message, code, requestId });
 }
 
 export const STATUS_LINES: Record<number, string> = {

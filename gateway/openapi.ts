@@ -85,7 +85,7 @@ function readOperation(
   summary: string,
   queryName: QueryName | null,
   response: string,
-  extra: { pathParam?: boolean; notFound?: string; forbidden?: string } = {},
+  extra: { pathParam?: boolean; notFound?: string; forbidden?: string; conflict?: string } = {},
 ): Record<string, unknown> {
   const query = queryName === null ? [] : Object.entries(QUERY_SCHEMAS[queryName].properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
   const path = extra.pathParam ? [{ name: 'instrumentId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] : [];
@@ -99,6 +99,7 @@ function readOperation(
       401: error('missing or unknown bearer token'),
       403: error(extra.forbidden ?? 'the role may not use this route'),
       ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
+      ...(extra.conflict === undefined ? {} : { 409: error(extra.conflict) }),
       503: error('storage is unavailable or the projections are behind past the bound'),
     },
   };
@@ -219,6 +220,7 @@ export function buildOpenApi(): Record<string, unknown> {
       '/api/v1/market-data/snapshots': {
         post: readOperation('Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection', 'refresh', 'SnapshotRefresh', {
           notFound: 'market data snapshot not found (the named instrument has never traded here)',
+          conflict: 'LIMIT_EXCEEDED: a new projectionName past the caller\'s MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL (the default name and names that exist are always refreshed)',
         }),
       },
       '/api/v1/market-data/depth/{instrumentId}': {

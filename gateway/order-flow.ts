@@ -65,11 +65,11 @@ import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
-import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StoredCommand } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
-import { PortClient, type WithoutId } from './storage-client.ts';
+import { PortClient, StorageFailed, type WithoutId } from './storage-client.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
-import { errorBody, type ErrorCode, ERRORS } from './error-catalog.ts';
+import { errorBody, type ErrorCode, ERRORS, serverErrorBody } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
@@ -392,11 +392,11 @@ export class OrderFlow {
     if (!this.forgottenScopes.mightContain(wordsOf(scope), 0)) return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
     this.reads.request({ type: 'claims', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex'), commandId: formatUuid(commandId, 0) }).then(
       (answer) => {
-        if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        if (!answer.ok) return this.storageFailed(reply, answer);
         if (answer.command !== null && answer.match === 'scope') return this.answerStoredReplay(reply, answer.command, payload);
         this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
       },
-      () => this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER),
+      (error: unknown) => this.storageSilent(reply, error),
     );
   }
 
@@ -412,16 +412,16 @@ export class OrderFlow {
       (answer) => {
         if (!answer.ok) {
           undoClaims();
-          return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+          return this.storageFailed(reply, answer);
         }
         if (answer.command === null) return proceed();
         undoClaims();
         if (answer.match === 'commandId') return this.fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
         this.answerStoredReplay(reply, answer.command, payload);
       },
-      () => {
+      (error: unknown) => {
         undoClaims();
-        this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER);
+        this.storageSilent(reply, error);
       },
     );
   }
@@ -657,13 +657,13 @@ export class OrderFlow {
       (answer) => {
         if (!answer.ok) {
           undoClaims();
-          return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+          return this.storageFailed(reply, answer);
         }
         then(answer);
       },
-      () => {
+      (error: unknown) => {
         undoClaims();
-        this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER);
+        this.storageSilent(reply, error);
       },
     );
   }
@@ -1014,12 +1014,12 @@ export class OrderFlow {
   private replayFromStorage(reply: Reply, scope: Uint8Array, payload: Uint8Array): void {
     this.reads.request({ type: 'replay', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex') /* the command log keeps 16 bytes */ }).then(
       (answer) => {
-        if (!answer.ok) return this.fail(reply, 'UNAVAILABLE', answer.message, RETRY_AFTER);
+        if (!answer.ok) return this.storageFailed(reply, answer);
         const stored = answer.command;
         if (stored === null) return this.fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
         this.answerStoredReplay(reply, stored, payload);
       },
-      () => this.fail(reply, 'UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', RETRY_AFTER),
+      (error: unknown) => this.storageSilent(reply, error),
     );
   }
 
@@ -1081,7 +1081,7 @@ export class OrderFlow {
       }
     }
     const answer = await this.reads.request({ type: 'command', commandId: commandIdText.toLowerCase() });
-    if (!answer.ok) throw new Error(answer.message);
+    if (!answer.ok) throw new StorageFailed(answer);
     const stored = answer.command;
     if (stored === null || (!any && stored.principal !== principal.index)) return null;
     return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
@@ -1100,7 +1100,7 @@ export class OrderFlow {
     }
     // An operator's settlement request (materialize a run, a repair's retry) does work in proportion to the run: a longer bound.
     const answer = await this.reads.request({ type: 'plane', read }, read.kind === 'settlement-admin' ? SETTLEMENT_ADMIN_TIMEOUT_MS : undefined);
-    if (!answer.ok) throw new Error(answer.message);
+    if (!answer.ok) throw new StorageFailed(answer);
     if (answer.answer === undefined) throw new Error('the read thread gave no answer');
     return answer.answer;
   }
@@ -1162,6 +1162,16 @@ export class OrderFlow {
 
   private fail(reply: Reply, code: ErrorCode, message: string, headers?: Record<string, string>): void {
     this.send(reply, ERRORS[code].status, errorBody(code, message), headers);
+  }
+
+  /** A 503 for a question storage failed: its message, its cause logged under the answer's request id. */
+  private storageFailed(reply: Reply, failure: StorageFailure): void {
+    this.send(reply, 503, serverErrorBody('UNAVAILABLE', `${failure.message} (retry with the same Idempotency-Key)`, failure.cause), RETRY_AFTER);
+  }
+
+  /** A 503 for a question storage did not answer (the port's error: full, timed out). */
+  private storageSilent(reply: Reply, error: unknown): void {
+    this.send(reply, 503, serverErrorBody('UNAVAILABLE', 'storage did not answer; retry with the same Idempotency-Key', error), RETRY_AFTER);
   }
 }
 

@@ -102,8 +102,9 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     projectionName: query.projectionName ?? SNAPSHOT_PROJECTION,
   }));
 
-  route('post', '/api/v1/market-data/snapshots', 'market-data', 'refresh', (query) => ({
+  route('post', '/api/v1/market-data/snapshots', 'market-data', 'refresh', (query, _param, principal) => ({
     kind: 'refresh',
+    principalId: principal.principalId,
     projectionName: query.projectionName ?? SNAPSHOT_PROJECTION,
     sourceProjectionName: query.sourceProjectionName ?? SOURCE_PROJECTION,
     instrumentId: query.instrumentId?.toLowerCase() ?? null,

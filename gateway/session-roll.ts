@@ -19,7 +19,7 @@
 
 import type { Worker } from 'node:worker_threads';
 import type { NumberedSession, SessionRoll } from '../core/storage-protocol.ts';
-import { errorBody } from './error-catalog.ts';
+import { errorBody, serverErrorBody } from './error-catalog.ts';
 import type { OrderFlow } from './order-flow.ts';
 import type { SessionRegistry } from './sessions.ts';
 
@@ -111,6 +111,9 @@ export class SessionSwitches {
   }
 }
 
+/** A roll's 503 when storage did not roll it, or did not say so. */
+export const ROLL_FAILED = 'storage did not roll the session, or did not confirm it; a retry naming the new runId and venueSessionId is safe either way';
+
 /** The body of a successful roll's answer. */
 export interface SessionRollAnswer {
   runId: string;
@@ -128,7 +131,7 @@ export async function rollSession(
 ): Promise<{ status: number; body: string }> {
   const stored = await flow.rollSessionInStorage(wanted.runId, wanted.venueSessionId);
   if (!stored.ok) {
-    return stored.conflict === true ? { status: 409, body: errorBody('SESSION_CONFLICT', stored.message) } : { status: 503, body: errorBody('UNAVAILABLE', stored.message) };
+    return stored.conflict === true ? { status: 409, body: errorBody('SESSION_CONFLICT', stored.message) } : { status: 503, body: serverErrorBody('UNAVAILABLE', stored.message, stored.cause) };
   }
   if (stored.type !== 'roll-session') throw new Error(`the persistence thread answered a roll with ${stored.type}`);
   const roll: SessionRoll = stored.payload;
@@ -140,7 +143,7 @@ export async function rollSession(
     const answer: SessionRollAnswer = { runId: active.runId, venueSessionId: active.venueSessionId, startedAt: active.startedAt, previous, expiredOrders };
     return { status: 200, body: JSON.stringify(answer) };
   } catch (error) {
-    const message = `session ${active.runId}/${active.venueSessionId} is open (storage holds the roll), but ${(error as Error).message}; retry with this runId and venueSessionId to finish it (a restart finishes it too)`;
-    return { status: 503, body: errorBody('UNAVAILABLE', message) };
+    const message = `session ${active.runId}/${active.venueSessionId} is open (storage holds the roll), but its expiry did not finish in time; retry with this runId and venueSessionId to finish it (a restart finishes it too)`;
+    return { status: 503, body: serverErrorBody('UNAVAILABLE', message, error) };
   }
 }

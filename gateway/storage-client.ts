@@ -3,7 +3,8 @@
 // storage) and the persistence thread (operator requests). Off the order hot path.
 
 import type { MessagePort } from 'node:worker_threads';
-import { errorBody } from './error-catalog.ts';
+import type { StorageFailure } from '../core/storage-protocol.ts';
+import { serverErrorBody } from './error-catalog.ts';
 
 /** Omit over each member of a union (a request without its id). */
 export type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
@@ -17,11 +18,18 @@ interface Waiting<T> {
 /** Thrown when `maxWaiting` requests already wait: the route answers 503 OVERLOADED. */
 export class PortFullError extends Error {}
 
-/** The 503 body for a read that storage did not answer: OVERLOADED when too many wait already, else UNAVAILABLE. */
+/** A storage thread's failure answer, thrown: its message is the venue's own, its cause goes to the log. */
+export class StorageFailed extends Error {
+  constructor(readonly failure: StorageFailure) {
+    super(failure.message);
+  }
+}
+
+/** The 503 body for a read that storage did not answer: OVERLOADED when too many wait already, else UNAVAILABLE (its cause logged). */
 export function storageError(error: Error): string {
-  return error instanceof PortFullError
-    ? errorBody('OVERLOADED', `too many reads are waiting (${error.message}); retry later`)
-    : errorBody('UNAVAILABLE', `storage is not answering: ${error.message}`);
+  if (error instanceof PortFullError) return serverErrorBody('OVERLOADED', `too many reads are waiting (${error.message}); retry later`);
+  if (error instanceof StorageFailed) return serverErrorBody('UNAVAILABLE', error.failure.message, error.failure.cause);
+  return serverErrorBody('UNAVAILABLE', 'storage did not answer; retry shortly', error);
 }
 
 export class PortClient<Request extends { id: number }, Answer extends { id: number }> {

@@ -19,7 +19,9 @@ import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts'
 import { uuidWords } from '../core/uuid.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import {
+  failureOf,
   SNAPSHOT_PROJECTION,
+  StatedFailure,
   SOURCE_PROJECTION,
   type PlaneRead,
   type ReadAnswer,
@@ -47,6 +49,8 @@ export interface ReadThreadData {
   snapshotView: SharedArrayBuffer;
   /** COMPETITION_PROFILE, or '' (the leaderboard is listed in the inventory only when set). */
   competitionProfile: string;
+  /** MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL: snapshot projection names one principal may create. */
+  projectionNamesPerPrincipal: number;
   /** PLANNER_STATISTICS_INTERVAL_MS: how often READ_TABLES are checked for stale statistics; 0: never. */
   plannerStatisticsIntervalMs: number;
 }
@@ -71,7 +75,7 @@ async function readYourWrites(reached: (shard: number) => number = (shard) => co
   const targets = Array.from({ length: data.shardCount }, (_, shard) => control.journalCommitted(shard));
   const deadline = Date.now() + PROJECTION_WAIT_MS;
   while (targets.some((target, shard) => reached(shard) < target)) {
-    if (Date.now() > deadline) throw new Error('the projections are behind the journal; retry shortly');
+    if (Date.now() > deadline) throw new StatedFailure('the projections are behind the journal; retry shortly');
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
@@ -134,6 +138,13 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'snapshot':
       return readSnapshot(pool, read.instrumentId, read.projectionName);
     case 'refresh': {
+      if (!(await claimProjectionName(read.projectionName, read.principalId))) {
+        const limit = data.projectionNamesPerPrincipal;
+        return {
+          status: 409,
+          body: JSON.stringify({ error: `you have created ${limit} snapshot projection names, the most one principal may (MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL); refresh one of yours or the default`, code: 'LIMIT_EXCEEDED' }),
+        };
+      }
       const watermarks = projected();
       const refreshed = await refreshSnapshots(pool, read.projectionName, watermarks, read.instrumentId);
       publishSnapshots(read.projectionName, refreshed);
@@ -168,6 +179,29 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'settlement-admin':
       return settlementAdmin(pool, read.admin);
   }
+}
+
+/** Snapshot projection names and who created each (runtime.snapshot_projections); loaded at start, written only here. */
+const projectionNames = new Map<string, string>();
+
+/**
+ * Whether a refresh may use this projection name: the default, a name that exists, or a
+ * new one while its principal has created fewer than its bound. A new name is reserved
+ * before the insert is awaited, so two refreshes at once cannot both pass the bound.
+ */
+async function claimProjectionName(name: string, principalId: string): Promise<boolean> {
+  if (name === SNAPSHOT_PROJECTION || projectionNames.has(name)) return true;
+  let owned = 0;
+  for (const owner of projectionNames.values()) if (owner === principalId) owned++;
+  if (owned >= data.projectionNamesPerPrincipal) return false;
+  projectionNames.set(name, principalId);
+  try {
+    await pool.query('INSERT INTO runtime.snapshot_projections (projection_name, principal_id) VALUES ($1, $2) ON CONFLICT (projection_name) DO NOTHING', [name, principalId]);
+  } catch (error) {
+    projectionNames.delete(name);
+    throw error;
+  }
+  return true;
 }
 
 function projectorStatus(): object {
@@ -241,7 +275,7 @@ for (const port of data.ports) {
   port.on('message', (request: ReadRequest) => {
     answer(request).then(
       (found) => port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer),
-      (error: Error) => port.postMessage({ id: request.id, ok: false, message: error.message } satisfies ReadAnswer),
+      (error: unknown) => port.postMessage({ id: request.id, ok: false, ...failureOf(error, 'storage did not answer; retry shortly') } satisfies ReadAnswer),
     );
   });
 }
@@ -292,8 +326,9 @@ function publishSnapshots(projectionName: string, rows: readonly SnapshotRow[]):
   }
 }
 
-storedSnapshots(pool).then(
-  (rows) => {
+Promise.all([storedSnapshots(pool), pool.query<{ projection_name: string; principal_id: string }>('SELECT projection_name, principal_id FROM runtime.snapshot_projections')]).then(
+  ([rows, names]) => {
+    for (const row of names.rows) projectionNames.set(row.projection_name, row.principal_id);
     for (const row of rows) publishSnapshots(row.projection_name, [row]);
     logger.debug({ snapshots: rows.length }, 'read thread ready');
     parentPort!.postMessage({ type: 'ready' });

@@ -208,7 +208,8 @@ async function appendBundle(pool: pg.Pool, scenarioRunId: string, inputs: FactIn
 
 /**
  * Replayed runs kept for the reads, least recently read first, at most READ_CACHE_RUNS
- * runs and READ_CACHE_FACTS facts in all. A run's state is a function of its fact trail,
+ * runs and READ_CACHE_FACTS facts in all; only runs with facts (reads of made-up run names
+ * never evict real runs). A run's state is a function of its fact trail,
  * which only grows, without gaps (the database sees to it), so a kept state brought up to
  * date with the facts after its last sequence is the state a full replay gives: a read
  * loads only what was appended since the last read of the run (a full replay took
@@ -229,6 +230,7 @@ export async function runState(db: pg.ClientBase, scenarioRunId: string): Promis
   const facts = await loadFacts(db, scenarioRunId, state.lastSequence);
   for (const fact of facts) applyFact(state, fact);
   if (state.lastSequence > READ_CACHE_FACTS) return state; // too big to keep: replayed at each read
+  if (state.lastSequence === 0) return state; // no facts (a run not materialized, or a made-up name): nothing worth a real run's place
   readCache.set(scenarioRunId, state);
   let held = readCacheSize().facts;
   for (const [run, kept] of readCache) {
@@ -241,10 +243,10 @@ export async function runState(db: pg.ClientBase, scenarioRunId: string): Promis
 }
 
 /** Runs the reads keep replayed, and their facts (tests check the bounds). */
-export function readCacheSize(): { runs: number; facts: number } {
+export function readCacheSize(): { runs: number; facts: number; names: string[] } {
   let facts = 0;
   for (const kept of readCache.values()) facts += kept.lastSequence;
-  return { runs: readCache.size, facts };
+  return { runs: readCache.size, facts, names: [...readCache.keys()] };
 }
 
 /** A settlement read (`/api/v1/settlement/...`); `participants` null for operators. */

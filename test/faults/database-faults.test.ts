@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { after, before, test, type TestContext } from 'node:test';
 import { EVENT_TRADE } from '../../core/codes.ts';
 import { shardOf } from '../../core/shard-map.ts';
-import { uuidWords } from '../../core/uuid.ts';
+import { isUuid, uuidWords } from '../../core/uuid.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 import { committedHistory, replayHistory } from '../support/journal.ts';
 import { assertShape } from '../support/response-schemas.ts';
@@ -240,7 +240,8 @@ async function verify(t: TestContext, venue: VenueProcess, url: string, commands
         const body = JSON.parse(attempt.text);
         assertShape('Error', body);
         assert.ok(['UNAVAILABLE', 'OVERLOADED'].includes(body.code), `${fault}: 503 code ${body.code}`);
-        assert.deepEqual(Object.keys(body).filter((key) => !['error', 'code', 'details'].includes(key)), []);
+        assert.deepEqual(Object.keys(body).filter((key) => !['error', 'code', 'details', 'requestId'].includes(key)), []);
+        assert.ok(isUuid(body.requestId), `${fault}: a 503 quotes the request id its cause is logged under: ${attempt.text}`);
         assert.equal(typeof body.error, 'string');
       } else {
         // Never a 409 for a retry, never a 500: either the acknowledgement of its mode or a 503.

@@ -100,6 +100,18 @@ test('overlapping reads of one run while facts are appended: every answer is a r
   assert.equal((await read('proof')).body, await fresh('proof'));
 });
 
+test('reads of run names with no facts take no place from the runs kept', async () => {
+  await read('proof');
+  const before = readCacheSize();
+  assert.ok(before.names.includes('run-1'));
+  for (let k = 0; k < 20; k++) {
+    const answer = await read('proof', `made-up-${k}`);
+    assert.equal(answer.status, 200);
+    assert.deepEqual(JSON.parse(answer.body).tradeIds, []);
+  }
+  assert.deepEqual(readCacheSize(), before, 'the made-up names evicted nothing and were not kept');
+});
+
 test('the reads keep at most 8 runs', async () => {
   for (let k = 0; k < 10; k++) {
     const materialized = await settlementAdmin(pool, { action: 'materialize', scenarioRunId: `other-${k}`, profile: null });
