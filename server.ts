@@ -17,6 +17,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import pg from 'pg';
+import { pgClient } from './persistence/pg-client.ts';
 import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
@@ -51,6 +52,8 @@ import { SessionRegistry } from './gateway/sessions.ts';
 import { relaySessionRolls } from './gateway/session-roll.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
+import { PostgresSupervisor, type SupervisorReport } from './persistence/postgres-supervisor.ts';
+import { publishEmbeddedStorage } from './gateway/storage-state.ts';
 import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
@@ -210,16 +213,31 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   let databaseUrl = config.databaseUrl;
   let stopDatabase = async (): Promise<void> => undefined;
   let databaseReady = (): void => undefined;
+  /** What the embedded server's supervisor last reported, published to the gateways once their memory exists. */
+  let storageReport: SupervisorReport | null = null;
+  let publishStorage = (_report: SupervisorReport): void => undefined;
   if (databaseUrl === '') {
-    const server = await startEmbeddedPostgres(config.dataDir, (message) => logger.info(message), { template: config.embeddedPostgresTemplate });
+    const pgLog = (message: string) => logger.info(message);
+    const server = await startEmbeddedPostgres(config.dataDir, pgLog, { template: config.embeddedPostgresTemplate });
+    const supervisor = new PostgresSupervisor(
+      server,
+      () => startEmbeddedPostgres(config.dataDir, pgLog, { port: server.port }),
+      config.embeddedPostgresRestarts,
+      (report) => {
+        storageReport = report;
+        publishStorage(report);
+      },
+      (level, message, fields) => logger[level](fields ?? {}, message),
+    );
+    storageReport = supervisor.report;
     databaseUrl = server.url;
-    stopDatabase = () => server.stop();
-    databaseReady = () => server.ready();
+    stopDatabase = () => supervisor.stop();
+    databaseReady = () => supervisor.ready();
     logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');
   }
   const startedMs: Record<string, number> = { database: Math.round(performance.now()) };
   const started = (step: string) => (startedMs[step] = Math.round(performance.now()));
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
+  const client = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
   await client.connect();
   let session: Awaited<ReturnType<typeof openSession>>;
   let entry: (name: keyof typeof WORKER_ENTRIES) => URL;
@@ -257,6 +275,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 
   const memory = createVenueMemory(config, filterBits.bits);
+  publishStorage = (report) => publishEmbeddedStorage(new Int32Array(memory.venueControl), report);
+  if (storageReport !== null) publishStorage(storageReport);
   started('migrated');
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null };
   venueRef.venue = venue;
@@ -416,7 +436,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     const keeps = tableKeeps(memory);
     const registry = new SessionRegistry(session.active, session.known);
     const withReader = async <T>(read: (reader: pg.Client) => Promise<T>): Promise<T> => {
-      const reader = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
+      const reader = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
       await reader.connect();
       try {
         return await read(reader);
@@ -507,7 +527,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         const replayStarted = performance.now();
         const held = shardsReady[shard]!.restored === null ? 0 : shardsReady[shard]!.sequence;
         if (held === journalEnd[shard]) return held;
-        const reader = new pg.Client({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
+        const reader = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
         await reader.connect();
         const replay = pipelinedAsker(port);
         try {
@@ -730,7 +750,7 @@ async function saveBooks(venue: Venue): Promise<{ token: string; sequences: numb
  * A failure costs the next start its replay or its full scan only.
  */
 async function keepForNextStart(venue: Venue, books: { token: string; sequences: number[]; bytes: number; openOrders: number } | null): Promise<void> {
-  const client = new pg.Client({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
+  const client = pgClient({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
   try {
     await client.connect();
     if (books !== null) {
@@ -758,7 +778,7 @@ async function keepForNextStart(venue: Venue, books: { token: string; sequences:
  */
 async function checkpointKeyFilters(venue: Venue): Promise<void> {
   const began = performance.now();
-  const client = new pg.Client({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
+  const client = pgClient({ connectionString: venue.databaseUrl, application_name: MAIN_APPLICATION_NAME });
   await client.connect();
   try {
     const pause = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -59,6 +59,8 @@ export interface VenueConfig {
   dataDir: string;
   /** A fresh embedded cluster is a copy of the machine's template instead of an initdb (tests, benchmarks). */
   embeddedPostgresTemplate: boolean;
+  /** Tries in a row to start the embedded PostgreSQL again after it exited on its own; then the venue gives up (503) until restarted. 0: never. */
+  embeddedPostgresRestarts: number;
   /** Intake records per gateway -> persistence ring (power of two). */
   intakeRingSlots: number;
   /** Journal records per shard -> persistence ring (power of two). */
@@ -159,6 +161,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     databaseUrl: env.DATABASE_URL ?? '',
     dataDir: env.DATA_DIR ?? '.data',
     embeddedPostgresTemplate: flag(env, 'EMBEDDED_POSTGRES_TEMPLATE'),
+    embeddedPostgresRestarts: integer(env, 'EMBEDDED_POSTGRES_RESTARTS', 10, 0, 1000),
     intakeRingSlots: powerOfTwo(env, 'INTAKE_RING_SLOTS', 8192, 16, 1 << 20),
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),

@@ -14,6 +14,7 @@ import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.t
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
+import { embeddedStorage, embeddedStorageProblem } from './storage-state.ts';
 import { parseJsonBody } from './text-rules.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
@@ -131,7 +132,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   app.get('/readyz', (res) => {
     if (Atomics.load(venueControl, 1) === 1) failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
     else if (Atomics.load(venueControl, 0) !== 1) failNow(res, 'UNAVAILABLE', 'the venue is starting');
-    else if (flow.storageDown) failNow(res, 'UNAVAILABLE', 'storage is unavailable; commands are refused until it is back');
+    else if (flow.storageDown) failNow(res, 'UNAVAILABLE', embeddedStorageProblem(venueControl) ?? 'storage is unavailable; commands are refused until it is back');
     else sendNow(res, 200, '{"status":"ready"}');
   });
 
@@ -213,7 +214,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     flow.persistenceStatus().then(
       (answer) =>
         answer.ok
-          ? reply.send(200, JSON.stringify({ ...(answer.payload as object), queues: flow.queueReport(), keyFilters: flow.keyFilterReport() }))
+          ? reply.send(200, JSON.stringify({ ...(answer.payload as object), embeddedPostgres: embeddedStorage(venueControl), queues: flow.queueReport(), keyFilters: flow.keyFilterReport() }))
           : reply.send(503, serverErrorBody('UNAVAILABLE', answer.message, answer.cause), RETRY_HEADERS),
       (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', STATUS_FAILED, error), RETRY_HEADERS),
     );

@@ -68,6 +68,7 @@ import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient, StorageFailed, type WithoutId } from './storage-client.ts';
+import { embeddedStorageProblem } from './storage-state.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { errorBody, type ErrorCode, ERRORS, serverErrorBody } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
@@ -248,10 +249,14 @@ export class OrderFlow {
   private readonly marks: QueueMarks;
   private readonly inFlightSlot: number;
 
+  /** The venue control words (gateway/venue-memory.ts): the embedded server's supervisor among them. */
+  private readonly venueControl: Int32Array;
+
   constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry, ports: PersistencePorts) {
     this.gatewayId = gatewayId;
     this.config = config;
     this.memory = memory;
+    this.venueControl = new Int32Array(memory.venueControl);
     this.sessions = sessions;
     this.idempotency = attachTable(memory, 'idempotency');
     this.commandIds = attachTable(memory, 'commandIds');
@@ -288,7 +293,7 @@ export class OrderFlow {
 
   /** True while the persistence thread cannot reach PostgreSQL (new commands answer 503). */
   get storageDown(): boolean {
-    return this.control.databaseState === DB_DOWN;
+    return this.control.databaseState === DB_DOWN || embeddedStorageProblem(this.venueControl) !== null;
   }
 
   get inFlight(): number {

@@ -331,6 +331,18 @@ export const persistenceStatusSchema = {
   additionalProperties: false,
   properties: {
     database: { type: 'string', enum: ['starting', 'up', 'down'] },
+    embeddedPostgres: {
+      description: 'the embedded PostgreSQL\'s supervisor; null with DATABASE_URL. restarting: it exited on its own and is being started again (try attempt of maxTries); failed: it gave up, orders are 503 until the venue is restarted',
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: { state: { enum: ['up', 'restarting', 'failed'] }, attempt: count, maxTries: count, restarts: count },
+          required: ['state', 'attempt', 'maxTries', 'restarts'],
+        },
+      ],
+    },
     shards: {
       type: 'array',
       items: {
@@ -388,7 +400,7 @@ export const persistenceStatusSchema = {
       },
     },
   },
-  required: ['database', 'shards', 'journal', 'projections', 'queues', 'keyFilters'],
+  required: ['database', 'embeddedPostgres', 'shards', 'journal', 'projections', 'queues', 'keyFilters'],
 } as const;
 
 // ---- read-plane query parameters (all strings; ranges are checked after the schema) ----

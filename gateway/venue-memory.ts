@@ -41,6 +41,17 @@ export const VENUE_READY_WORD = 0;
 export const VENUE_DRAINING_WORD = 1;
 /** The connection limit the main thread's guard computed (gateway/connection-guard.ts), for the queue report. */
 export const VENUE_CONNECTION_LIMIT_WORD = 2;
+/** The embedded PostgreSQL's supervisor (persistence/postgres-supervisor.ts): its state, the try it is at, its bound, its restarts. */
+export const VENUE_STORAGE_STATE_WORD = 3;
+export const VENUE_STORAGE_ATTEMPT_WORD = 4;
+export const VENUE_STORAGE_TRIES_WORD = 5;
+export const VENUE_STORAGE_RESTARTS_WORD = 6;
+/** 1 when the venue runs its own (embedded) PostgreSQL, 0 with DATABASE_URL. */
+export const VENUE_STORAGE_EMBEDDED_WORD = 7;
+/** VENUE_STORAGE_STATE_WORD's values: up (or an external server), being started again, given up on. */
+export const STORAGE_UP = 0;
+export const STORAGE_RESTARTING = 1;
+export const STORAGE_FAILED = 2;
 export const VENUE_CONTROL_BYTES = 64;
 
 export interface VenueMemory {

@@ -37,6 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { pgClient } from './pg-client.ts';
 
 const run = promisify(execFile);
 const DATABASE = 'venue';
@@ -47,6 +48,8 @@ export interface EmbeddedServer {
   url: string;
   dataDir: string;
   port: number;
+  /** Settles when the server process exits (after stop(), or a crash): how it exited. */
+  exited: Promise<string>;
   stop(): Promise<void>;
   /**
    * The venue is ready: a server promoted after a crash gets the checkpoint its start put off
@@ -55,7 +58,7 @@ export interface EmbeddedServer {
   ready(): void;
 }
 
-interface Binaries {
+export interface Binaries {
   initdb: string;
   postgres: string;
   pg_ctl: string;
@@ -74,13 +77,13 @@ async function binaries(): Promise<Binaries> {
   return (await import(name)) as Binaries;
 }
 
-interface RunAs {
+export interface RunAs {
   uid?: number;
   gid?: number;
 }
 
 /** As root: the uid/gid of the `postgres` user, created if missing. Otherwise: ourselves. */
-async function runAs(): Promise<RunAs> {
+export async function runAs(): Promise<RunAs> {
   if (process.getuid?.() !== 0) return {};
   const ids = async () => ({
     uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
@@ -130,6 +133,85 @@ async function exists(file: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+// ---- as root, from folders the postgres user cannot enter ----
+//
+// PostgreSQL refuses to run as root, so as root it runs as the postgres user, which must
+// be able to enter every folder on the way to its binaries and its data. A checkout in a
+// 0700 home (many containers) is out of its reach: the binaries are then run from a copy
+// in the temporary folder, and the cluster lives in CLUSTERS_ROOT/<key of DATA_DIR>, its
+// place noted in DATA_DIR/postgres.location (which embeddedUrl and the tests follow).
+
+/** Where clusters live whose DATA_DIR the postgres user cannot reach. */
+export const CLUSTERS_ROOT = '/var/lib/venue-postgres';
+const LOCATION_FILE = 'postgres.location';
+const BINARIES_PREFIX = 'venue-postgres-bin-';
+
+/** Whether `owner` may enter every folder from / down to `dir` (its own permission bits, then its group's, then others'). */
+export async function reachableBy(owner: RunAs, dir: string): Promise<boolean> {
+  if (owner.uid === undefined) return true;
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    const info = await stat(at).catch(() => null);
+    if (info === null) return false;
+    const bit = info.uid === owner.uid ? 0o100 : info.gid === owner.gid ? 0o010 : 0o001;
+    if ((info.mode & bit) === 0) return false;
+    if (at === path.dirname(at)) return true;
+  }
+}
+
+/** The binaries, or (as root, when the postgres user cannot reach them) a copy of their package's native folder it can reach. */
+async function reachableBinaries(bin: Binaries, owner: RunAs, log: (message: string) => void): Promise<Binaries> {
+  if (await reachableBy(owner, path.dirname(bin.postgres))) return bin;
+  const native = path.dirname(path.dirname(bin.postgres));
+  const info = await stat(bin.postgres);
+  const key = createHash('sha256').update(JSON.stringify([native, info.size, info.mtimeMs])).digest('hex').slice(0, 16);
+  const dir = path.join(os.tmpdir(), `${BINARIES_PREFIX}${key}`);
+  const copied = (folder: string) => ({ initdb: path.join(folder, 'bin', 'initdb'), postgres: path.join(folder, 'bin', 'postgres'), pg_ctl: path.join(folder, 'bin', 'pg_ctl') });
+  if (!(await exists(path.join(dir, 'bin', 'postgres')))) {
+    log(`the postgres user cannot reach ${native} (a folder on the way is closed to it): copying PostgreSQL's binaries to ${dir}`);
+    const building = await mkdtemp(`${dir}.building-`);
+    try {
+      await run('cp', ['-a', `${native}/.`, building]);
+      await chmod(building, 0o755);
+      await rename(building, dir).catch(async (error: NodeJS.ErrnoException) => {
+        if (!(await exists(path.join(dir, 'bin', 'postgres')))) throw error; // not another start's copy in place
+      });
+    } finally {
+      await rm(building, { recursive: true, force: true });
+    }
+  }
+  const copy = await stat(dir);
+  if (copy.uid !== process.getuid?.() || (copy.mode & 0o022) !== 0) throw new Error(`${dir} is not this user's own copy of PostgreSQL's binaries: remove it`);
+  if (!(await reachableBy(owner, path.join(dir, 'bin')))) {
+    throw new Error(`the postgres user can reach neither ${native} nor ${dir}: set TMPDIR to a folder it can enter, or DATABASE_URL`);
+  }
+  return copied(dir);
+}
+
+/** Where the cluster of a DATA_DIR lives: the folder its postgres.location names, or the DATA_DIR itself. */
+export function clusterRootOf(dataRoot: string): string {
+  const root = path.resolve(dataRoot);
+  try {
+    return readFileSync(path.join(root, LOCATION_FILE), 'utf8').trim() || root;
+  } catch {
+    return root;
+  }
+}
+
+/** The folder the cluster lives in: DATA_DIR, or one the postgres user can reach (noted in DATA_DIR). */
+async function clusterRoot(root: string, owner: RunAs, log: (message: string) => void): Promise<string> {
+  await mkdir(root, { recursive: true });
+  const noted = clusterRootOf(root);
+  if (noted !== root) return noted;
+  if (await reachableBy(owner, path.dirname(root))) return root;
+  const moved = path.join(CLUSTERS_ROOT, createHash('sha256').update(root).digest('hex').slice(0, 16));
+  log(`the postgres user cannot reach ${root} (a folder on the way is closed to it): its PostgreSQL cluster lives in ${moved} (noted in ${path.join(root, LOCATION_FILE)})`);
+  await mkdir(moved, { recursive: true, mode: 0o755 });
+  await chmod(CLUSTERS_ROOT, 0o755);
+  if (!(await reachableBy(owner, moved))) throw new Error(`the postgres user can reach neither ${root} nor ${moved}: set DATA_DIR to a folder it can enter, or DATABASE_URL`);
+  await writeFile(path.join(root, LOCATION_FILE), `${moved}\n`);
+  return moved;
 }
 
 /** The arguments of initdb but its data folder and password file (also the template's key). */
@@ -252,15 +334,16 @@ async function copyTemplate(bin: Binaries, owner: RunAs, root: string, under: st
  * `template`: a new cluster is a copy of the machine's template (see the header), not an initdb of its own;
  * `templateRoot`: the folder the template lives in (default the OS's temporary folder; tests).
  * `freePort`: how a port is chosen when `port` is not given (default: one the OS hands out; tests).
+ * `binaries`: the server's programs (default: the platform package's; tests place a copy elsewhere).
  */
 export async function startEmbeddedPostgres(
   dataRoot: string,
   log: (message: string) => void,
-  options: { port?: number; template?: boolean; templateRoot?: string; freePort?: () => Promise<number> } = {},
+  options: { port?: number; template?: boolean; templateRoot?: string; freePort?: () => Promise<number>; binaries?: Binaries } = {},
 ): Promise<EmbeddedServer> {
-  const bin = await binaries();
   const owner = await runAs();
-  const root = path.resolve(dataRoot);
+  const bin = await reachableBinaries(options.binaries ?? (await binaries()), owner, log);
+  const root = await clusterRoot(path.resolve(dataRoot), owner, log);
   const dataDir = path.join(root, 'postgres');
   const passwordFile = path.join(root, 'postgres.password');
   await mkdir(root, { recursive: true });
@@ -344,6 +427,7 @@ async function startOn(
   });
   const host = socketDir ?? '127.0.0.1';
   const url = urlFor(password, host, port);
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal === null ? `exit code ${code}` : `signal ${signal}`)));
   try {
     await waitUntilReady(child, host, port, password);
   } catch (error) {
@@ -368,6 +452,7 @@ async function startOn(
     url,
     dataDir,
     port,
+    exited,
     stop: () => stopChild(child),
     ready: () => {
       if (!promoted) return;
@@ -441,7 +526,7 @@ async function recoverAsStandby(dataDir: string, owner: RunAs, log: (message: st
 
 /** Ends a standby's recovery: pg_promote waits until the server takes writes, up to 60 s. */
 async function promote(connection: pg.ClientConfig, log: (message: string) => void): Promise<void> {
-  const client = new pg.Client(connection);
+  const client = pgClient(connection);
   await client.connect();
   try {
     const started = performance.now();
@@ -460,7 +545,7 @@ async function promote(connection: pg.ClientConfig, log: (message: string) => vo
  * last checkpoint (which max_wal_size bounds) grows past its bound.
  */
 function checkpointInBackground(connection: pg.ClientConfig, log: (message: string) => void): void {
-  const client = new pg.Client(connection);
+  const client = pgClient(connection);
   const started = performance.now();
   client
     .connect()
@@ -515,7 +600,7 @@ async function waitUntilReady(child: ChildProcess, host: string, port: number, p
   child.once('exit', () => (exited = true));
   for (;;) {
     if (exited) throw new ExitedError(child);
-    const client = new pg.Client({ host, port, user: USER, password, database: 'postgres' });
+    const client = pgClient({ host, port, user: USER, password, database: 'postgres' });
     try {
       await client.connect();
       await client.end();
@@ -529,7 +614,7 @@ async function waitUntilReady(child: ChildProcess, host: string, port: number, p
 }
 
 async function ensureDatabase(host: string, port: number, password: string): Promise<void> {
-  const client = new pg.Client({ host, port, user: USER, password, database: 'postgres' });
+  const client = pgClient({ host, port, user: USER, password, database: 'postgres' });
   await client.connect();
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
@@ -556,7 +641,7 @@ function stopChild(child: ChildProcess): Promise<void> {
  * psql and for tests that inspect a running venue's storage), or null if none runs.
  */
 export async function embeddedUrl(dataRoot: string): Promise<string | null> {
-  const root = path.resolve(dataRoot);
+  const root = clusterRootOf(dataRoot);
   const pidFile = path.join(root, 'postgres', 'postmaster.pid');
   if (!(await exists(pidFile))) return null;
   const lines = (await readFile(pidFile, 'utf8')).split('\n');

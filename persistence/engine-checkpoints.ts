@@ -34,6 +34,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { pgClient } from './pg-client.ts';
 import type { Logger } from 'pino';
 import { writeEngineCapture } from '../core/engine-snapshot.ts';
 import { SHARD_CHECKPOINT_WORD } from '../core/shard-runner.ts';
@@ -155,7 +156,7 @@ export class EngineCheckpoints {
         }
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      const client = new pg.Client({ connectionString: options.databaseUrl, application_name: MAIN_APPLICATION_NAME });
+      const client = pgClient({ connectionString: options.databaseUrl, application_name: MAIN_APPLICATION_NAME });
       try {
         await client.connect();
         await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [

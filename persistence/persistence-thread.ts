@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { rename } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { pgClient } from './pg-client.ts';
 import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
@@ -105,8 +106,7 @@ let stopping = false;
  * operator, and the benchmarks, can tell the journal's commits from the projections.
  */
 const connect = async (name: string): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: data.databaseUrl, application_name: name });
-  client.on('error', () => undefined); // a dropped connection surfaces on the next query
+  const client = pgClient({ connectionString: data.databaseUrl, application_name: name });
   await client.connect();
   return client;
 };
@@ -124,7 +124,18 @@ const connectProjector = async (name = PROJECTOR_APPLICATION_NAME): Promise<pg.C
   return client;
 };
 
-const connectJournal = () => connect(JOURNAL_APPLICATION_NAME);
+/** Which run of the server a connection talks to (its start time): a crash and restart in between changes it. */
+async function serverRun(client: pg.ClientBase): Promise<string> {
+  return (await client.query<{ run: string }>('SELECT pg_postmaster_start_time()::text AS run')).rows[0]!.run;
+}
+
+/** The run of the server the journal's connection talks to. */
+let journalRun = '';
+const connectJournal = async () => {
+  const client = await connect(JOURNAL_APPLICATION_NAME);
+  journalRun = await serverRun(client);
+  return client;
+};
 
 /** The tables the first reads plan queries on, analyzed at start if stale (persistence/recovery.ts analyzeStale). */
 const STARTUP_TABLES = ['runtime.command_log', 'runtime.executions', 'runtime.trades', 'runtime.journal_batches', 'runtime.intake_batches'];
@@ -181,6 +192,8 @@ async function loadBooks(client: pg.ClientBase): Promise<void> {
 
 const writerClient: { client: pg.Client | null } = { client: null };
 let projectorClient: pg.Client | null = null;
+/** The flusher's connection was lost: it reconnects even with nothing to flush, to send again what a crash of the server took back. */
+let projectorLost = false;
 /**
  * Commits made durable and not yet ingested: the one just committed, or, while a
  * rebuild holds ingestion, every commit since it began. Those are bounded by
@@ -334,9 +347,13 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
       await doorbell.sleepAsync(seen, 100);
       continue;
     }
+    // Groups committed before this commit is sent: its WAL flush covers those of the same run of the server.
+    const covered = projector.flushedCount;
+    const run = journalRun;
     const durable = writer.commit(connectJournal, writerClient, commit); // sent before it returns (unless it must connect or retry first)
     drainIngest();
     await durable;
+    if (journalRun === run) projector.durableThrough(covered, run);
     ringGateways();
     ingestQueue.push(commit);
     ingestQueueBytes += commitBytes(commit);
@@ -351,6 +368,10 @@ async function flusherLoop(): Promise<void> {
     if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) projector.seal();
     if (projector.sealedCount === 0) {
       if (writerDone && ingestQueue.length === 0 && projector.openSinceMs === 0) return;
+      if (projectorLost && !stopping) {
+        await reconnectFlusher();
+        continue;
+      }
       await new Promise<void>((resolve) => {
         flusherWake = resolve;
         setTimeout(resolve, ageMs >= 0 ? Math.max(1, GROUP_AGE_MS - ageMs) : 100);
@@ -363,12 +384,11 @@ async function flusherLoop(): Promise<void> {
     let delayMs = 50;
     for (;;) {
       try {
-        if (projectorClient === null) {
-          projectorClient = await connectProjector();
-          // A group whose acknowledgement was lost may be in storage already.
-          if (await projector.storedAlready(projectorClient)) break;
+        if (projectorClient === null || projectorLost) {
+          await openFlusher();
+          if (await projector.storedAlready(projectorClient!)) break; // a group whose acknowledgement was lost
         }
-        await projector.flush(projectorClient);
+        await projector.flush(projectorClient!);
         break;
       } catch (error) {
         log('error', 'projection failed; retrying', { err: (error as Error).message });
@@ -381,6 +401,39 @@ async function flusherLoop(): Promise<void> {
     }
     done();
     resumeWriter();
+  }
+}
+
+/** A new connection for the flusher; what a crash of the server took back goes again first. */
+async function openFlusher(): Promise<void> {
+  await projectorClient?.end().catch(() => undefined);
+  projectorClient = null;
+  const client = await connectProjector();
+  const lost = () => {
+    if (projectorClient !== client) return;
+    projectorLost = true;
+    flusherWake?.();
+  };
+  client.on('error', lost);
+  client.on('end', lost);
+  projectorClient = client;
+  projectorLost = false;
+  await projector.resendLost(client, await serverRun(client));
+}
+
+/** The flusher's connection was lost with nothing to flush: connect again (bounded back-off) until storage answers, or a group is sealed. */
+async function reconnectFlusher(): Promise<void> {
+  let delayMs = 50;
+  while (projectorLost && !stopping && projector.sealedCount === 0) {
+    try {
+      await openFlusher();
+      return;
+    } catch (error) {
+      projectorLost = true;
+      log('warn', 'the projections\' connection is lost; reconnecting', { err: (error as Error).message });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      delayMs = Math.min(delayMs * 2, 1000);
+    }
   }
 }
 
@@ -582,6 +635,7 @@ async function main(): Promise<void> {
   const pending = await phase('pendingIntake', projector.loadPending(client));
   const pendingIds = projector.pendingIds(); // before the catch-up takes the journaled ones
   await phase('books', booksLoaded);
+  await projector.resendLost(client, await serverRun(client)); // nothing to send yet: names the run the catch-up's groups go to
   const caughtUp = await phase('catchUp', catchUp(client));
   books.publish(depthView, null, books.watermarkEntries());
   const tapeWasFull = tapeView.full;

@@ -410,6 +410,15 @@ export class Projector {
   private groupsSinceVacuum = 0;
   private open = new Rows();
   private readonly sealed: Flush[] = [];
+  /**
+   * Groups flushed, oldest first, with the script sent: committed without waiting for the
+   * WAL flush, a crash of the server may take them back until a synchronous commit covers
+   * them (durableThrough); resendLost sends those it took back again.
+   */
+  private readonly provisional: { flush: Flush; script: [string, Buffer[]]; ordinal: number; run: string }[] = [];
+  private flushedGroups = 0;
+  /** The run of the server (its start time) the groups are flushed on now. */
+  private serverRun = '';
   private readonly onSealed: (groups: number) => void;
   private readonly onTapeStored: (trades: TapeBatch) => void;
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
@@ -839,18 +848,25 @@ export class Projector {
     const flush = this.sealed[0];
     if (flush === undefined) return false;
     const started = performance.now();
+    let script = scriptOf(flush);
     for (;;) {
       try {
-        await runScript(client, ...scriptOf(flush));
+        await runScript(client, ...script);
         break;
       } catch (error) {
         // Storage down or busy: the caller retries the group as it is. Storage refusing data: the refused row is set aside.
         if (!isDataRefusal(error) || flush.whole) throw error;
         this.quarantine(flush, error);
+        script = scriptOf(flush);
       }
     }
     if (flush.quarantined.length > 0) this.reportQuarantine(flush);
-    this.flushed(flush, started);
+    this.flushed(flush, started, script);
+    // Kept for a resend until a synchronous commit covers them; past the bound, one is made here.
+    if (this.provisional.length >= PROVISIONAL_GROUPS_MAX) {
+      await client.query(DURABLE_POINT_SQL);
+      this.provisional.length = 0;
+    }
     if (++this.groupsSinceVacuum >= PROJECTOR_VACUUM_GROUPS) {
       this.groupsSinceVacuum = 0;
       await client.query(PROJECTOR_VACUUM_SQL);
@@ -909,18 +925,62 @@ export class Projector {
   async storedAlready(client: pg.ClientBase): Promise<boolean> {
     const flush = this.sealed[0];
     if (flush === undefined) return false;
-    const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
-      'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
-      [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
-    );
-    const stored = (projection: string, shard: number) => Number(marks.rows.find((row) => row.projection === projection && row.shard_id === shard)?.sequence ?? 0);
-    const done = [...flush.watermarks].every(([shard, sequence]) => stored(PROJECTION_NAME, shard) >= sequence) && stored(INTAKE_PROJECTION_NAME, 0) >= flush.intakeWatermark;
-    if (done) this.flushed(flush, performance.now());
+    const done = holds(await storedMarks(client), flush);
+    if (done) this.flushed(flush, performance.now(), scriptOf(flush));
     return done;
   }
 
-  private flushed(flush: Flush, started: number): void {
+  /** Groups flushed since the start (a journal commit sent after this many covers them: durableThrough). */
+  get flushedCount(): number {
+    return this.flushedGroups;
+  }
+
+  /**
+   * A commit that waited for the WAL flush was sent, on run `run` of the server, after
+   * `count` groups were flushed: the WAL is flushed past the commits of those flushed on
+   * that run, so no crash can take them back.
+   */
+  durableThrough(count: number, run: string): void {
+    while (this.provisional.length > 0 && this.provisional[0]!.ordinal <= count && this.provisional[0]!.run === run) this.provisional.shift();
+  }
+
+  /**
+   * On a new connection to run `run` of the server (its start time): the groups flushed on
+   * an earlier run that it took back in a crash (storage keeps a prefix of the commits) are
+   * sent again in order, reads held back to what storage holds until they are in; those it
+   * holds are durable (a clean stop flushed them, or the crash recovery replayed them).
+   * Returns how many were sent again.
+   */
+  async resendLost(client: pg.ClientBase, run: string): Promise<number> {
+    this.serverRun = run;
+    if (this.provisional.every((entry) => entry.run === run)) return 0;
+    const marks = await storedMarks(client);
+    for (let k = this.provisional.length - 1; k >= 0; k--) {
+      const entry = this.provisional[k]!;
+      if (entry.run !== run && holds(marks, entry.flush)) this.provisional.splice(k, 1);
+    }
+    // What is left of earlier runs is what storage lacks: the last groups, sent again in order (a try cut short goes on at the next connection).
+    const lost = this.provisional.filter((entry) => entry.run !== run);
+    if (lost.length === 0) return 0;
+    for (const shard of new Set(lost.flatMap((entry) => [...entry.flush.watermarks.keys()]))) {
+      this.projected[shard] = marks.projected(shard);
+      this.control.setProjected(shard, this.projected[shard]!);
+    }
+    for (const entry of lost) {
+      await runScript(client, ...entry.script);
+      entry.run = run;
+      for (const [shard, sequence] of entry.flush.watermarks) {
+        this.projected[shard] = sequence;
+        this.control.setProjected(shard, sequence);
+      }
+    }
+    this.log('warn', 'storage lost projection groups in a crash of the server (committed without waiting for the WAL): sent again', { groups: lost.length });
+    return lost.length;
+  }
+
+  private flushed(flush: Flush, started: number, script: [string, Buffer[]]): void {
     const committed = performance.now();
+    this.provisional.push({ flush, script, ordinal: ++this.flushedGroups, run: this.serverRun });
     this.sealed.shift();
     this.onSealed(this.sealed.length);
     this.stats.busyUs += (committed - started) * 1000;
@@ -1401,6 +1461,26 @@ export const PROJECTOR_SESSION_SQL = [
 export const PROJECTOR_VACUUM_SQL = 'VACUUM lifecycle_update';
 /** Groups between two vacuums of the staging table. */
 export const PROJECTOR_VACUUM_GROUPS = 256;
+
+/** Flushed groups kept for a resend at most; past it a synchronous commit makes them durable. */
+const PROVISIONAL_GROUPS_MAX = 64;
+/** A transaction that waits for the WAL flush: every commit before it is durable once it returns. */
+const DURABLE_POINT_SQL = 'BEGIN; SET LOCAL synchronous_commit = on; SELECT txid_current(); COMMIT';
+
+/** The projection watermarks storage holds. */
+async function storedMarks(client: pg.ClientBase): Promise<{ projected: (shard: number) => number; intake: number }> {
+  const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
+    'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
+    [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
+  );
+  const stored = (projection: string, shard: number) => Number(marks.rows.find((row) => row.projection === projection && row.shard_id === shard)?.sequence ?? 0);
+  return { projected: (shard) => stored(PROJECTION_NAME, shard), intake: stored(INTAKE_PROJECTION_NAME, 0) };
+}
+
+/** Whether storage holds a group: its watermarks, every one, are reached. */
+function holds(marks: Awaited<ReturnType<typeof storedMarks>>, flush: Flush): boolean {
+  return [...flush.watermarks].every(([shard, sequence]) => marks.projected(shard) >= sequence) && marks.intake >= flush.intakeWatermark;
+}
 
 /** `schema.table (a, b, ...)` as the relation an error names and the column list. */
 function copyTargetOf(target: string): CopyTarget {

