@@ -78,10 +78,10 @@ import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
-// whose live heap is about 18 MB of order state, ran a full mark-compact every 0.5 s
+// whose live heap is about 18 MB of order state, runs a full mark-compact every 0.5 s
 // under a steady load, each freeing about 1 MB; with this it runs none in that time and
-// the venue used 7.5% less CPU at 1,500 commands/s (4 alternating pairs, README
-// "Configuration"). Heap flags are read when an isolate is created, so setting them
+// the venue uses 7.5% less CPU at 1,500 commands/s (docs/decisions/0026-worker-heap-budget.md).
+// Heap flags are read when an isolate is created, so setting them
 // before the first worker is spawned is enough.
 v8.setFlagsFromString('--initial-old-space-size=64');
 
@@ -100,10 +100,9 @@ const RECOVERY_TIMEOUT_MS = 300_000;
  * keeps; the orders' part stays tableKeeps). A command the tables hold from storage
  * answers a retry by a read of storage, as one the key filters flag does, so holding more
  * of them spares no read: only an Idempotency-Key reused with another payload is refused
- * without one. The orders are what spares a cancel or modify its storage question. The
- * 262,144 commands read before (2 × SHARED_TABLE_BUCKETS) cost PostgreSQL 0.8-1.2 CPU-s of
- * a start with a million resting orders, and the main thread their reading and inserts
- * (bench/NOTES.md, "The start's CPU after a crash, again").
+ * without one. The orders are what spares a cancel or modify its storage question. Reading
+ * 2 × SHARED_TABLE_BUCKETS commands instead costs PostgreSQL about a CPU-second of a start
+ * with a million resting orders (docs/decisions/0013-start-learns-recent-commands.md).
  */
 const START_RECENT_COMMANDS = 16_384;
 
@@ -646,10 +645,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
     checkpoints?.provide(shardsReady.map((ready) => 2 * ready.stateBytes));
     // And the rest of the fresh memory: the gateways' command stores and the shards' order
-    // stores, faulted in here a slice per turn of the event loop (core/prefault.ts). Taken
-    // before ready by the threads that use them, these page faults had cost a start after a
-    // crash with a million resting orders 0.6 s a gateway and 1.6-1.9 s a shard, while every
-    // thread competed for the two cores; a page a thread reaches first is faulted there.
+    // stores, faulted in here a slice per turn of the event loop (core/prefault.ts): taken
+    // before ready, by the threads that use them, they cost a crash start 0.6 s a gateway and
+    // 1.6-1.9 s a shard on two busy cores. A page a thread reaches first is faulted there.
     venue.prefaulting = prefaultInTurns([...memory.commandStores, ...orderMemory]);
     void venue.prefaulting.done.then((ms) => logger.info({ ms: Math.round(ms) }, 'the command and order stores faulted in'));
     return venue;

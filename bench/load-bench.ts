@@ -38,8 +38,8 @@ const CONNECTIONS = 64;
  * Connections per load thread for the open-loop points. Each connection has one request
  * in flight, so 64 carry at most 64 / latency requests a second: at 10,000/s that is a
  * 6.4 ms budget, and a stall of the venue of a few ms made the generator queue requests
- * on its own side (24% of them in a 30 s run at 10,000/s measured on 2026-11-24, with a
- * worst second's p50 of 83 ms against 22 ms with 256). Latency is counted from when a
+ * on its own side (24% of them in a 30 s run at 10,000/s, with a worst second's p50 of
+ * 83 ms against 22 ms with 256). Latency is counted from when a
  * request was due, so that queue was charged to the venue; with 256 it is the venue's
  * own queueing that shows. `queuedBehind` in each run still says how many waited for a
  * connection.
@@ -54,10 +54,8 @@ const IDLE_PAUSE_MS = 4;
 /**
  * The read load beside the orders: an open loop at this rate (snapshot, depth, tape of 50
  * trades and /healthz in turn), so that every pair compares the orders against the same
- * work. It was a closed loop of 4 connections until 2026-11-27, which took 292 to 1,841
- * reads/s in the same suite from one run to the next: its rate followed the tape's wait
- * for the projection (20-30 ms at the median), and the drop it caused with it. 500 a
- * second is about what that loop took in the median run.
+ * work: a closed loop's rate follows the tape's wait for the projection, and the drop
+ * with it (docs/decisions/0029-reads-drop-measured-within-one-run.md).
  */
 const READS_PER_SECOND = 500;
 /** Enough that reads seldom wait for a connection behind tape reads held by a projection spike (`readsQueuedBehind` counts those that do). */
@@ -68,14 +66,9 @@ const READ_CONNECTIONS = 64;
  * the off phases beside them (load-generator.ts `onOffThroughput`), each phase less its first
  * READ_EDGE_MS (the last reads of an on phase are answered early in the off phase after it;
  * a tape read's p99 is 100-200 ms). The read thread sleeps through the off phases.
- * Until 2026-11-27 (twenty-third session) the drop compared whole 8 s runs with reads against
- * runs without, alternating: on this machine the same venue's throughput moves by about 10%
- * from one run to the next (two runs without reads in the suite's run before: 6,795 and 8,873
- * a second), and the first pair's run without reads was the closed loop from before the
- * open-loop points, minutes and a million commands earlier, so one run's three pairs gave
- * 18.3%, 2.2% and 12.2%. Phases of 1 s put the machine's drift into both sides (2 s phases
- * did less well on runs without reads: bench/NOTES.md, "The drop beside reads measured within
- * one run").
+ * Within one run, phases of 1 s put the machine's drift (about 10% from one run to the
+ * next) into both sides; 2 s phases measured worse on runs without reads
+ * (docs/decisions/0029-reads-drop-measured-within-one-run.md).
  */
 const READ_PHASE_MS = 1_000;
 const READ_EDGE_MS = 300;

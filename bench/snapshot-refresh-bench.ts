@@ -19,7 +19,7 @@ import { writeResult } from './lib/results.ts';
 const INSTRUMENTS = 8;
 const OPEN = "state IN ('OPEN', 'PARTIALLY_FILLED')";
 
-/** The refresh's select as it was before 2026-11-23: every open order of a side is read and summed. */
+/** The select the refresh replaced: every open order of a side is read and summed. */
 const WINDOW_SUM_QUERY = `
   WITH bids AS (
     SELECT DISTINCT ON (o.instrument_id) o.instrument_id, o.limit_price_nanos AS p,

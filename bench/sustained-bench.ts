@@ -1,10 +1,9 @@
 // Sustained load: one fresh venue (sync-result, 2 gateway threads, 2 shards) under a
 // closed loop for minutes, measured window by window. The load benchmark's runs are 8 s
-// (30 s beside the reads) on a young database, and bench/NOTES.md ("Sustained load")
-// found that an order rate and a projection lag measured so flatter a venue that runs
-// for long: over 20 minutes the rate fell by a quarter to a third and the lag's p99 went
-// over 250 ms in about 4 windows of 10, as the database grew (random-key index leaves,
-// full-page images after each checkpoint, autovacuum). So the suite measures the trend
+// (30 s beside the reads) on a young database, which flatters a venue that runs for
+// long: its rate falls and its projection lag grows with the database (random-key index
+// leaves, full-page images after each checkpoint, autovacuum; docs/performance.md,
+// "Projection lag over minutes"). So the suite measures the trend
 // itself, in every full run: per window the answers a second, the projection lag (the
 // venue's own histogram, read at each window's edges), PostgreSQL's WAL and full-page
 // images per command, its checkpoints, the autovacuum workers seen at work (sampled

@@ -11,9 +11,9 @@
 // bytes of bytecode, so with the defaults most of its calls stay calls. With these budgets
 // `process` inlines the whole tree: the 1,000,000-command compare stream as a shard feeds
 // it ran 10-13% faster in the suite's own benchmark (alternating with V8's defaults) and
-// 20-25% in a plain feed; larger budgets gained nothing more (bench/NOTES.md, "V8's
-// inlining budgets", which also has what the rest of the venue pays: compilation in its
-// first minute).
+// 20-25% in a plain feed; larger budgets gained nothing more
+// (docs/decisions/0015-v8-inlining-budgets.md, which also has what the rest of the venue
+// pays: compilation in its first minute).
 //
 // Flags given on node's own command line win: a budget named there is not set here, so
 // `node --max-inlined-bytecode-size-cumulative=920 core/venue-start.mjs` runs with V8's

@@ -6,10 +6,9 @@
 // no storage read is needed to know it is new. A key it holds (or a false positive,
 // about 1% at the rated load) is checked in storage. Past its rated load the false
 // positives grow with the load, never a false negative: measured with random keys,
-// 5.5% at 1.5 times the rated keys, 14% at 2, 40% at 3, 64% at 4, 97% at 8. (Until the
-// thirteenth session the filter said "maybe" for every key the moment it passed its
-// rated load: every new command then waited for a storage check, and a venue fell from
-// 11.8 k to 1.9 k commands/s within seconds of it; README, "Past the filters' rated load".)
+// 5.5% at 1.5 times the rated keys, 14% at 2, 40% at 3, 64% at 4, 97% at 8. It never
+// answers "maybe" for every key past its rating: that would send every new command to a
+// storage check (docs/decisions/0005-bounded-tables-and-key-filters.md).
 // Each start sizes the filters for the keys storage holds (filterBitsFor), so that a
 // restart puts a venue that outgrew them back under their rated load.
 //

@@ -265,8 +265,8 @@ export class MatchingEngine {
    * third), not yet in this core's cache (a gateway thread just wrote them, or, in
    * the benchmarks, a stream larger than the caches), and the order store's first
    * stage hashes each id between its loads, which let only a few of those misses
-   * overlap. Measured on the core compare stream as a shard feeds it (bench/NOTES.md,
-   * "The command slots loaded first").
+   * overlap. Measured on the core compare stream as a shard feeds it
+   * (docs/decisions/0016-engine-prefetch.md).
    */
   prefetch(words: Int32Array, byteOffset: number, count: number): void {
     const n = count < PREFETCH_BATCH_MAX ? count : PREFETCH_BATCH_MAX;

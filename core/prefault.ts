@@ -1,11 +1,10 @@
 // Faulting fresh memory in ahead of its use. A new buffer is mapped lazily: the first
 // write to each page traps into the kernel, which zeroes it (on these VMs also the
-// host's first touch of it): about 3 ms a MiB measured here alone, huge pages or not
-// (bench/NOTES.md, "The start's page faults after ready"), several times that on two busy
-// cores. A venue's start used to take those faults while every thread competed for the
-// cores (the shards' order stores 1.6-1.9 s each, the gateways' command stores 0.6 s
-// each, in a start after a crash with a million resting orders); the main thread now
-// takes them after ready (server.ts), a slice per turn of its event loop.
+// host's first touch of it): about 3 ms a MiB measured here alone, huge pages or not,
+// several times that on two busy cores. Taken during a start they cost the shards' order
+// stores 1.6-1.9 s each and the gateways' command stores 0.6 s each in a start after a
+// crash with a million resting orders, so the main thread takes them after ready
+// (server.ts), a slice per turn of its event loop (docs/decisions/0012-page-faults-after-ready.md).
 
 const PAGE_WORDS = 4096 / 4;
 /**

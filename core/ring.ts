@@ -81,8 +81,8 @@ class RingBase {
 
 // The ends read each other's index at every call instead of caching it. An Atomics.load
 // needs no fence on x86, but Node 20's V8 runs it as a builtin call, not inlined: about
-// 5-8 ns more than a plain load (bench/NOTES.md, "A fast hour, and five ideas measured
-// and left"), a few per batch, which no profile of the venue has found worth a cache.
+// 5-8 ns more than a plain load (docs/decisions/0027-thread-wake-ups.md), a few per batch,
+// which no profile of the venue has found worth a cache.
 
 export class RingProducer extends RingBase {
   private write: number;

@@ -21,7 +21,7 @@ const CHUNK_BYTES = 8 << 20;
  * journal and the device's cache flush, which PostgreSQL's WAL and checkpointer keep busy
  * under load, and at 1 MiB an engine checkpoint of 40-80 MB took 0.4-1.8 s to write under a
  * closed loop (up to 5.6 s in a fill of a million orders); 8 MiB halved that, with the latencies of
- * an open loop beside frequent saves unchanged (bench/NOTES.md, "Saves flushed every 8 MiB").
+ * an open loop beside frequent saves unchanged (docs/decisions/0011-saves-flushed-every-8-mib.md).
  */
 export const SNAPSHOT_FLUSH_BYTES = 8 << 20;
 

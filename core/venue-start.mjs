@@ -2,7 +2,8 @@
 // JavaScript (core/worker-build.ts, as the worker threads already are), so that this
 // process runs no tsx loader. Under tsx the main thread resolved and compiled its
 // TypeScript through tsx's loader-hooks thread: about 0.5 CPU-seconds and 11,000 page
-// faults more per start on two cores, measured with the test venues (bench/NOTES.md).
+// faults more per start on two cores, measured with the test venues
+// (docs/decisions/0025-threads-compiled-at-start.md).
 //
 // The build is current when every file it was built from is unchanged (about 5 ms to
 // check); otherwise `node --import tsx core/build-main.ts` builds it first (a second or

@@ -2,8 +2,7 @@
 // ahead of time (ajv's standalone code), so that a gateway thread neither loads ajv's
 // compiler nor compiles the schemas at every start. Compiling them there was about half of
 // a gateway's start (ajv's load about 60 ms, the order schemas' compilation 90-100 ms of
-// CPU, more on two busy cores): bench/NOTES.md, "A start's module work, and the benchmarks'
-// after-ready prefault".
+// CPU, more on two busy cores): docs/decisions/0025-threads-compiled-at-start.md.
 //
 // Run `node --import tsx gateway/validators-build.ts` after changing a request schema;
 // test/gateway/validators-generated.test.ts fails while the file differs from what this

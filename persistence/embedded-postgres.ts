@@ -401,11 +401,9 @@ async function startOn(
       '-c', 'shared_buffers=256MB',
       '-c', 'wal_writer_delay=10ms',
       // What its crash recovery replays: the WAL since the last checkpoint's redo point, up to
-      // about max_wal_size under a steady load. 512 MB bounds that replay to about 3 s here (the
-      // default 1 GB took 4.7-6.3 s of a 13.4-14.3 s crash restart with a million resting
-      // orders; 465 MB, 2.9-3.2 s); 60 s closed loops measured no throughput lost (3 pairs, the
-      // machine's noise either way) for about twice the full-page images (bench/NOTES.md, "The
-      // restart after a crash under load").
+      // about max_wal_size under a steady load. 512 MB bounds that replay to about 3 s here
+      // (4.7-6.3 s at the default 1 GB), for about twice the checkpoints and no throughput lost
+      // (docs/decisions/0010-max-wal-size-512mb.md).
       '-c', 'max_wal_size=512MB',
       '-c', 'logging_collector=off',
       // A cluster recovering as a standby after a crash (recoverAsStandby) must take the
@@ -508,8 +506,8 @@ async function clusterState(dataDir: string): Promise<number | null> {
  * crash under load here, most of the 256 MB shared_buffers. A promotion writes an
  * end-of-recovery record instead and starts a spread checkpoint; the venue asks for it at
  * once when it is ready (EmbeddedServer.ready). Run beside the venue's start, on two
- * saturated cores, that checkpoint made the start no faster (bench/NOTES.md, "PostgreSQL
- * promoted after a crash"). Each promotion starts a new timeline (a history file of a few
+ * saturated cores, that checkpoint made the start no faster
+ * (docs/decisions/0009-postgresql-promoted-after-crash.md). Each promotion starts a new timeline (a history file of a few
  * bytes in pg_wal). A stop cut short during the standby phase leaves the state "in archive
  * recovery" or "shut down in recovery": the next start does the same again. True when the
  * start must promote.
@@ -560,8 +558,7 @@ function checkpointInBackground(connection: pg.ClientConfig, log: (message: stri
 /**
  * Where the server's Unix socket goes, or null (TCP only) when its path would not fit
  * a socket address (107 bytes on Linux, 103 on macOS): a deep DATA_DIR still works.
- * Measured with a fresh venue, 8 s of `sync-result` (2/2): see bench/NOTES.md,
- * "PostgreSQL over a Unix socket".
+ * Why a socket: docs/decisions/0030-embedded-postgresql-lifecycle.md.
  */
 function socketDirFor(root: string, port: number): string | null {
   const dir = path.join(root, 'run');

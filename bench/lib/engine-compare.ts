@@ -80,9 +80,8 @@ export function newOurEngine(orderCapacity = OUR_ORDER_CAPACITY): MatchingEngine
 /**
  * Commands prefetched before they are processed, as a shard does with each batch it drains
  * (core/shard-runner.ts processBatch: a whole batch of up to SHARD_BATCH_MAX, 64 by
- * default, prefetched at once). Batches of 16, 32 and 64 ran the 1 M stream equally fast
- * until the sixth session's prefetch changes; since them 64 runs about 2% faster (bench/NOTES.md,
- * "Matching core"). The summary's 5 M verdict has been judged on 32 throughout.
+ * default, prefetched at once). 32 is the batch the 5 M target is judged on; 64 runs about
+ * 2% faster (docs/decisions/0016-engine-prefetch.md).
  */
 export const SHARD_PREFETCH_BATCH = 32;
 
@@ -159,7 +158,7 @@ const THEIR_SIDES = [TheirSide.BUY, TheirSide.SELL] as const;
  * String ids by order number, built before timing: our engine gets its ids
  * pre-encoded in the slots, so formatting theirs is not timed either. Not plain
  * digits: the package keys plain objects by id, and digit strings become integer
- * keys, which made it about 35% slower (200,000 commands, 2026-11-22); "o<n>" ran
+ * keys, which makes it about 35% slower (200,000 commands); "o<n>" runs
  * as fast as 36-character UUID text.
  */
 export function theirOrderIds(ops: ReplayOps): string[] {

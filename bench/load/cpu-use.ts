@@ -44,8 +44,8 @@ export function statParent(stat: string): number {
 /**
  * The times a thread slept (blocked, then was woken) of its /proc/.../status file: its
  * voluntary context switches. On this VM a sleep and wake-up costs tens of µs of CPU, so
- * a part's CPU per command is partly its sleeps per command (bench/NOTES.md, "At half load a
- * command costs twice the CPU").
+ * a part's CPU per command is partly its sleeps per command (docs/performance.md, "Latency
+ * at half load and at 80%").
  */
 export function statusSleeps(status: string): number {
   const match = /^voluntary_ctxt_switches:\s*(\d+)$/m.exec(status);

@@ -42,14 +42,12 @@ const max = (values: number[]) => values.reduce((a, b) => Math.max(a, b), 0);
 test(`memory stays bounded and every queue reports its high-water mark under ${SECONDS} s of sustained load (${RATE} commands/s, ${BURST} at a time)`, { timeout: (SECONDS + 180) * 1000 }, async (t) => {
   // Each gateway's command store writes answers and status text into its arena as a ring,
   // so the venue's resident memory grows until the arena has been written once (its pages
-  // are touched for the first time), then stays flat. With the tests' 32 MiB arena that
-  // took about the whole 300 s at 300 commands/s (RSS +0.5 MiB/s, leaving the check below
-  // at the edge of its margin: one CI run failed with +74 MiB against +68 allowed); with
-  // 4 MiB it wraps within the first quarter (measured: flat from 70 s on), so the check
-  // compares warm memory with warm memory, and a real leak still shows. (Since the
-  // eighth session each gateway maps its whole store in before it listens, so the arena
-  // no longer grows the resident set during the run; the small arena is kept so that this
-  // test does not depend on that.)
+  // are touched for the first time), then stays flat. A 32 MiB arena takes about the whole
+  // 300 s at 300 commands/s to wrap (RSS +0.5 MiB/s, the check below at the edge of its
+  // margin); 4 MiB wraps within the first quarter (flat from 70 s on), so the check compares
+  // warm memory with warm memory, and a real leak still shows. The main thread also faults
+  // the stores in after ready (core/prefault.ts); the small arena keeps this test
+  // independent of that.
   // The venue's default key filters (the test venues' are smaller), so that the peak RSS
   // reported is the default configuration's but for the capacities set by VenueProcess.
   const venue = await VenueProcess.start({ PROCESSING_MODE: 'sync-result', COMMAND_STORE_ARENA_BYTES: String(4 * MiB), KEY_FILTER_BITS: String(1 << 27) });

@@ -131,7 +131,7 @@ test('more connections than file descriptors: refused beyond the limit, no spin,
       await submitOn(client, instrumentId); // the client connected before is served all along
       // Paced at two batches per guard count at most, so that the bound below (what arrives
       // between two counts) holds however fast this machine opens connections: unpaced, a
-      // fast hour opened 880 against a limit of 740 before the guard's next count.
+      // fast machine can open 880 against a limit of 740 before the guard's next count.
       await sleep(GUARD_INTERVAL_MS / 2);
     }
     t.diagnostic(`limit ${idle.capacity}, ${idle.now} counted before the flood: ${JSON.stringify(counts)}`);
