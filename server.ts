@@ -21,7 +21,7 @@ import { pgClient } from './persistence/pg-client.ts';
 import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
+import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
 import { engineSnapshotPath } from './core/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
@@ -384,7 +384,11 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
       const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
-      venue.shards.push(spawnWorker(entry('shard'), { ...data }, { transferList }, `shard-${shardId}`));
+      const shard = spawnWorker(entry('shard'), { ...data }, { transferList }, `shard-${shardId}`);
+      shard.on('message', (message: { type: string }) => {
+        if (message.type === 'halted') logger.fatal({ shard: shardId, err: (message as ShardHalted).message }, 'an internal check failed in a shard: it halted; its commands fail SHARD_HALTED until the venue is restarted');
+      });
+      venue.shards.push(shard);
     }
     const recovery = recoveryChannels.map((channel) => channel.port1);
 

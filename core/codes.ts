@@ -89,8 +89,9 @@ export type EventKind = (typeof EventKind)[keyof typeof EventKind];
 
 /**
  * Business reject codes, grouped by subsystem (exchange-core style):
- * 1xx order lookup and context, 2xx order content, 3xx capacity.
- * Business rejections are return values (events), never exceptions.
+ * 1xx order lookup and context, 2xx order content, 3xx capacity; and 4xx, the commands
+ * a shard could not carry out at all (command status FAILED, lastError set).
+ * Business rejections and failures are return values (events), never exceptions.
  */
 export const RejectCode = {
   ORDER_NOT_FOUND: 101,
@@ -104,6 +105,9 @@ export const RejectCode = {
   ORDER_CAPACITY_EXCEEDED: 301,
   INSTRUMENT_CAPACITY_EXCEEDED: 302,
   ACCOUNT_CAPACITY_EXCEEDED: 303,
+  SESSION_ENDED: 401,
+  INTERNAL_CHECK_FAILED: 402,
+  SHARD_HALTED: 403,
 } as const;
 export type RejectCode = (typeof RejectCode)[keyof typeof RejectCode];
 
@@ -125,7 +129,15 @@ const REJECT_CATALOG: Record<number, { name: string; reason: string }> = {
     name: 'ACCOUNT_CAPACITY_EXCEEDED',
     reason: 'the shard holds its maximum number of participant and account pairs',
   },
+  401: { name: 'SESSION_ENDED', reason: 'the venue session the order was stamped with ended before the order was sequenced; nothing of it was carried out' },
+  402: { name: 'INTERNAL_CHECK_FAILED', reason: 'an internal check of the shard failed while carrying out the command; nothing of it was carried out, and the shard halted' },
+  403: { name: 'SHARD_HALTED', reason: 'the shard halted after an internal check failed; the command was not carried out' },
 };
+
+/** A failure (status FAILED), not a business rejection: the command could not be carried out. */
+export function isFailureCode(code: number): boolean {
+  return code >= 400 && code < 500;
+}
 
 export function isRejectCode(code: number): boolean {
   return REJECT_CATALOG[code] !== undefined;

@@ -248,6 +248,17 @@ export class MatchingEngine {
     return this.events.count;
   }
 
+  /**
+   * The outcome of a command the shard could not carry out (a failure code, 4xx): its
+   * events are dropped and the sequence goes back to `sequenceBefore`, so the stream
+   * stays gap-free; one rejection with `code` is the whole outcome.
+   */
+  failCommand(sequenceBefore: number, code: number): void {
+    this.sequence = sequenceBefore;
+    this.events.count = 0;
+    this.reject(-1, code);
+  }
+
   /** Faults in the engine's memory ahead of use (see OrderStore.prefault); call before trading. */
   prefault(): void {
     this.orders.prefault();
@@ -342,6 +353,12 @@ export class MatchingEngine {
       this.reject(-1, RejectCode.INVALID_COMMAND);
       return;
     }
+    // Stamped with a session that ended before it got here (a roll raised the floor): it
+    // cannot be carried out, and nothing of it is (command status FAILED).
+    if (words[w + COMMAND_SESSION_WORD]! < this.sessionFloor) {
+      this.reject(-1, RejectCode.SESSION_ENDED);
+      return;
+    }
     const idAt = w + COMMAND_ORDER_ID_WORD;
     const orders = this.orders;
     if (orders.find(words[idAt]!, words[idAt + 1]!, words[idAt + 2]!, words[idAt + 3]!) >= 0) {
@@ -433,10 +450,6 @@ export class MatchingEngine {
       orders.retire(slot);
     } else if (bytes[b + ORDER_TIME_IN_FORCE_BYTE] === TIME_IN_FORCE_IOC) {
       bytes[b + ORDER_STATE_BYTE] = STATE_CANCELLED;
-      orders.retire(slot);
-    } else if (orders.words[(slot << ORDER_WORD_SHIFT) + ORDER_SESSION_WORD]! < this.sessionFloor) {
-      // Its session ended (it reached the shard after the roll): it traded, it never rests.
-      bytes[b + ORDER_STATE_BYTE] = STATE_EXPIRED;
       orders.retire(slot);
     } else {
       bytes[b + ORDER_STATE_BYTE] = orders.words[filledAt]! > 0 ? STATE_PARTIALLY_FILLED : STATE_OPEN;

@@ -20,12 +20,13 @@ import {
   COMMAND_TIMESTAMP_US_FLOAT,
   COMMAND_TOKEN_WORD,
 } from './command-slot.ts';
-import { EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, OPCODE_QUERY } from './codes.ts';
+import { EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, OPCODE_QUERY, RejectCode } from './codes.ts';
 import { Doorbell } from './doorbell.ts';
 import type { MatchingEngine } from './matching-engine.ts';
 import { ORDER_BYTE_SHIFT, ORDER_SIDE_BYTE } from './order-store.ts';
 import {
   RESULT_BATCH_FLOAT,
+  RESULT_CODE_WORD,
   RESULT_COUNT_WORD,
   RESULT_RECORD_BYTES,
   RESULT_SEQUENCE_FLOAT,
@@ -44,6 +45,8 @@ export const SHARD_BATCHES_WORD = 2;
 export const SHARD_OUTPUT_WAITS_WORD = 3;
 /** 1 while a checkpoint of this shard's engine is being written (the main thread clears it); none is taken meanwhile. */
 export const SHARD_CHECKPOINT_WORD = 4;
+/** 1 once an internal check failed (ShardRunner.halted): the gateways send it no more commands. */
+export const SHARD_HALTED_WORD = 5;
 export const SHARD_CONTROL_BYTES = 64;
 
 /** Records a command takes on the journal ring before its result records. */
@@ -70,6 +73,8 @@ export interface ShardRunnerOptions {
    * to be asked again after the next batch (it is not ready: its buffer is on its way). Null: none.
    */
   checkpoint?: { commands: number; take: (batch: number) => boolean } | null;
+  /** Hears the error of an internal check that failed, once: the shard halts (ShardRunner.halted). */
+  onHalt?: (error: unknown) => void;
 }
 
 /** A ring this shard writes, with what it wrote and has not published yet. */
@@ -100,6 +105,15 @@ export class ShardRunner {
   private sinceCheckpoint = 0;
   /** A one-slot buffer the replay and re-drive paths run commands from. */
   private readonly scratch = new SlotBuffer();
+  private readonly onHalt: (error: unknown) => void;
+  /**
+   * Set when the engine threw while carrying out a command (an internal check failed):
+   * that command fails INTERNAL_CHECK_FAILED and nothing of it reaches the journal, but
+   * the engine's memory may hold part of it, so it carries out no further command: each
+   * fails SHARD_HALTED, and no checkpoint or save is taken. A restart replays the journal,
+   * which holds the failures and none of their effects, into a sound engine.
+   */
+  halted = false;
 
   constructor(options: ShardRunnerOptions) {
     this.engine = options.engine;
@@ -118,6 +132,7 @@ export class ShardRunner {
     this.idleSleepMs = options.idleSleepMs ?? 100;
     this.batch = options.batch ?? 0;
     this.checkpoint = options.checkpoint ?? null;
+    this.onHalt = options.onHalt ?? (() => undefined);
   }
 
   /** The last batch number given. */
@@ -150,6 +165,7 @@ export class ShardRunner {
 
   /** Between two batches (every result published): unless the last one is still being written. */
   private takeCheckpoint(): void {
+    if (this.halted) return;
     if (Atomics.compareExchange(this.control, SHARD_CHECKPOINT_WORD, 0, 1) !== 0) return;
     let taken: boolean;
     try {
@@ -215,8 +231,11 @@ export class ShardRunner {
         at = firstEventAt + counted * RESULT_RECORD_BYTES;
         continue;
       }
-      // The slot as it was sequenced (its timestamp included), processed where it lies.
-      engine.process(words, floats, at);
+      // The slot as it was sequenced (its timestamp included), processed where it lies; a
+      // command that failed on the shard (and did nothing) fails the same way again.
+      const failure = counted === 1 ? words[(firstEventAt >> 2) + RESULT_CODE_WORD]! : 0;
+      if (failure === RejectCode.INTERNAL_CHECK_FAILED || failure === RejectCode.SHARD_HALTED) engine.failCommand(held, failure);
+      else engine.process(words, floats, at);
       at += COMMAND_SLOT_BYTES;
       const eventCount = words[(at >> 2) + RESULT_COUNT_WORD]!;
       const batch = floats[(at >> 3) + RESULT_BATCH_FLOAT]!;
@@ -244,7 +263,7 @@ export class ShardRunner {
     scratch.bytes.set(slot);
     scratch.floats[COMMAND_TIMESTAMP_US_FLOAT] = this.clockUs();
     this.batch++;
-    this.engine.process(scratch.words, scratch.floats, 0);
+    this.carryOut(scratch.words, scratch.floats, 0);
     if (this.journal !== null) {
       this.journalCommand(scratch, 0);
       this.writeOutcome(this.journal, scratch, 0, scratch.floats[COMMAND_TIMESTAMP_US_FLOAT]!);
@@ -275,12 +294,30 @@ export class ShardRunner {
         this.answerQuery(output, input, w, now);
         continue;
       }
-      engine.process(input.words, input.floats, offset);
+      this.carryOut(input.words, input.floats, offset);
       this.writeOutcome(output, input, w, now);
       if (this.journal !== null) {
         this.journalCommand(input, offset);
         this.writeOutcome(this.journal, input, w, now);
       }
+    }
+  }
+
+  /** Runs one command through the engine; an exception (an internal check failed) halts the shard. */
+  private carryOut(words: Int32Array, floats: Float64Array, offset: number): void {
+    const engine = this.engine;
+    const before = engine.sequence;
+    if (this.halted) {
+      engine.failCommand(before, RejectCode.SHARD_HALTED);
+      return;
+    }
+    try {
+      engine.process(words, floats, offset);
+    } catch (error) {
+      engine.failCommand(before, RejectCode.INTERNAL_CHECK_FAILED);
+      this.halted = true;
+      Atomics.store(this.control, SHARD_HALTED_WORD, 1);
+      this.onHalt(error);
     }
   }
 

@@ -96,6 +96,13 @@ export interface ShardSave {
 
 export type ShardSaved = { type: 'saved'; sequence: number; bytes: number } | { type: 'save-failed'; message: string };
 
+/** Sent once if an internal check failed while carrying out a command: the shard halted (ShardRunner.halted). */
+export interface ShardHalted {
+  type: 'halted';
+  shardId: number;
+  message: string;
+}
+
 /**
  * Sent while running: a copy of the engine between two batches (in a SharedArrayBuffer
  * the shard copies into again at its next checkpoint, once SHARD_CHECKPOINT_WORD is
@@ -164,6 +171,7 @@ const runner = new ShardRunner({
   batchMax: data.batchMax,
   clockUs: () => Math.round((performance.timeOrigin + performance.now()) * 1000),
   batch,
+  onHalt: (error) => parentPort!.postMessage({ type: 'halted', shardId: data.shardId, message: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ShardHalted),
   checkpoint:
     data.checkpointCommands > 0
       ? {
@@ -203,6 +211,10 @@ function runLoop(): void {
 
 function save(request: ShardSave): void {
   if (request.type !== 'save') return;
+  if (runner.halted) {
+    parentPort!.postMessage({ type: 'save-failed', message: 'the shard halted after an internal check failed: its engine is not saved (the next start replays the journal)' } satisfies ShardSaved);
+    return;
+  }
   try {
     const { bytes, sequence } = writeEngineSnapshot(request.file, engine, request.token, data.shardId, runner.lastBatch);
     parentPort!.postMessage({ type: 'saved', sequence, bytes } satisfies ShardSaved);

@@ -14,7 +14,8 @@
 //   4 route           12..15 commandId        37/38 result length / offset
 //   5 responseStatus  16..19 orderId          F20 streamSequence  F21 batch
 //   6 shard (-1 none) 20..23 instrumentId     F22 receivedAtUs    F23 completedAtUs
-//   7 resultStatus
+//   7 resultStatus                            F24 intake count (this gateway's records
+//                                                 up to and including it; 0: not captured)
 // Text (clientId + NUL + idempotencyKey), the response body and the result envelope
 // live in the arena, a byte ring: a blob is valid while fewer than `arena` bytes have
 // been written after its start, which a reader checks before and after copying it.
@@ -58,7 +59,7 @@ const W = {
   RESULT_LENGTH: 37,
   RESULT_OFFSET: 38,
 } as const;
-const F = { STREAM_SEQUENCE: 20, BATCH: 21, RECEIVED_AT: 22, COMPLETED_AT: 23 } as const;
+const F = { STREAM_SEQUENCE: 20, BATCH: 21, RECEIVED_AT: 22, COMPLETED_AT: 23, INTAKE: 24 } as const;
 
 /**
  * Buffer size for a store. The arena is rounded down to a power of two of 8-byte
@@ -95,6 +96,8 @@ export interface CommandSnapshot {
   batch: number;
   receivedAtUs: number;
   completedAtUs: number;
+  /** Its intake record's place among the owning gateway's (durable once that many are committed); 0: not captured. */
+  intakeCount: number;
 }
 
 /** What the owner writes when it takes a command. */
@@ -174,15 +177,24 @@ export class CommandStore {
     });
   }
 
-  /** `orderId`: the four words of the order the command names (a cancel by clientOrderId learns it here), or null. */
-  setQueued(index: number, shard: number, ringIndex: number, orderId: Int32Array | null): void {
+  /**
+   * The command is on its shard's ring and its intake record written (the `intakeCount`-th
+   * of this gateway). `orderId`, `instrumentId`: the four words of the order and instrument
+   * the command names (a cancel by clientOrderId learns them here), or null.
+   */
+  setQueued(index: number, shard: number, ringIndex: number, intakeCount: number, orderId: Int32Array | null, instrumentId: Int32Array | null): void {
     this.write(index, () => {
       const r = this.base(index);
       this.words[r + W.SHARD] = shard;
       this.words[r + W.RING_INDEX] = ringIndex;
+      this.floats[(r >> 1) + F.INTAKE] = intakeCount;
       if (orderId !== null) {
         this.words.set(orderId, r + W.ORDER_ID);
         this.words[r + W.FLAGS] = this.words[r + W.FLAGS]! | 1;
+      }
+      if (instrumentId !== null) {
+        this.words.set(instrumentId, r + W.INSTRUMENT_ID);
+        this.words[r + W.FLAGS] = this.words[r + W.FLAGS]! | 2;
       }
     });
   }
@@ -277,6 +289,7 @@ export class CommandStore {
       batch: this.floats[(r >> 1) + F.BATCH]!,
       receivedAtUs: this.floats[(r >> 1) + F.RECEIVED_AT]!,
       completedAtUs: this.floats[(r >> 1) + F.COMPLETED_AT]!,
+      intakeCount: this.floats[(r >> 1) + F.INTAKE]!,
     };
   }
 

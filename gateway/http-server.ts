@@ -133,6 +133,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (Atomics.load(venueControl, 1) === 1) failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
     else if (Atomics.load(venueControl, 0) !== 1) failNow(res, 'UNAVAILABLE', 'the venue is starting');
     else if (flow.storageDown) failNow(res, 'UNAVAILABLE', embeddedStorageProblem(venueControl) ?? 'storage is unavailable; commands are refused until it is back');
+    else if (flow.haltedShards().length > 0) failNow(res, 'UNAVAILABLE', `shard ${flow.haltedShards().join(', ')} halted after an internal check failed (see the log): its commands are refused until the venue is restarted`);
     else sendNow(res, 200, '{"status":"ready"}');
   });
 

@@ -68,12 +68,13 @@ import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient, StorageFailed, type WithoutId } from './storage-client.ts';
+import { SHARD_HALTED_WORD } from '../core/shard-runner.ts';
 import { embeddedStorageProblem } from './storage-state.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { errorBody, type ErrorCode, ERRORS, serverErrorBody } from './error-catalog.ts';
 import { mayActFor, type Principal } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
-import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
+import { renderStatusView, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT, type Durable } from './status-view.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { clientOrderDigest, payloadDigest, scopeDigest, wordsOf } from './keys.ts';
 import { attachForgotten, attachTable, namedKeyFilters, recordRef, refGateway, refIndex, STORAGE_REF, VENUE_CONNECTION_LIMIT_WORD, type VenueMemory } from './venue-memory.ts';
@@ -251,12 +252,15 @@ export class OrderFlow {
 
   /** The venue control words (gateway/venue-memory.ts): the embedded server's supervisor among them. */
   private readonly venueControl: Int32Array;
+  /** Each shard's control words: whether it halted (core/shard-runner.ts). */
+  private readonly shardControls: Int32Array[];
 
   constructor(gatewayId: number, config: VenueConfig, memory: VenueMemory, sessions: SessionRegistry, ports: PersistencePorts) {
     this.gatewayId = gatewayId;
     this.config = config;
     this.memory = memory;
     this.venueControl = new Int32Array(memory.venueControl);
+    this.shardControls = memory.shardControls.map((control) => new Int32Array(control));
     this.sessions = sessions;
     this.idempotency = attachTable(memory, 'idempotency');
     this.commandIds = attachTable(memory, 'commandIds');
@@ -294,6 +298,11 @@ export class OrderFlow {
   /** True while the persistence thread cannot reach PostgreSQL (new commands answer 503). */
   get storageDown(): boolean {
     return this.control.databaseState === DB_DOWN || embeddedStorageProblem(this.venueControl) !== null;
+  }
+
+  /** The shards that halted after an internal check failed (their commands are refused). */
+  haltedShards(): number[] {
+    return this.shardControls.flatMap((control, shard) => (Atomics.load(control, SHARD_HALTED_WORD) !== 0 ? [shard] : []));
   }
 
   get inFlight(): number {
@@ -525,23 +534,36 @@ export class OrderFlow {
 
   private target(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as TargetBody;
-    const orderId = uuidWords(body.orderId);
-    const instrument = uuidWords(body.instrumentId);
     const [runNo, sessionNo] = this.sessions.numbersOf(body.runId, body.venueSessionId);
+    this.targetOrder(request, intake, index, commandId, undoClaims, {
+      orderId: uuidWords(body.orderId),
+      instrumentId: uuidWords(body.instrumentId),
+      participantId: uuidWords(body.participantId),
+      accountId: uuidWords(body.accountId),
+      runNo,
+      sessionNo,
+    });
+  }
+
+  /**
+   * The cancel or modify of an order named with its whole context, sent to the shard that
+   * holds it: the one path of /cancel, /modify and the cancel a clientOrderId resolves to.
+   */
+  private targetOrder(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void, target: OrderContext): void {
     const modify = request.route === ROUTE_MODIFY;
     const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
-    this.shardHolding(orderId, instrument, request.reply, undoClaims, (shard) => this.dispatch(
-      this.newPending(request, intake, index, shard, body.instrumentId, '', body.commandId),
+    this.shardHolding(target.orderId, target.instrumentId, request.reply, undoClaims, (shard) => this.dispatch(
+      this.newPending(request, intake, index, shard, formatWords(target.instrumentId), '', request.body.commandId),
       {
         opcode,
         header: packHeader(opcode, 0, 0, 0),
-        runNo,
-        sessionNo,
+        runNo: target.runNo,
+        sessionNo: target.sessionNo,
         commandId,
-        orderId,
-        instrumentId: instrument,
-        participantId: uuidWords(body.participantId),
-        accountId: uuidWords(body.accountId),
+        orderId: target.orderId,
+        instrumentId: target.instrumentId,
+        participantId: target.participantId,
+        accountId: target.accountId,
         currency: 0,
         priceNanos: modify ? request.priceNanos : 0,
         quantityUnits: modify ? request.quantityUnits : 0,
@@ -595,35 +617,21 @@ export class OrderFlow {
   /** The cancel of the order a clientOrderId resolved to (`extra`: the claim's orderId, instrumentId, accountId, runNo, sessionNo). */
   private cancelResolved(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void, extra: Int32Array): void {
     const body = request.body as CancelByClientOrderBody;
-    const participant = uuidWords(body.participantId);
-    const orderId = extra.slice(0, 4);
-    const instrument = extra.slice(4, 8);
     const account = extra.slice(8, 12);
-    const accountText = formatWords(account);
-    if (!mayActFor(request.principal, body.participantId, accountText)) {
+    if (!mayActFor(request.principal, body.participantId, formatWords(account))) {
       undoClaims();
       this.fail(request.reply, 'FORBIDDEN', 'the order of this clientOrderId belongs to an account you may not act for');
       return;
     }
-    this.shardHolding(orderId, instrument, request.reply, undoClaims, (shard) => this.dispatch(
-      this.newPending(request, intake, index, shard, formatWords(instrument), '', body.commandId),
-      {
-        opcode: OPCODE_CANCEL,
-        header: packHeader(OPCODE_CANCEL, 0, 0, 0),
-        runNo: extra[12]!,
-        sessionNo: extra[13]!,
-        commandId,
-        orderId,
-        instrumentId: instrument,
-        participantId: participant,
-        accountId: account,
-        currency: 0,
-        priceNanos: 0,
-        quantityUnits: 0,
-        argument: 0,
-      },
-      undoClaims,
-    ));
+    // The normal cancel of the resolved order, with its whole context (the specification's resolver).
+    this.targetOrder(request, intake, index, commandId, undoClaims, {
+      orderId: extra.slice(0, 4),
+      instrumentId: extra.slice(4, 8),
+      participantId: uuidWords(body.participantId),
+      accountId: account,
+      runNo: extra[12]!,
+      sessionNo: extra[13]!,
+    });
   }
 
   /** Asks storage for the newest order of a participant with a clientOrderId (null: none); a 503 (claims undone) if storage does not answer. */
@@ -697,6 +705,13 @@ export class OrderFlow {
 
   /** Writes the slot and registers the pending result; undoes every claim on 503. */
   private dispatch(pending: Pending, command: SlotCommand, undoClaims: () => void): void {
+    if (Atomics.load(this.shardControls[pending.shard]!, SHARD_HALTED_WORD) !== 0) {
+      undoClaims();
+      if (pending.orderDirectoryKey !== null) this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
+      if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+      if (pending.reply !== null) this.fail(pending.reply, 'UNAVAILABLE', `shard ${pending.shard} halted after an internal check failed; nothing was accepted; retry once the venue is restarted`, RETRY_AFTER);
+      return;
+    }
     const ring = this.rings[pending.shard]!;
     const full =
       ring.freeSlots() - this.unpublished[pending.shard]! === 0 ||
@@ -712,7 +727,14 @@ export class OrderFlow {
     const ringIndex = this.write(ring, pending, command);
     this.marks.note(this.inFlightSlot, this.pending.size + this.durability.size);
     this.capture(pending, command, ring.slotOffset(ringIndex), ring.bytes);
-    this.store.setQueued(pending.recordIndex, pending.shard, ringIndex, command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : command.orderId);
+    this.store.setQueued(
+      pending.recordIndex,
+      pending.shard,
+      ringIndex,
+      pending.intakeCount,
+      command.opcode === OPCODE_REJECT && pending.rejectedOrderIdNull ? null : command.orderId,
+      pending.instrumentId === '' ? null : command.instrumentId,
+    );
     const mode = PROCESSING_MODES[pending.mode]!;
     pending.deadlineMs = Date.now() + this.config.durableWaitMs;
     if ((mode === 'accepted-async' || mode === 'captured-ack') && pending.reply !== null) {
@@ -1066,30 +1088,45 @@ export class OrderFlow {
   /**
    * GET /api/v1/commands/{commandId}: the status view, or null if unknown (or not the
    * caller's). From this thread's shared memory when a gateway still holds the record,
-   * else from storage (the read thread).
+   * else from storage (the read thread). It claims no more than is durable: a record whose
+   * state is not yet in storage is waited for (bounded by DURABLE_WAIT_MS), and a command
+   * not durably accepted by then is a 503.
    */
   async statusView(commandIdText: string, principal: Principal, any: boolean): Promise<string | null> {
     const commandId = new Int32Array(4);
     if (!parseUuidInto(commandIdText, commandId, 0)) return null;
     const ref = this.commandIds.get(commandId, 0);
     if (ref !== NOT_FOUND && ref !== STORAGE_REF) {
-      const snapshot = this.snapshotOf(ref, commandId);
-      if (snapshot !== null) {
+      const deadlineMs = Date.now() + this.config.durableWaitMs;
+      for (let snapshot = this.snapshotOf(ref, commandId); snapshot !== null; snapshot = this.snapshotOf(ref, commandId)) {
         if (!any && snapshot.principal !== principal.index) return null;
-        let taken = false;
-        if (snapshot.shard >= 0) {
-          const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
-          taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+        const durable = this.durableOf(ref, snapshot);
+        if ((durable.captured && (snapshot.resultStatus === RESULT.NONE || durable.outcome)) || Date.now() >= deadlineMs) {
+          if (!durable.captured) throw new StorageFailed({ message: 'the command is not durably accepted yet; retry shortly' });
+          return renderStatusView(snapshot, durable);
         }
-        const materialized = snapshot.resultStatus !== RESULT.NONE && this.control.journalCommitted(snapshot.shard) >= snapshot.streamSequence;
-        return renderStatusView(snapshot, taken, materialized);
+        await new Promise((resolve) => setTimeout(resolve, 2));
       }
     }
     const answer = await this.reads.request({ type: 'command', commandId: commandIdText.toLowerCase() });
     if (!answer.ok) throw new StorageFailed(answer);
     const stored = answer.command;
     if (stored === null || (!any && stored.principal !== principal.index)) return null;
-    return renderStatusView(snapshotOfStored(stored), false, stored.resultStatus !== 0);
+    return renderStatusView(snapshotOfStored(stored), { captured: true, taken: true, outcome: stored.resultStatus !== 0 });
+  }
+
+  /** What storage holds of a command record now: its intake record, its outcome; and whether its shard took it. */
+  private durableOf(ref: number, snapshot: CommandSnapshot): Durable {
+    let taken = false;
+    if (snapshot.shard >= 0) {
+      const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
+      taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+    }
+    return {
+      captured: snapshot.intakeCount > 0 && this.control.intakeCommitted(refGateway(ref)) >= snapshot.intakeCount,
+      taken,
+      outcome: snapshot.resultStatus !== RESULT.NONE && this.control.journalCommitted(snapshot.shard) >= snapshot.streamSequence,
+    };
   }
 
   /** A read-plane request: depth and stored snapshots from shared memory, the rest by the read thread from PostgreSQL. */
@@ -1210,7 +1247,18 @@ function snapshotOfStored(stored: StoredCommand): CommandSnapshot {
     batch: stored.shardBatch,
     receivedAtUs: 0,
     completedAtUs: 0,
+    intakeCount: 1,
   };
+}
+
+/** The order a cancel or modify names, and the context it quotes, as words and session numbers. */
+interface OrderContext {
+  orderId: Int32Array;
+  instrumentId: Int32Array;
+  participantId: Int32Array;
+  accountId: Int32Array;
+  runNo: number;
+  sessionNo: number;
 }
 
 function formatWords(words: Int32Array): string {

@@ -11,7 +11,7 @@
 //      each shard's stream, made durable like any outcome (OrderFlow.expireSession). The
 //      first one raises the shard's session floor, so an order stamped with the ended
 //      session that reaches the shard after it (a gateway that had not switched yet)
-//      never rests either.
+//      fails SESSION_ENDED: nothing of it is carried out (command status FAILED).
 //
 // The answer comes after step 3. If the venue stops before, the next start finishes the
 // expiry (server.ts); a retry naming the new pair re-runs steps 2 and 3 (idempotent)

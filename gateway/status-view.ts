@@ -1,7 +1,7 @@
 // The command status view of the specification, from a command record (in a
 // gateway's shared memory, or read back from storage).
 
-import { rejectName } from '../core/codes.ts';
+import { isFailureCode, rejectName, rejectReason } from '../core/codes.ts';
 import { PROCESSING_MODES } from './config.ts';
 import { INTERNAL, INTERNAL_NAMES, RESULT, STATUS, STATUS_NAMES, type CommandSnapshot } from './command-store.ts';
 
@@ -18,23 +18,40 @@ export const ROUTE_CANCEL_BY_CLIENT_ORDER = 3;
 
 const decoder = new TextDecoder();
 
+/** What storage holds of a command at the time of a status read. */
+export interface Durable {
+  /** Its intake record is committed: the command is durably accepted. */
+  captured: boolean;
+  /** The shard has taken it off its ring (processing has started). */
+  taken: boolean;
+  /** Its outcome is on the durable journal (canonicalMaterialized). */
+  outcome: boolean;
+}
+
 /**
- * `taken`: whether the shard has already taken the command off its ring (its read
- * index passed the command's position), which turns ACCEPTED into IN_FLIGHT.
- * `materialized`: whether the outcome is on the durable journal (canonicalMaterialized).
+ * The status view, claiming no more than is durable: ACCEPTED once the intake record is
+ * committed; IN_FLIGHT once the shard took it, or has an outcome not yet durable (whose
+ * fields are left out); COMPLETED, REJECTED or FAILED (lastError set) once the outcome is
+ * on the journal. The caller answers only for a captured command.
  */
-export function renderStatusView(snapshot: CommandSnapshot, taken: boolean, materialized: boolean): string {
-  let status = snapshot.status;
-  let internal = snapshot.internalStatus;
-  let delivered = snapshot.deliveredCount;
-  if (status === STATUS.ACCEPTED && taken) {
+export function renderStatusView(snapshot: CommandSnapshot, durable: Durable): string {
+  const outcome = durable.outcome && snapshot.resultStatus !== RESULT.NONE;
+  const failed = outcome && isFailureCode(snapshot.rejectCode);
+  let status: number = STATUS.ACCEPTED;
+  let internal: number = INTERNAL.RECEIVED;
+  if (failed) {
+    status = STATUS.FAILED;
+    internal = INTERNAL.FAILED;
+  } else if (outcome) {
+    status = snapshot.resultStatus === RESULT.ACCEPTED ? STATUS.COMPLETED : STATUS.REJECTED;
+    internal = INTERNAL.COMPLETED;
+  } else if (durable.taken || snapshot.resultStatus !== RESULT.NONE) {
     status = STATUS.IN_FLIGHT;
     internal = INTERNAL.PROCESSING;
-    delivered = 1;
   }
   const shard = snapshot.shard;
   const routed = shard >= 0;
-  const resultStatus = snapshot.resultStatus === RESULT.ACCEPTED ? 'accepted' : snapshot.resultStatus === RESULT.REJECTED ? 'rejected' : '';
+  const resultStatus = !outcome ? '' : snapshot.resultStatus === RESULT.ACCEPTED ? 'accepted' : 'rejected';
   const route = ROUTES[snapshot.route]!;
   return JSON.stringify({
     commandId: snapshot.commandId,
@@ -46,22 +63,22 @@ export function renderStatusView(snapshot: CommandSnapshot, taken: boolean, mate
     processingMode: PROCESSING_MODES[snapshot.processingMode],
     responseStatus: snapshot.responseStatus,
     responsePayloadJson: snapshot.response === null ? '' : decoder.decode(snapshot.response),
-    lastError: '',
-    canonicalMaterialized: materialized,
+    lastError: failed ? `${rejectName(snapshot.rejectCode)}: ${rejectReason(snapshot.rejectCode)}` : '',
+    canonicalMaterialized: outcome,
     engineResultStatus: resultStatus,
     resultStatus,
-    batchId: snapshot.resultStatus === RESULT.NONE ? '' : `${shard}-${snapshot.batch}`,
+    batchId: outcome ? `${shard}-${snapshot.batch}` : '',
     shardId: routed ? String(shard) : '',
     partition: routed ? shard : -1,
     commandStream: routed ? `shard-${shard}-commands` : '',
     eventStream: routed ? `shard-${shard}-events` : '',
-    streamSequence: snapshot.streamSequence,
-    deliveredCount: delivered,
+    streamSequence: outcome ? snapshot.streamSequence : 0,
+    deliveredCount: status === STATUS.ACCEPTED ? 0 : 1,
     commandType: route.commandType,
     payloadHash: snapshot.payloadHash,
     instrumentId: snapshot.instrumentId ?? '',
     orderId: snapshot.orderId ?? '',
-    rejectCode: snapshot.rejectCode === 0 ? '' : rejectName(snapshot.rejectCode),
-    resultPayloadJson: snapshot.result === null ? '' : decoder.decode(snapshot.result),
+    rejectCode: outcome && snapshot.rejectCode !== 0 ? rejectName(snapshot.rejectCode) : '',
+    resultPayloadJson: outcome && snapshot.result !== null ? decoder.decode(snapshot.result) : '',
   });
 }

@@ -9,12 +9,14 @@ import {
   EVENT_ACCEPTED,
   EVENT_EXECUTION,
   EVENT_EXPIRED,
+  EVENT_REJECTED,
   EVENT_TRADE,
   EventKind,
   EXPIRY_SCAN_SLOTS,
   Opcode,
   OrderType,
   Side,
+  rejectCodeOf,
   STATE_EXPIRED,
   TimeInForce,
 } from '../../core/codes.ts';
@@ -161,38 +163,30 @@ test('a book of more than EXPIRY_SCAN_SLOTS slots expires in several bounded com
   assert.ok(resting.every((n) => n % 7 === 0), 'only the new session rests');
 });
 
-test('an order of the ended session submitted after the roll trades what crosses, then expires instead of resting', () => {
+test('an order of the ended session submitted after the roll fails SESSION_ENDED: nothing of it trades or rests', () => {
   const d = new EngineDriver({ orderCapacity: 64 });
   d.submit({ orderId: id(1), side: 'SELL', price: 100, quantity: 5, sessionNo: 2 });
   d.submit({ orderId: id(2), side: 'SELL', price: 101, quantity: 5, sessionNo: 2 });
   d.expire(2, 0);
   const events = d.submit({ orderId: id(3), side: 'BUY', price: 100, quantity: 8, sessionNo: 1 });
-  assert.deepEqual(kinds(events), ['accepted', 'execution', 'execution', 'trade']);
-  const accepted = events[0]!;
-  assert.ok(accepted.kind === 'accepted');
-  assert.deepEqual([accepted.state, accepted.filled, accepted.leaves, accepted.quantityUnits], ['EXPIRED', 5, 0, 8]);
-  const trade = events[3]!;
-  assert.ok(trade.kind === 'trade');
-  assert.deepEqual([trade.buyOrderId, trade.sellOrderId, trade.quantityUnits, trade.priceNanos], [id(3), id(1), 5, 100]);
+  assert.deepEqual(kinds(events), ['SESSION_ENDED']);
   assert.deepEqual(d.book('BUY'), []);
-  assert.deepEqual(d.book('SELL'), [{ orderId: id(2), priceNanos: 101, leaves: 5, hidden: false }]);
-  assert.deepEqual(kinds(d.cancel({ orderId: id(3) })), ['ORDER_NOT_OPEN']);
+  assert.deepEqual(d.book('SELL'), [
+    { orderId: id(1), priceNanos: 100, leaves: 5, hidden: false },
+    { orderId: id(2), priceNanos: 101, leaves: 5, hidden: false },
+  ]);
+  assert.deepEqual(kinds(d.cancel({ orderId: id(3) })), ['ORDER_NOT_FOUND'], 'no order was created');
 });
 
-test('an order of the ended session that crosses nothing expires at once and leaves the book unchanged', () => {
+test('an order id that failed SESSION_ENDED is free: the same order stamped with the open session trades and rests', () => {
   const d = new EngineDriver({ orderCapacity: 64 });
   d.submit({ orderId: id(1), side: 'SELL', price: 100, quantity: 5, sessionNo: 2 });
   d.expire(2, 0);
-  const events = d.submit({ orderId: id(2), side: 'BUY', price: 90, quantity: 4, sessionNo: 1 });
-  assert.equal(events.length, 1);
-  assert.ok(events[0]!.kind === 'accepted');
-  assert.deepEqual([events[0]!.state, events[0]!.filled, events[0]!.leaves], ['EXPIRED', 0, 0]);
-  assert.deepEqual(restingIds(d), [id(1)]);
-  // The new session's order rests as before.
-  d.submit({ orderId: id(3), side: 'BUY', price: 90, quantity: 4, sessionNo: 2 });
-  assert.deepEqual(d.book('BUY'), [{ orderId: id(3), priceNanos: 90, leaves: 4, hidden: false }]);
+  assert.deepEqual(kinds(d.submit({ orderId: id(2), side: 'BUY', price: 100, quantity: 8, sessionNo: 1 })), ['SESSION_ENDED']);
+  const events = d.submit({ orderId: id(2), side: 'BUY', price: 100, quantity: 8, sessionNo: 2 });
+  assert.deepEqual(kinds(events), ['accepted', 'execution', 'execution', 'trade']);
+  assert.deepEqual(d.book('BUY'), [{ orderId: id(2), priceNanos: 100, leaves: 3, hidden: false }]);
 });
-
 test('an EXPIRE with floor 0, a negative floor or a negative first slot is rejected INVALID_COMMAND and changes nothing', () => {
   const d = sessionOneBook();
   const book = restingIds(d);
@@ -229,8 +223,7 @@ test('the session floor survives a save and restore, and still keeps ended-sessi
   const copy = new EngineDriver(restored.engine);
   assert.deepEqual(restingIds(copy), [id(10)]);
   const late = copy.submit({ orderId: id(11), side: 'BUY', price: 96, quantity: 2, sessionNo: 3 });
-  assert.ok(late[0]!.kind === 'accepted');
-  assert.equal(late[0]!.state, 'EXPIRED');
+  assert.deepEqual(kinds(late), ['SESSION_ENDED']);
   assert.deepEqual(restingIds(copy), [id(10)]);
 });
 
@@ -347,7 +340,7 @@ const shardCommands = (): Command[] => [
   submitCommand(4, Side.SELL, 106, 5, 2),
   submitCommand(5, Side.SELL, 100, 4, 2), // fills 4 of order 1
   expireCommand(6, 2, 0),
-  submitCommand(7, Side.BUY, 104, 8, 1), // a late order of the ended session: trades 6 with order 3, expires the rest
+  submitCommand(7, Side.BUY, 104, 8, 1), // a late order of the ended session: fails SESSION_ENDED, trades nothing
 ];
 
 test('a shard writes an EXPIRE result with the expired orders\' ids, sides, quantities and prices', () => {
@@ -363,8 +356,7 @@ test('a shard writes an EXPIRE result with the expired orders\' ids, sides, quan
   );
   assert.deepEqual(expiry.map((e) => e.sequence), [9, 10, 11]);
   const late = results[6]!;
-  assert.deepEqual(late.map((e) => e.kind), [EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_EXECUTION, EVENT_TRADE]);
-  assert.deepEqual([late[0]!.state, late[0]!.orderA, late[3]!.quantity], [STATE_EXPIRED, id(7), 6], 'the late order expired after trading');
+  assert.deepEqual(late.map((e) => [e.kind, e.code]), [[EVENT_REJECTED, rejectCodeOf('SESSION_ENDED')]], 'the late order fails and trades nothing');
 });
 
 test('a journal holding an EXPIRE replays to the same events, book and session floor', () => {
@@ -381,7 +373,10 @@ test('a journal holding an EXPIRE replays to the same events, book and session f
   const a = new EngineDriver(original);
   const b = new EngineDriver(replayed);
   assert.deepEqual(b.book('SELL'), a.book('SELL'));
-  assert.deepEqual(b.book('SELL'), [{ orderId: id(4), priceNanos: 106, leaves: 5, hidden: false }]);
+  assert.deepEqual(b.book('SELL'), [
+    { orderId: id(3), priceNanos: 104, leaves: 6, hidden: false },
+    { orderId: id(4), priceNanos: 106, leaves: 5, hidden: false },
+  ]);
   assert.deepEqual(b.book('BUY'), []);
 });
 

@@ -14,22 +14,14 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
-import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command-slot.ts';
-import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
 import { renderPointer } from '../../core/outcome-format.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
-import { payloadDigest, scopeDigest } from '../../gateway/keys.ts';
-import { Principals } from '../../gateway/principals.ts';
-import { ROUTE_SUBMIT } from '../../gateway/status-view.ts';
-import { startEmbeddedPostgres } from '../../persistence/embedded-postgres.ts';
 import { writeOpenOrders } from '../../persistence/open-orders-snapshot.ts';
 import type { RestingOrder } from '../../persistence/resting-orders.ts';
+import { capturedSubmitRecord, commitCaptured } from '../support/captured-intake.ts';
 import { withClient } from '../support/database.ts';
 import {
   assertBooksEqualReplay,
@@ -52,7 +44,6 @@ import {
   cancelByClientOrderBody,
   submitBody,
   TOKENS,
-  TRADER_A,
   TRADER_B,
   dataDirs,
   storageUrl,
@@ -285,40 +276,14 @@ test('a command captured but never journaled (the process died in between) is re
   // in an intake batch of its own commit) while their journal batch never was: one crosses the
   // resting sell, the other rests with a clientOrderId.
   const clientId = 'crash-client';
-  const principal = Principals.load(DEFAULT_PRINCIPALS_FILE).authenticate(`Bearer ${TOKENS.traderA}`)!;
-  const intakeRecord = (submit: Record<string, unknown>, idempotencyKey: string, clientOrderId: string | null): Uint8Array => {
-    const slot = new ArrayBuffer(COMMAND_SLOT_BYTES);
-    encodeCommand(
-      {
-        opcode: Opcode.SUBMIT, side: Side.BUY, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, runNo: 1, sessionNo: 1,
-        commandId: submit.commandId as string, orderId: submit.orderId as string, instrumentId: instrument, participantId: TRADER_A.participantId,
-        accountId: TRADER_A.accountId, currency: 'USD', priceNanos: Number(submit.limitPrice) * 1e9, quantityUnits: Number(submit.quantityUnits), timestampUs: 0,
-      },
-      slotViews(slot),
-      0,
-    );
-    const record = new ArrayBuffer(INTAKE_RECORD_BYTES);
-    writeIntake({ words: new Int32Array(record), floats: new Float64Array(record), bytes: new Uint8Array(record) }, 0, {
-      processingMode: 1, route: ROUTE_SUBMIT, shard: shardOf(uuidWords(instrument), 0, SHARDS), principal: principal.index, receivedAtUs: Date.now() * 1000,
-      commandId: uuidWords(submit.commandId as string), scopeDigest: scopeDigest(principal.principalId, clientId, idempotencyKey), payloadHash: payloadDigest(ROUTE_SUBMIT, submit),
-      orderId: uuidWords(submit.orderId as string), instrumentId: uuidWords(instrument), slot: new Uint8Array(slot), clientId, idempotencyKey, clientOrderId,
-    });
-    return new Uint8Array(record);
-  };
   const body = submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '4' });
   const key = `captured-${crypto.randomUUID()}`;
   const clientOrderId = `redriven-${crypto.randomUUID()}`;
   const restingBuy = submitBody({ instrumentId: instrument, side: 'BUY', price: '40', quantity: '3', clientOrderId });
-  const records = Buffer.concat([intakeRecord(body, key, null), intakeRecord(restingBuy, `captured-${crypto.randomUUID()}`, clientOrderId)]);
-  const database = await startEmbeddedPostgres(dir, () => undefined);
-  await withClient(database.url, (client) =>
-    client.query(
-      `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload)
-       SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) + 1, 0, 2, $1, $2`,
-      [crc32(records), records],
-    ),
-  );
-  await database.stop();
+  await commitCaptured(dir, [
+    capturedSubmitRecord({ submit: body, token: TOKENS.traderA, clientId, idempotencyKey: key, shards: SHARDS }),
+    capturedSubmitRecord({ submit: restingBuy, token: TOKENS.traderA, clientId, idempotencyKey: `captured-${crypto.randomUUID()}`, shards: SHARDS }),
+  ]);
 
   // While it recovers, the venue listens but is not ready: /readyz and the order routes answer 503.
   const port = await freePort();

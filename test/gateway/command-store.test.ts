@@ -21,12 +21,15 @@ test('a record reads back what was written, text and bodies included', () => {
   const s = store(16, 64 * 1024);
   const { index, commandId } = create(s);
   const orderId = crypto.randomUUID();
-  s.setQueued(index, 1, 42, uuidWords(orderId));
+  const instrumentId = crypto.randomUUID();
+  s.setQueued(index, 1, 42, 77, uuidWords(orderId), uuidWords(instrumentId));
   s.setResult(index, { accepted: true, rejectCode: 0, streamSequence: 9, batch: 3, completedAtUs: 5, envelope: `{"outcome":1}` });
   s.setResponseToResult(index, 200);
   const snapshot = s.read(index, uuidWords(commandId))!;
   assert.equal(snapshot.commandId, commandId);
   assert.equal(snapshot.orderId, orderId);
+  assert.equal(snapshot.instrumentId, instrumentId, 'learned when queued (a cancel by clientOrderId)');
+  assert.equal(snapshot.intakeCount, 77);
   assert.deepEqual([snapshot.clientId, snapshot.idempotencyKey], ['désk', 'key-1']);
   assert.deepEqual([snapshot.status, snapshot.resultStatus, snapshot.shard, snapshot.ringIndex, snapshot.streamSequence], [STATUS.COMPLETED, RESULT.ACCEPTED, 1, 42, 9]);
   assert.equal(snapshot.responseStatus, 200);
