@@ -555,8 +555,22 @@ export const snapshotSchema = {
   $id: 'Snapshot',
   type: 'object',
   additionalProperties: false,
-  properties: { instrumentId: uuid, projectionName: { type: 'string' }, bestBid: bookSide, bestAsk: bookSide, sourceWatermark: { type: 'integer' }, refreshedAt: timestamp },
-  required: ['instrumentId', 'projectionName', 'bestBid', 'bestAsk', 'sourceWatermark', 'refreshedAt'],
+  properties: {
+    instrumentId: uuid,
+    projectionName: { type: 'string' },
+    bestBid: bookSide,
+    bestAsk: bookSide,
+    openQuantity: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'the remaining open displayed LIMIT quantity of the instrument per side, every price ("0" for an empty side); hidden quantity never counts',
+      properties: { bid: unitsObject, ask: unitsObject },
+      required: ['bid', 'ask'],
+    },
+    sourceWatermark: { type: 'integer' },
+    refreshedAt: timestamp,
+  },
+  required: ['instrumentId', 'projectionName', 'bestBid', 'bestAsk', 'openQuantity', 'sourceWatermark', 'refreshedAt'],
 } as const;
 
 export const snapshotRefreshSchema = {
