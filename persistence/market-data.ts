@@ -71,9 +71,8 @@ export async function storedSnapshots(db: Db): Promise<(SnapshotRow & { projecti
 
 // Each side's best displayed price is the first LIMIT row of the open-orders index
 // (instrument, side, price) in price order, and its quantity the sum at that price:
-// the cost grows with the instruments and the orders at the best prices, not with
-// the open orders. (A window sum over every open order, as this was, took 1.2-1.6 s
-// per refresh at 470,000 open orders; this takes 5-10 ms: bench/snapshot-refresh-bench.ts.)
+// this part costs about the same at any number of open orders, where a window sum over
+// every open order grows with them (bench/snapshot-refresh-bench.ts).
 const bestJoin = (side: 'BUY' | 'SELL') => `LEFT JOIN LATERAL (
      SELECT top.p, (SELECT sum(o.remaining_quantity_units) FROM runtime.order_lifecycle_state o
                      WHERE o.instrument_id = t.instrument_id AND o.side = '${side}' AND o.limit_price_nanos = top.p
@@ -84,8 +83,8 @@ const bestJoin = (side: 'BUY' | 'SELL') => `LEFT JOIN LATERAL (
      ) ${side === 'BUY' ? 'b' : 'a'} ON true`;
 const BEST_BID_JOIN = bestJoin('BUY');
 const BEST_ASK_JOIN = bestJoin('SELL');
-// The specification's "remaining open LIMIT quantity for the instrument": every open
-// displayed order of each side, one pass over the instrument's open orders (hidden never counts).
+// The specification's "remaining open LIMIT quantity for the instrument": one pass over the
+// instrument's open displayed orders (hidden never counts), so it grows with them (record 0034).
 const OPEN_QUANTITY_JOIN = `CROSS JOIN LATERAL (
      SELECT coalesce(sum(o.remaining_quantity_units) FILTER (WHERE o.side = 'BUY'), 0)::bigint AS bid_open,
             coalesce(sum(o.remaining_quantity_units) FILTER (WHERE o.side = 'SELL'), 0)::bigint AS ask_open
