@@ -23,7 +23,8 @@
 //   entries: int32 [0] seqlock [1] used [2..5] instrument id [6] currency [7] flags
 //            (1 bid, 2 ask) [8] name length [9..24] name (64 B) (128 B), then f64 bid
 //            price, i64 bid quantity, f64 ask price, i64 ask quantity, f64 source
-//            watermark, f64 refreshed at (µs) (48 B)
+//            watermark, f64 refreshed at (µs), i64 open bid quantity, i64 open ask
+//            quantity (64 B)
 
 import { hashWords } from './hash.ts';
 import { MAX_STREAMS } from './persistence-control.ts';
@@ -33,7 +34,7 @@ const HEADER_BYTES = 64;
 const LEVEL_BYTES = 24;
 const DEPTH_ENTRY_BYTES = 64 + 2 * DEPTH_LEVELS_MAX * LEVEL_BYTES;
 const DEPTH_WATERMARKS_BYTES = MAX_STREAMS * 8;
-const SNAPSHOT_ENTRY_BYTES = 128 + 48;
+const SNAPSHOT_ENTRY_BYTES = 128 + 64;
 const SNAPSHOT_NAME_BYTES = 64;
 const encoder = new TextEncoder();
 
@@ -54,6 +55,8 @@ export interface SnapshotEntry {
   currency: number;
   bid: { priceNanos: number; quantity: bigint } | null;
   ask: { priceNanos: number; quantity: bigint } | null;
+  /** The open displayed LIMIT quantity of each whole side: orders times units can pass 2^53, so BigInt. */
+  openQuantity: { bid: bigint; ask: bigint };
   sourceWatermark: number;
   refreshedAtUs: number;
 }
@@ -247,6 +250,8 @@ export class SnapshotView extends Region {
     this.longs[f + 3] = snapshot.ask?.quantity ?? 0n;
     this.floats[f + 4] = snapshot.sourceWatermark;
     this.floats[f + 5] = snapshot.refreshedAtUs;
+    this.longs[f + 6] = snapshot.openQuantity.bid;
+    this.longs[f + 7] = snapshot.openQuantity.ask;
     this.endWrite(w);
     return true;
   }
@@ -264,6 +269,7 @@ export class SnapshotView extends Region {
         currency: this.words[w + 6]!,
         bid: (flags & 1) === 0 ? null : { priceNanos: this.floats[f]!, quantity: this.longs[f + 1]! },
         ask: (flags & 2) === 0 ? null : { priceNanos: this.floats[f + 2]!, quantity: this.longs[f + 3]! },
+        openQuantity: { bid: this.longs[f + 6]!, ask: this.longs[f + 7]! },
         sourceWatermark: this.floats[f + 4]!,
         refreshedAtUs: this.floats[f + 5]!,
       };

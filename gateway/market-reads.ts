@@ -68,6 +68,7 @@ export function snapshotAnswer(view: SnapshotView, instrumentId: string, project
       projectionName,
       bestBid: side(snapshot.bid),
       bestAsk: side(snapshot.ask),
+      openQuantity: { bid: { units: String(snapshot.openQuantity.bid) }, ask: { units: String(snapshot.openQuantity.ask) } },
       sourceWatermark: snapshot.sourceWatermark,
       refreshedAt: occurredAtOf(snapshot.refreshedAtUs),
     }),

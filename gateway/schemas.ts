@@ -555,8 +555,22 @@ export const snapshotSchema = {
   $id: 'Snapshot',
   type: 'object',
   additionalProperties: false,
-  properties: { instrumentId: uuid, projectionName: { type: 'string' }, bestBid: bookSide, bestAsk: bookSide, sourceWatermark: { type: 'integer' }, refreshedAt: timestamp },
-  required: ['instrumentId', 'projectionName', 'bestBid', 'bestAsk', 'sourceWatermark', 'refreshedAt'],
+  properties: {
+    instrumentId: uuid,
+    projectionName: { type: 'string' },
+    bestBid: bookSide,
+    bestAsk: bookSide,
+    openQuantity: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'the remaining open displayed LIMIT quantity of the instrument per side, every price ("0" for an empty side); hidden quantity never counts',
+      properties: { bid: unitsObject, ask: unitsObject },
+      required: ['bid', 'ask'],
+    },
+    sourceWatermark: { type: 'integer' },
+    refreshedAt: timestamp,
+  },
+  required: ['instrumentId', 'projectionName', 'bestBid', 'bestAsk', 'openQuantity', 'sourceWatermark', 'refreshedAt'],
 } as const;
 
 export const snapshotRefreshSchema = {
@@ -721,12 +735,15 @@ const obligationState = {
   enum: ['CREATED', 'ALLOCATED', 'CONFIRMED', 'AFFIRMED', 'CLEARING_SUBMITTED', 'CLEARED', 'CLEARING_REJECTED', 'NOVATED', 'INSTRUCTED', 'ATTEMPTING', 'BROKEN', 'REPAIR_POSTED', 'SETTLED', 'RESOLVED'],
 } as const;
 const assetType = { enum: ['CASH', 'SECURITY'] } as const;
-const finality = nullable({ enum: ['LEDGER_PROOF', 'FORCED'], description: 'LEDGER_PROOF: both legs and a balanced ledger; FORCED: an operator\'s force-settle' });
+const finality = nullable({
+  enum: ['LEDGER_PROOF', 'FORCED'],
+  description: 'LEDGER_PROOF: both leg outcomes succeeded and the ledger proof passed; FORCED: an operator\'s force-settle; null: unsettled, or settled without a balanced proof',
+});
 const balanceRow = closed({ participantId: uuid, accountId: uuid, assetType, asset: { type: 'string' }, debits: natural, credits: natural, net: signed });
 const proofRow = closed({
   obligationId: uuid, tradeId: uuid, cashDebits: natural, cashCredits: natural, securityDebits: natural, securityCredits: natural,
   balanced: { type: 'boolean' }, cashLegSucceeded: { type: 'boolean' }, securityLegSucceeded: { type: 'boolean' }, settled: { type: 'boolean' }, finality,
-  valid: { type: 'boolean', description: 'false when a settled obligation lacks a balanced ledger, or both legs without a recorded force' },
+  valid: { type: 'boolean', description: 'rule 2: the ledger balances, both leg outcomes succeeded and SettlementSettled is present; false for a forced or an unsettled obligation' },
 });
 
 export const settlementFactsSchema = {
@@ -786,7 +803,7 @@ export const settlementProofSchema = {
   $id: 'SettlementProof',
   ...closed({
     scenarioRunId: runId,
-    status: { enum: ['CLEAN', 'GAPPED'] },
+    status: { enum: ['CLEAN', 'GAPPED'], description: 'CLEAN only when every settled row is valid and causationGaps is empty' },
     tradeIds: list(uuid),
     obligationIds: list(uuid),
     attemptIds: list(uuid),

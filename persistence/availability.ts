@@ -24,10 +24,21 @@ interface ReadRow {
 
 type Lagged = 'journal' | 'snapshots' | 'none';
 
+const LIFECYCLE_AT_ARRIVAL = 'read-your-writes: the order lifecycle (runtime.order_lifecycle_state) as of the journal position durable when the read arrived';
+/** The settlement reads, in route order, and how fresh each is. */
+const SETTLEMENT_FRESHNESS = {
+  facts: 'the settlement fact trail as stored at the read, append-only, in sequence order',
+  obligations: 'projected at the read from the settlement fact trail',
+  ledger: 'replayed at the read from the settlement fact trail',
+  exceptions: 'projected at the read from the settlement fact trail',
+  proof: 'replayed at the read from the settlement fact trail; the checksum is identical for identical trails',
+  score: 'computed at the read from the settlement fact trail, as of asOf (default: now); a fail open longer than agedFailAfterSeconds (default 3600) is aged',
+} as const;
+
 const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[] = [
   {
     name: 'command-status', endpoint: 'GET /api/v1/commands/{commandId}', sourceType: 'durable-facts', lag: 'none',
-    freshnessModel: 'read-your-writes: the gateway memory, else the command log and the journal (waits for the outcome projection, bounded)',
+    freshnessModel: 'read-your-writes: a command acknowledged before the read arrived is found, with its status as of the read, from the command log and the journal',
     visibilityScope: 'trader: own commands; operator: any', requiredFilters: ['commandId'], optionalFilters: [],
   },
   {
@@ -42,7 +53,7 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'market-data-depth', endpoint: 'GET /api/v1/market-data/depth/{instrumentId}', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)',
+    freshnessModel: LIFECYCLE_AT_ARRIVAL,
     visibilityScope: 'public: displayed (LIMIT) quantity and order count per price level', requiredFilters: ['instrumentId'],
     optionalFilters: ['levels', 'projectionName', 'sourceProjectionName'],
   },
@@ -58,12 +69,12 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'own-orders-current', endpoint: 'GET /api/v1/orders/current', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)', visibilityScope: "trader: the principal's participants",
+    freshnessModel: LIFECYCLE_AT_ARRIVAL, visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
     name: 'own-orders-history', endpoint: 'GET /api/v1/orders/history', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes: the order lifecycle as of the durable journal position at arrival (kept in memory from each commit, the same state runtime.order_lifecycle_state is written from)', visibilityScope: "trader: the principal's participants",
+    freshnessModel: LIFECYCLE_AT_ARRIVAL, visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
@@ -79,15 +90,15 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
     name: 'data-availability', endpoint: 'GET /api/v1/data/availability', sourceType: 'live', lag: 'none',
     freshnessModel: 'computed at the read', visibilityScope: 'any principal', requiredFilters: [], optionalFilters: [],
   },
-  ...(['facts', 'obligations', 'ledger', 'exceptions', 'proof', 'score'] as const).map((read) => ({
+  ...(Object.keys(SETTLEMENT_FRESHNESS) as (keyof typeof SETTLEMENT_FRESHNESS)[]).map((read) => ({
     name: `settlement-${read}`,
     endpoint: `GET /api/v1/settlement/${read}/{scenarioRunId}`,
     sourceType: 'durable-facts' as const,
     lag: 'none' as const,
-    freshnessModel: 'the settlement fact trail, append-only; derived views are computed from it at read time (settlement issue)',
+    freshnessModel: SETTLEMENT_FRESHNESS[read],
     visibilityScope: "operator: any; trader: rows of the principal's participants",
     requiredFilters: ['scenarioRunId'],
-    optionalFilters: [],
+    optionalFilters: read === 'score' ? ['asOf', 'agedFailAfterSeconds'] : [],
   })),
 ];
 
@@ -96,7 +107,7 @@ const LEADERBOARD: (typeof READS)[number] = {
   endpoint: 'GET /api/v1/settlement/leaderboard/{scenarioRunId}',
   sourceType: 'durable-facts',
   lag: 'none',
-  freshnessModel: 'ranked at the read from the score inputs of the settlement fact trail (COMPETITION_PROFILE)',
+  freshnessModel: 'ranked at the read from the score inputs of the settlement fact trail, as of asOf (default: now); listed while a competition profile is active',
   visibilityScope: 'public: participant ids and their fail and penalty figures',
   requiredFilters: ['scenarioRunId'],
   optionalFilters: ['asOf', 'agedFailAfterSeconds'],

@@ -316,6 +316,7 @@ function publishSnapshots(projectionName: string, rows: readonly SnapshotRow[]):
       currency: row.currency === null ? 0 : packCurrency(row.currency),
       bid: row.bid_p === null || row.bid_q === null ? null : { priceNanos: Number(row.bid_p), quantity: BigInt(row.bid_q) },
       ask: row.ask_p === null || row.ask_q === null ? null : { priceNanos: Number(row.ask_p), quantity: BigInt(row.ask_q) },
+      openQuantity: { bid: BigInt(row.bid_open), ask: BigInt(row.ask_open) },
       sourceWatermark: Number(row.source_watermark),
       refreshedAtUs: Number(row.refreshed_us),
     });

@@ -287,7 +287,7 @@ export function applyFact(state: SettlementState, fact: Fact): void {
     case FACT.SETTLED:
       obligation.state = 'SETTLED';
       obligation.settled = true;
-      obligation.finality = p.finality === 'FORCED' ? 'FORCED' : 'LEDGER_PROOF';
+      obligation.finality = finalityOf(state, obligation, p.finality === 'FORCED');
       obligation.settledAtUs = fact.occurredAtUs;
       return;
     case FACT.BREAK_OPENED: {
@@ -321,6 +321,32 @@ export function applyFact(state: SettlementState, fact: Fact): void {
     default:
       return; // a fact type this venue does not act on: kept and counted
   }
+}
+
+/** Debits and credits per asset type of one obligation's ledger entries, reversals included. */
+export function proofTotals(state: SettlementState, obligationId: string) {
+  let cashDebits = 0n;
+  let cashCredits = 0n;
+  let securityDebits = 0n;
+  let securityCredits = 0n;
+  for (const entry of state.ledger) {
+    if (entry.obligationId !== obligationId) continue;
+    if (entry.assetType === 'CASH') entry.direction === 'DEBIT' ? (cashDebits += entry.amount) : (cashCredits += entry.amount);
+    else entry.direction === 'DEBIT' ? (securityDebits += entry.amount) : (securityCredits += entry.amount);
+  }
+  const any = cashDebits + cashCredits + securityDebits + securityCredits > 0n;
+  return { cashDebits, cashCredits, securityDebits, securityCredits, balanced: any && cashDebits === cashCredits && securityDebits === securityCredits };
+}
+
+/**
+ * The finality a SettlementSettled claims: FORCED when an operator forced it, LEDGER_PROOF only
+ * when both legs succeeded and the ledger balanced at that point, else none (rule 2: without a
+ * balanced proof no finality is claimed).
+ */
+function finalityOf(state: SettlementState, obligation: Obligation, forced: boolean): Finality | null {
+  if (forced) return 'FORCED';
+  const legsSucceeded = obligation.cashLeg === true && obligation.securityLeg === true;
+  return legsSucceeded && proofTotals(state, obligation.obligationId).balanced ? 'LEDGER_PROOF' : null;
 }
 
 export function replay(scenarioRunId: string, facts: readonly Fact[]): SettlementState {

@@ -8,8 +8,7 @@
 
 import { occurredAtOf } from '../outcome-format.ts';
 import { ROOT_FACT_TYPES, trailChecksum } from './facts.ts';
-import type { Obligation, SettlementException, SettlementState } from './state.ts';
-import { proofTotals } from './workflow.ts';
+import { proofTotals, type Obligation, type SettlementException, type SettlementState } from './state.ts';
 
 type Visible = ReadonlySet<string> | null;
 
@@ -86,9 +85,9 @@ const renderBalance = (b: Balance) => ({
 
 function proofRow(state: SettlementState, o: Obligation) {
   const totals = proofTotals(state, o.obligationId);
-  const legsSucceeded = o.cashLeg === true && o.securityLeg === true;
-  // Rule 2: finality needs a balanced ledger and both legs (or an operator's recorded force), and SettlementSettled.
-  const valid = o.settled ? totals.balanced && (legsSucceeded || o.finality === 'FORCED') : true;
+  // Rule 2, to the letter: balanced, both leg outcomes succeeded, SettlementSettled present. A forced
+  // settlement lacks the legs, so its row is not valid and says FORCED.
+  const valid = o.settled && totals.balanced && o.cashLeg === true && o.securityLeg === true;
   return {
     obligationId: o.obligationId,
     tradeId: o.tradeId,
@@ -178,8 +177,8 @@ export function proofView(state: SettlementState, visible: Visible) {
   const obligations = ordered(state).filter((o) => involves(visible, o));
   const rows = ordered(state).map((o) => proofRow(state, o));
   const gaps = causationGaps(state);
-  // CLEAN: no causation gap, and every claimed finality is backed by its proof (rule 2).
-  const clean = gaps.length === 0 && rows.every((row) => row.valid);
+  // CLEAN: no causation gap, and every settled row valid under rule 2 (an unsettled one claims nothing).
+  const clean = gaps.length === 0 && rows.every((row) => !row.settled || row.valid);
   const ids = new Set(obligations.map((o) => o.obligationId));
   return {
     scenarioRunId: state.scenarioRunId,

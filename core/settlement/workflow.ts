@@ -5,7 +5,7 @@
 // reproduces them.
 
 import { deterministicId, FACT, PROFILE_INSTANT, type Fact } from './facts.ts';
-import { applyFact, openExceptionsOf, positionKey, type Leg, type Obligation, type SettlementState } from './state.ts';
+import { applyFact, openExceptionsOf, positionKey, proofTotals, type Leg, type Obligation, type SettlementState } from './state.ts';
 
 export class SettlementError extends Error {
   constructor(
@@ -199,21 +199,6 @@ function settle(state: SettlementState, writer: Writer, obligation: Obligation, 
   });
   const open = openExceptionsOf(state, obligation.obligationId);
   if (open.length > 0) writer.chain(obligation, FACT.RESOLVED, `resolved-${obligation.repairs}-${stepPrefix}`, { exceptionIds: open });
-}
-
-/** Debits and credits per asset type of one obligation's ledger entries, reversals included. */
-export function proofTotals(state: SettlementState, obligationId: string) {
-  let cashDebits = 0n;
-  let cashCredits = 0n;
-  let securityDebits = 0n;
-  let securityCredits = 0n;
-  for (const entry of state.ledger) {
-    if (entry.obligationId !== obligationId) continue;
-    if (entry.assetType === 'CASH') entry.direction === 'DEBIT' ? (cashDebits += entry.amount) : (cashCredits += entry.amount);
-    else entry.direction === 'DEBIT' ? (securityDebits += entry.amount) : (securityCredits += entry.amount);
-  }
-  const any = cashDebits + cashCredits + securityDebits + securityCredits > 0n;
-  return { cashDebits, cashCredits, securityDebits, securityCredits, balanced: any && cashDebits === cashCredits && securityDebits === securityCredits };
 }
 
 function obligationOf(state: SettlementState, obligationId: string): Obligation {

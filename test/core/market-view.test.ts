@@ -35,13 +35,16 @@ test('past its room the depth view refuses new instruments and says it is full; 
   for (let n = 0; n < 4; n++) assert.notEqual(view.read(id(n), 1), null);
 });
 
-test('snapshots are keyed by instrument and projection name; missing sides read as null', () => {
+test('snapshots are keyed by instrument and projection name; missing sides read as null; open quantities read back exact past 2^53', () => {
   const view = new SnapshotView(SnapshotView.create(8));
-  const snapshot = { currency: 0x455552, bid: { priceNanos: 5, quantity: 7n }, ask: null, sourceWatermark: 9, refreshedAtUs: 1_763_800_000_000_001 };
+  // An open quantity past 2^53 (and near 2^63) reads back exactly.
+  const openQuantity = { bid: 9_007_199_254_740_993n, ask: 9_223_372_036_854_775_807n };
+  const snapshot = { currency: 0x455552, bid: { priceNanos: 5, quantity: 7n }, ask: null, openQuantity, sourceWatermark: 9, refreshedAtUs: 1_763_800_000_000_001 };
   assert.equal(view.write(id(1), 'market-data-top-of-book', snapshot), true);
   assert.equal(view.write(id(1), 'other.name', { ...snapshot, bid: null, ask: { priceNanos: 6, quantity: 1n } }), true);
   assert.deepEqual(view.read(id(1), 'market-data-top-of-book'), snapshot);
   assert.deepEqual(view.read(id(1), 'other.name')!.ask, { priceNanos: 6, quantity: 1n });
+  assert.deepEqual(view.read(id(1), 'other.name')!.openQuantity, openQuantity);
   assert.equal(view.read(id(1), 'other.nam'), null);
   assert.equal(view.read(id(2), 'market-data-top-of-book'), null);
   assert.throws(() => view.write(id(1), 'x'.repeat(65), snapshot), /longer than 64 bytes/);

@@ -161,7 +161,7 @@ test('a security-leg break and its repair', () => {
   assert.equal(exceptionsView(state, null).exceptions[0]!.exceptionType, 'SECURITY_LEG_BREAK');
 });
 
-test('a clearing rejection stops the chain and opens an exception; force-settle gives finality recorded as FORCED', () => {
+test('a clearing rejection stops the chain and opens an exception; force-settle gives finality recorded as FORCED, not valid under rule 2', () => {
   const state = replay(RUN, []);
   post(state, [{ factType: FACT.FAILURE_INJECTED, payload: { tradeId: trade(1).tradeId, step: 'CLEARING' } }]);
   const facts = materialize(state, [trade(1)], instant, NOW);
@@ -173,8 +173,10 @@ test('a clearing rejection stops the chain and opens an exception; force-settle 
   assert.deepEqual(typesOf(forced), [FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.SETTLED, FACT.RESOLVED]);
   assert.equal(forced[4]!.payload.finality, 'FORCED');
   const proof = proofView(state, null);
-  assert.equal(proof.status, 'CLEAN');
-  assert.equal(proof.settlementProofRows[0]!.finality, 'FORCED');
+  const row = proof.settlementProofRows[0]!;
+  assert.deepEqual([row.settled, row.balanced, row.cashLegSucceeded, row.securityLegSucceeded, row.finality, row.valid], [true, true, false, false, 'FORCED', false]);
+  assert.deepEqual(proof.causationGaps, []);
+  assert.equal(proof.status, 'GAPPED', 'a settled row without both leg outcomes is not valid, so the proof is not CLEAN');
   assert.equal(proof.profileEvidence[0]!.finality, 'FORCED');
   assert.throws(() => forceSettle(state, { obligationId, reason: 'again' }, NOW), /already settled/);
 });
@@ -193,6 +195,42 @@ test('rule 1: SettlementSettled (by ledger proof) only ever follows two successf
   assert.deepEqual(obligationsView(state, null).obligations.map((o) => o.state), ['SETTLED', 'BROKEN']);
 });
 
+test('rule 2: a force-settled cash break has one succeeded leg and is still not valid', () => {
+  const state = replay(RUN, []);
+  post(state, [seed(BUYER, 'CASH', 'USD', '1')]);
+  materialize(state, [trade(1)], instant, NOW);
+  const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
+  forceSettle(state, { obligationId, reason: 'funds arrive outside the venue' }, NOW);
+  const row = proofView(state, null).settlementProofRows[0]!;
+  assert.deepEqual([row.balanced, row.cashLegSucceeded, row.securityLegSucceeded, row.finality, row.valid], [true, false, true, 'FORCED', false]);
+  assert.equal(proofView(state, null).status, 'GAPPED');
+});
+
+test('a forced trail gives the same proof and checksum however it is reached: written, replayed, or written again', () => {
+  const forcedRun = () => {
+    const state = replay(RUN, []);
+    materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
+    forceSettle(state, { obligationId: obligationsView(state, null).obligations[0]!.obligationId, reason: 'agreed' }, NOW);
+    return state;
+  };
+  const written = forcedRun();
+  const proof = proofView(written, null);
+  assert.equal(proof.status, 'GAPPED');
+  assert.equal(proof.checksum, trailChecksum(written.facts), 'the checksum covers the trail, not the verdict');
+  assert.deepEqual(proofView(replay(RUN, written.facts), null), proof);
+  assert.deepEqual(proofView(forcedRun(), null), proof);
+});
+
+test('rule 2: an unsettled row is not valid (no SettlementSettled) and leaves the status alone', () => {
+  const state = replay(RUN, []);
+  post(state, [seed(BUYER, 'CASH', 'USD', '1')]);
+  materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
+  materialize(state, [trade(2)], instant, NOW); // breaks: the cash is not there
+  const proof = proofView(state, null);
+  assert.deepEqual(proof.settlementProofRows.map((row) => [row.settled, row.finality, row.valid]), [[false, null, false], [false, null, false]]);
+  assert.equal(proof.status, 'CLEAN', 'only settled rows must be valid');
+});
+
 test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversals unbalance until both sides are reversed', () => {
   const state = replay(RUN, []);
   materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
@@ -204,6 +242,7 @@ test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversal
   ]);
   assert.equal(proofView(claimed, null).status, 'GAPPED');
   assert.equal(proofView(claimed, null).settlementProofRows[0]!.valid, false);
+  assert.equal(proofView(claimed, null).settlementProofRows[0]!.finality, null, 'no legs and no ledger: no finality is claimed');
 
   const settled = replay(RUN, []);
   materialize(settled, [trade(1)], instant, NOW);
@@ -364,7 +403,10 @@ test('property: random trades and positions: the ledger balances per asset, noth
       const forcedTouch = [...state.obligations.values()].some((o) => o.finality === 'FORCED');
       if (!forcedTouch) assert.ok(held >= 0n, `run ${run}: a constrained position never goes below zero without a forced settlement`);
     }
-    assert.equal(proofView(state, null).status, 'CLEAN', `run ${run}`);
+    const forced = [...state.obligations.values()].some((o) => o.finality === 'FORCED');
+    assert.equal(proofView(state, null).status, forced ? 'GAPPED' : 'CLEAN', `run ${run}: only a forced settlement is not valid`);
+    const invalid = proofView(state, null).settlementProofRows.filter((row) => row.settled && !row.valid);
+    assert.ok(invalid.every((row) => row.finality === 'FORCED'), `run ${run}: every settled row but a forced one is valid`);
     const again = replay(RUN, state.facts);
     for (const view of [obligationsView, ledgerView, exceptionsView, proofView, factsView] as const) {
       assert.deepEqual(view(again, null), view(state, null), `run ${run}: replay reproduces ${view.name}`);

@@ -13,6 +13,7 @@ import { submitBody, cancelBody, TOKENS, TRADER_A, TRADER_B, stopAfter, VenuePro
 const X = '9e000000-0000-4000-8000-000000000001'; // the main book
 const Y = '9e000000-0000-4000-8000-000000000002'; // only hidden sell orders
 const T = '9e000000-0000-4000-8000-000000000003'; // the tape and the bars
+const Z = '9e000000-0000-4000-8000-000000000004'; // open quantity beyond the best levels
 const UNKNOWN = '9e000000-0000-4000-8000-0000000000ff';
 const B = { participantId: TRADER_B.participantId, accountId: TRADER_B.accountId };
 let venue: VenueProcess;
@@ -74,6 +75,57 @@ test('snapshots: 404 before any refresh, then the best displayed price and quant
   assert.ok(snapshot.json.sourceWatermark > 0);
   const hiddenOnly = (await get(`/api/v1/market-data/snapshots/${Y}`)).json;
   assert.deepEqual([hiddenOnly.bestBid, hiddenOnly.bestAsk], [null, null], 'a book of hidden orders shows nothing');
+});
+
+/** Z's book: displayed orders at several prices, a partial fill, a cancel, hidden orders on both sides. */
+async function buildOpenQuantityBook(target: VenueProcess): Promise<void> {
+  const order = async (body: Record<string, unknown>, token: string) => {
+    const answer = await target.order('/api/v1/orders/submit', body, { token, mode: 'sync-result' });
+    assert.ok(answer.json.outcome.accepted, answer.text);
+    return answer;
+  };
+  for (const [price, quantity, orderType] of [['100', '5', 'LIMIT'], ['99', '3', 'LIMIT'], ['98', '7', 'LIMIT_HIDDEN']] as const) {
+    await order(submitBody({ instrumentId: Z, side: 'BUY', price, quantity, orderType }), TOKENS.traderA);
+  }
+  const cancelled = submitBody({ instrumentId: Z, side: 'BUY', price: '97', quantity: '1' });
+  await order(cancelled, TOKENS.traderA);
+  for (const [price, quantity, orderType] of [['102', '4', 'LIMIT'], ['105', '20', 'LIMIT'], ['110', '9', 'LIMIT_HIDDEN']] as const) {
+    await order(submitBody({ instrumentId: Z, side: 'SELL', price, quantity, orderType, ...B }), TOKENS.traderB);
+  }
+  const fill = await order(submitBody({ instrumentId: Z, side: 'SELL', price: '100', quantity: '2', ...B }), TOKENS.traderB);
+  assert.equal(fill.json.trades.length, 1, 'the sell takes 2 of the 5 bid at 100');
+  const session = (await target.get('/api/v1/venue/session', TOKENS.traderA)).json;
+  const cancel = await target.order('/api/v1/orders/cancel', cancelBody({ orderId: cancelled.orderId as string, instrumentId: Z, runId: session.runId, venueSessionId: session.venueSessionId }), {
+    mode: 'sync-result',
+  });
+  assert.ok(cancel.json.outcome.accepted, cancel.text);
+}
+
+/** Z's snapshot as the contract shapes it: the best levels, and the open displayed quantity of each whole side. */
+const Z_SNAPSHOT = {
+  instrumentId: Z,
+  projectionName: 'market-data-top-of-book',
+  bestBid: { price: px('100000000000'), quantity: { units: '3' } },
+  bestAsk: { price: px('102000000000'), quantity: { units: '4' } },
+  openQuantity: { bid: { units: '6' }, ask: { units: '24' } }, // bids 3 + 3 (hidden 7 and the cancelled 1 not counted); asks 4 + 20 (hidden 9 not counted)
+};
+const withoutTimes = (snapshot: any) => {
+  const { sourceWatermark: _mark, refreshedAt: _at, ...rest } = snapshot;
+  return rest;
+};
+
+test('a snapshot carries the remaining open displayed LIMIT quantity of each whole side: every price, after fills and cancels, hidden never counts', async () => {
+  await buildOpenQuantityBook(venue);
+  assert.equal((await refresh(`?instrumentId=${Z}`)).status, 200);
+  const snapshot = await get(`/api/v1/market-data/snapshots/${Z}`);
+  assert.equal(snapshot.status, 200, snapshot.text);
+  assertShape('Snapshot', snapshot.json);
+  assert.deepEqual(withoutTimes(snapshot.json), Z_SNAPSHOT);
+  assert.deepEqual(Object.keys(snapshot.json), ['instrumentId', 'projectionName', 'bestBid', 'bestAsk', 'openQuantity', 'sourceWatermark', 'refreshedAt']);
+  const hiddenOnly = (await get(`/api/v1/market-data/snapshots/${Y}`)).json;
+  assert.deepEqual(hiddenOnly.openQuantity, { bid: { units: '0' }, ask: { units: '0' } }, 'an empty side is "0"; hidden orders are not open displayed quantity');
+  const x = (await get(`/api/v1/market-data/snapshots/${X}`)).json;
+  assert.deepEqual(x.openQuantity, { bid: { units: '10' }, ask: { units: '5' } }, 'X: bids 5 + 3 + 2 at two prices, asks 4 + 1 at two prices');
 });
 
 test('snapshots honour projectionName and sourceProjectionName; one instrument can be refreshed alone', async () => {
@@ -370,6 +422,25 @@ test('with the snapshot loop on, snapshots follow the book by themselves', async
     assert.ok(status.refreshes >= 1 && status.lastRefreshAt !== null);
     assert.deepEqual(status.watermark, status.sourceWatermark);
     assert.equal(status.lagSequences, 0);
+  });
+});
+
+test('a snapshot the shared view has no room for is read from storage with the same open quantities', async () => {
+  const small = await VenueProcess.start({ MARKET_DATA_SNAPSHOTS: '1' });
+  await stopAfter(() => small, async () => {
+    await buildOpenQuantityBook(small);
+    const other = crypto.randomUUID();
+    const resting = await small.order('/api/v1/orders/submit', submitBody({ instrumentId: other, side: 'SELL', price: '10', quantity: '3', ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
+    assert.ok(resting.json.outcome.accepted, resting.text);
+    assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${other}`, { token: TOKENS.viewer })).status, 200, 'the one entry of the view');
+    assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${Z}`, { token: TOKENS.viewer })).status, 200);
+    await small.untilLogged(/more stored snapshots than MARKET_DATA_SNAPSHOTS/);
+    const fromStorage = await small.get(`/api/v1/market-data/snapshots/${Z}`, TOKENS.viewer);
+    assert.equal(fromStorage.status, 200, fromStorage.text);
+    assertShape('Snapshot', fromStorage.json);
+    assert.deepEqual(withoutTimes(fromStorage.json), Z_SNAPSHOT);
+    const fromView = (await small.get(`/api/v1/market-data/snapshots/${other}`, TOKENS.viewer)).json;
+    assert.deepEqual([fromView.bestAsk, fromView.openQuantity], [{ price: px('10000000000'), quantity: { units: '3' } }, { bid: { units: '0' }, ask: { units: '3' } }]);
   });
 });
 

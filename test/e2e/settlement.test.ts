@@ -104,6 +104,8 @@ const typesOf = (facts: any[]) => facts.map((f) => f.factType);
 async function proofRowOf(tradeId: string): Promise<any> {
   return (await view('proof')).settlementProofRows.find((row: any) => row.tradeId === tradeId);
 }
+/** The obligations of settled proof rows that rule 2 does not hold for. */
+const invalidSettled = (proof: any): string[] => proof.settlementProofRows.filter((row: any) => row.settled && !row.valid).map((row: any) => row.obligationId);
 async function exceptionOf(tradeId: string): Promise<any[]> {
   return (await view('exceptions')).exceptions.filter((e: any) => e.obligationId === obligationIdOf(tradeId));
 }
@@ -372,7 +374,7 @@ test('a security-leg break and its repair', async () => {
   assert.equal((await view('proof')).status, 'CLEAN');
 });
 
-test('a clearing rejection opens an exception; force-settle gives finality, recorded as FORCED in the proof', async () => {
+test('a clearing rejection opens an exception; force-settle gives finality recorded as FORCED, a row not valid under rule 2 and a GAPPED proof', async () => {
   trades.clearing = await trade({ quantity: '2', price: '50' });
   const { tradeId } = trades.clearing;
   const obligationId = obligationIdOf(tradeId);
@@ -392,10 +394,14 @@ test('a clearing rejection opens an exception; force-settle gives finality, reco
   const settled = (await factsOf(tradeId)).find((f) => f.factType === 'SettlementSettled');
   assert.deepEqual([settled.payload.finality, settled.payload.reason], ['FORCED', 'agreed bilaterally after the rejection']);
   const proof = await view('proof');
-  assert.equal(proof.status, 'CLEAN', 'a recorded force is valid finality');
+  assert.deepEqual(proof.causationGaps, [], 'the forced chain is caused fact by fact');
+  assert.deepEqual(invalidSettled(proof), [obligationId], 'every other settled row is valid');
+  assert.equal(proof.status, 'GAPPED', 'rule 2: a settlement without both leg outcomes is not a valid proof');
   assert.deepEqual(proof.profileEvidence.find((e: any) => e.obligationId === obligationId).finality, 'FORCED');
-  const row = await proofRowOf(tradeId);
-  assert.deepEqual([row.cashLegSucceeded, row.securityLegSucceeded, row.balanced, row.finality, row.valid], [false, false, true, 'FORCED', true]);
+  const row = proof.settlementProofRows.find((r: any) => r.obligationId === obligationId);
+  assert.deepEqual([row.cashLegSucceeded, row.securityLegSucceeded, row.balanced, row.settled, row.finality, row.valid], [false, false, true, true, 'FORCED', false]);
+  const again = await read('proof');
+  assert.deepEqual(again.json, proof, 'the same trail reads back as the same proof, checksum included');
   assert.equal((await exceptionOf(tradeId))[0].status, 'RESOLVED');
   const twice = await admin('force-settle', { scenarioRunId: RUN, obligationId, reason: 'again' });
   assert.deepEqual([twice.status, twice.json.code], [409, 'FACT_CONFLICT']);
@@ -451,7 +457,7 @@ test('the proof: causation gaps make it GAPPED; the checksum is stable across re
   assert.equal(gapped.status, 'GAPPED');
   assert.deepEqual(gapped.causationGaps, [{ factId: orphan.factId, factType: 'SettlementNoteRecorded', sequence: 3, problem: `causationId ${orphan.causationId} is not an earlier fact of this run` }]);
   assert.notEqual(gapped.checksum, clean.checksum);
-  assert.equal((await view('proof')).status, 'CLEAN', 'runs are separate trails');
+  assert.deepEqual((await view('proof')).causationGaps, [], 'runs are separate trails');
 });
 
 test('reversal: a compensating entry (nothing deleted); the proof flags the unbalanced settlement until the other side is reversed too', async () => {
@@ -469,7 +475,8 @@ test('reversal: a compensating entry (nothing deleted); the proof flags the unba
     [buyerDebit.ledgerEntryId, A1.participantId, 'CREDIT', buyerDebit.amount, 'USD'],
   );
   const proof = await view('proof');
-  assert.equal(proof.status, 'GAPPED', 'a settled obligation whose ledger no longer balances');
+  assert.equal(proof.status, 'GAPPED');
+  assert.deepEqual(invalidSettled(proof).sort(), [obligationId, obligationIdOf(trades.clearing!.tradeId)].sort(), 'a settled obligation whose ledger no longer balances');
   assert.equal((await proofRowOf(trades.p2!.tradeId)).valid, false);
   for (const [id, status] of [
     [buyerDebit.ledgerEntryId, 409],
@@ -481,7 +488,7 @@ test('reversal: a compensating entry (nothing deleted); the proof flags the unba
   await ok('reverse-ledger-entry', { scenarioRunId: RUN, ledgerEntryId: sellerCredit.ledgerEntryId, reason: 'booked in error' }, 'SettlementAction');
   const row = await proofRowOf(trades.p2!.tradeId);
   assert.deepEqual([row.cashDebits, row.cashCredits, row.balanced, row.valid], ['80000000000', '80000000000', true, true]);
-  assert.equal((await view('proof')).status, 'CLEAN');
+  assert.deepEqual(invalidSettled(await view('proof')), [obligationIdOf(trades.clearing!.tradeId)], 'balanced again: only the forced row stays invalid');
 });
 
 test('score: pending and haircut value, blocked value, fails, aged fails against asOf and agedFailAfterSeconds, repairs pending, penalty points', async () => {

@@ -22,7 +22,7 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '015_snapshot_open_quantity.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -39,6 +39,7 @@ test('migrations apply once, in order, and are recorded', async () => {
       { version: 11, name: '011_executions_order_index.sql' },
       { version: 12, name: '012_client_order_index.sql' },
       { version: 13, name: '013_quarantine_and_snapshot_names.sql' },
+      { version: 15, name: '015_snapshot_open_quantity.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -102,7 +103,7 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /099_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }, { version: 11 }, { version: 12 }, { version: 13 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }, { version: 11 }, { version: 12 }, { version: 13 }, { version: 15 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -313,7 +314,7 @@ test('005 carries the outcomes of the earlier layout into the command log', asyn
       `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
     );
     await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
-    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql']);
+    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '015_snapshot_open_quantity.sql']);
     const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
     assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
     const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;
@@ -329,5 +330,49 @@ test('005 refuses a database whose last run crashed without recovering its comma
     await assert.rejects(migrate(client), /005_intake_batches\.sql failed: the command log holds commands without an outcome/);
     const versions = await client.query('SELECT max(version)::int AS v FROM public.schema_migrations');
     assert.equal(versions.rows[0].v, 4, 'nothing of 005 was applied');
+  });
+});
+
+test('015 refreshes the stored snapshots with the open displayed quantity of each side, from the projection as it stands', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migratedUpTo(url, 15, client);
+    const [x, y, away] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    await client.query("INSERT INTO runtime.instruments (instrument_id, currency, shard_id, first_sequence) VALUES ($1, 'USD', 1, 1), ($2, 'EUR', 0, 1), ($3, 'USD', 0, 1)", [x, y, away]);
+    await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 40), ('runtime', 1, 77)");
+    const order = (instrument: string, side: string, orderType: string, state: string, priceNanos: string, remaining: string) =>
+      client.query(
+        `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+           limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+         VALUES ($1, 'r', 's', $2, $1, $1, $3, $4, 'DAY', $5, $6, 'USD', $7, $7, 0, '0-1', 1, 1, now(), now())`,
+        [crypto.randomUUID(), instrument, side, orderType, state, priceNanos, remaining],
+      );
+    await order(x, 'BUY', 'LIMIT', 'OPEN', '100000000000', '5');
+    await order(x, 'BUY', 'LIMIT', 'PARTIALLY_FILLED', '100000000000', '3');
+    await order(x, 'BUY', 'LIMIT', 'OPEN', '98000000000', '1000000000');
+    await order(x, 'BUY', 'LIMIT_HIDDEN', 'OPEN', '101000000000', '7');
+    await order(x, 'BUY', 'LIMIT', 'CANCELLED', '102000000000', '9');
+    await order(x, 'SELL', 'LIMIT_HIDDEN', 'OPEN', '103000000000', '6');
+    // Stored by a refresh before 015: a best bid the book no longer has, an old position.
+    await client.query(
+      `INSERT INTO runtime.market_data_snapshots (instrument_id, projection_name, best_bid_price_nanos, best_bid_quantity_units, currency, source_watermark, refreshed_at)
+       VALUES ($1, 'market-data-top-of-book', 99000000000, 4, 'USD', 12, now() - interval '1 hour'), ($1, 'desk-view', 99000000000, 4, 'USD', 12, now()),
+              ($2, 'market-data-top-of-book', NULL, NULL, 'EUR', 3, now())`,
+      [x, y],
+    );
+    assert.deepEqual(await migrate(client), ['015_snapshot_open_quantity.sql']);
+    const rows = await client.query(
+      `SELECT instrument_id, projection_name, best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
+              open_bid_quantity_units::text AS bid_open, open_ask_quantity_units::text AS ask_open, source_watermark::text AS mark, refreshed_at > now() - interval '1 minute' AS fresh
+         FROM runtime.market_data_snapshots ORDER BY instrument_id = $1 DESC, projection_name`,
+      [x],
+    );
+    const refreshedX = { instrument_id: x, bid_p: '100000000000', bid_q: '8', ask_p: null, bid_open: '1000000008', ask_open: '0', mark: '77', fresh: true };
+    assert.deepEqual(rows.rows, [
+      { ...refreshedX, projection_name: 'desk-view' },
+      { ...refreshedX, projection_name: 'market-data-top-of-book' },
+      { instrument_id: y, projection_name: 'market-data-top-of-book', bid_p: null, bid_q: null, ask_p: null, bid_open: '0', ask_open: '0', mark: '40', fresh: true },
+    ]);
+    await assert.rejects(client.query('UPDATE runtime.market_data_snapshots SET open_ask_quantity_units = -1'), /check constraint/, 'open quantities are not negative');
   });
 });
