@@ -1,0 +1,104 @@
+// What one durable order costs the machine, part by part, beside the cheapest HTTP answer
+// on the same machine in the same run: closed loops of the realistic order flow in
+// sync-result (64 connections, 1 load thread; submits around the mid, some crossing,
+// cancels and modifies) against the venue, alternating with the same load against a bare
+// uWebSockets.js server answering a canned envelope of the venue's answer size. Rounds
+// alternate bare, venue, bare, venue, ... so both see the same hour of the machine; the
+// figures are medians over the rounds. Each venue run is verified against its database.
+//
+//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--out durable-submit]
+//
+// Result: bench/results/<out>.json: per round and part the CPU µs per answered command
+// (gateways, shards, persistence thread, read thread, main and V8, PostgreSQL, the
+// generator), the answers a second, and the medians with the venue's ratio to the bare server.
+
+import { fileURLToPath } from 'node:url';
+import { answerBytes, cpuLine, runLoadWithCpu, startBareServer } from './lib/cpu-runs.ts';
+import { writeResult } from './lib/results.ts';
+import type { CpuUse } from './load/cpu-use.ts';
+import { describe, runLoad, type LoadOptions } from './load/load-generator.ts';
+import { startBenchVenue } from './load/venue.ts';
+import { verifyLoad } from './load/verify.ts';
+
+const CONNECTIONS = 64;
+
+interface Round {
+  bare: { answersPerSecond: number; usPerAnswer: number; parts: Record<string, number> };
+  venue: { answersPerSecond: number; usPerAnswer: number; venueAndPostgresUs: number; parts: Record<string, number>; verified: boolean };
+}
+
+const argument = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+};
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+export async function runDurableSubmitBench(rounds: number, seconds: number): Promise<Record<string, unknown>> {
+  const base = (label: string, baseUrl: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({
+    mode: 'sync-result', threads: 1, connections: CONNECTIONS, warmupMs: 1000, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, baseUrl, ...extra,
+  });
+  const bytes = answerBytes();
+  const venue = await startBenchVenue({ PROCESSING_MODE: 'sync-result' });
+  const results: Round[] = [];
+  try {
+    // JIT, the stores faulted in after ready, the books filling up: not measured.
+    await runLoad(base('venue, warm-up', venue.baseUrl, { seed: 3, quiet: true, warmupMs: 1000, durationMs: 6000 }));
+    for (let round = 0; round < rounds; round++) {
+      const bare = await startBareServer(2, bytes);
+      let bareCpu: CpuUse | null;
+      let bareRate: number;
+      try {
+        const { run, cpu } = await runLoadWithCpu(base(`bare server, round ${round + 1}`, bare.baseUrl, { record: false, parseAnswers: false }), { serverPid: bare.pid, generatorPid: process.pid });
+        console.log(`${describe(run)}${cpuLine(cpu)}`);
+        bareCpu = cpu;
+        bareRate = run.okPerSecond;
+      } finally {
+        await bare.stop();
+      }
+      const { run, cpu } = await runLoadWithCpu(base(`venue, round ${round + 1}`, venue.baseUrl, { seed: 7 + 100 * round }), {
+        venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid,
+      });
+      console.log(`${describe(run)}${cpuLine(cpu)}`);
+      const verification = await verifyLoad(venue.databaseUrl, [run]);
+      if (bareCpu === null || cpu === null) throw new Error('a run was answered nothing or its window did not close');
+      results.push({
+        bare: { answersPerSecond: bareRate, usPerAnswer: round1(bareCpu.perCommandUs.server ?? 0), parts: bareCpu.perCommandUs },
+        venue: {
+          answersPerSecond: run.okPerSecond,
+          usPerAnswer: cpu.totalUs,
+          venueAndPostgresUs: round1(cpu.totalUs - (cpu.perCommandUs.generator ?? 0)),
+          parts: cpu.perCommandUs,
+          verified: verification.ok,
+        },
+      });
+    }
+  } finally {
+    await venue.stop();
+  }
+  const parts = [...new Set(results.flatMap((r) => Object.keys(r.venue.parts)))];
+  const bareUs = median(results.map((r) => r.bare.usPerAnswer));
+  const venueUs = median(results.map((r) => r.venue.venueAndPostgresUs));
+  const summary = {
+    rounds, seconds, connections: CONNECTIONS, loadThreads: 1,
+    medians: {
+      bareServerUsPerAnswer: bareUs,
+      bareAnswersPerSecond: median(results.map((r) => r.bare.answersPerSecond)),
+      venueAndPostgresUsPerAnswer: venueUs,
+      venueAnswersPerSecond: median(results.map((r) => r.venue.answersPerSecond)),
+      ratioToBare: round1(venueUs / bareUs),
+      throughputRatio: Math.round((median(results.map((r) => r.venue.answersPerSecond)) / median(results.map((r) => r.bare.answersPerSecond))) * 1000) / 1000,
+      partsUs: Object.fromEntries(parts.map((part) => [part, median(results.map((r) => r.venue.parts[part] ?? 0))])),
+    },
+    results,
+  };
+  console.log(JSON.stringify(summary.medians));
+  return summary;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf('--out');
+  const out = at < 0 ? 'durable-submit' : process.argv[at + 1]!;
+  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8)));
+  process.exit(0);
+}
