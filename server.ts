@@ -397,6 +397,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       databaseUrl,
       shardCount: config.matchingShards,
       intakeRings: memory.intakeRings,
+      bodyRings: memory.bodyRings,
       journalRings: memory.journalRings,
       doorbell: memory.persistenceDoorbell,
       gatewayDoorbells: memory.gatewayDoorbells,

@@ -20,9 +20,10 @@ import { rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { BODY_SLOT_BYTES } from '../core/body-ring.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { createRingBuffer } from '../core/ring.ts';
@@ -202,15 +203,28 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
   }
 }
 
+/** The JSON text of a submit as the load generator sends one: the body each intake record carries. */
+const SUBMIT_BODY_BYTES = Buffer.byteLength(
+  JSON.stringify({
+    commandId: randomUUID(), traceId: randomUUID(), causationId: randomUUID(), correlationId: randomUUID(), actorId: 'load-lane-0', occurredAt: new Date().toISOString(),
+    orderId: randomUUID(), instrumentId: randomUUID(), participantId: randomUUID(), accountId: randomUUID(), side: 'BUY', orderType: 'LIMIT',
+    quantityUnits: '5', limitPrice: '100.25', currency: 'USD', timeInForce: 'DAY',
+  }),
+);
+
 /**
  * The capacity of tier 1 alone: the journal writer's own commit (one transaction in
  * one round trip: an intake_batches row and a journal_batches row, fsync) fed
- * synthetic commits of each size in `batchSizes` (commands; a 640-byte intake record
- * and a 256-byte journal entry each: slot, header, one event), about `commands`
- * commands per size, on a fresh embedded PostgreSQL with nothing else running. The
- * storage ceiling, in commands per second.
+ * synthetic commits of each size in `batchSizes` (commands; an intake record, the
+ * command's JSON text of `bodyBytes` (the audit trail), and a 256-byte journal entry
+ * each: slot, header, one event), about `commands` commands per size, on a fresh embedded
+ * PostgreSQL with nothing else running. The storage ceiling, in commands per second.
  */
-export async function copyCapacity(batchSizes: number[], commands: number): Promise<{ batchCommands: number; commandsPerSecond: number; msPerCommit: number }[]> {
+export async function copyCapacity(
+  batchSizes: number[],
+  commands: number,
+  bodyBytes = SUBMIT_BODY_BYTES,
+): Promise<{ batchCommands: number; bodyBytes: number; commandsPerSecond: number; msPerCommit: number }[]> {
   const dataDir = scratchFolder('venue-bench-copy-');
   const server = await startEmbeddedPostgres(dataDir, () => undefined, { template: true });
   try {
@@ -220,6 +234,7 @@ export async function copyCapacity(batchSizes: number[], commands: number): Prom
     await admin.end();
     const writer = new JournalWriter({
       intakeRings: [createRingBuffer(INTAKE_RECORD_BYTES, 16)],
+      bodyRings: [createRingBuffer(BODY_SLOT_BYTES, 1024)],
       journalRings: [createRingBuffer(RESULT_RECORD_BYTES, 64)],
       control: new PersistenceControl(PersistenceControl.create()),
       limits: { journalBytesMax: 1 << 24 },
@@ -240,7 +255,7 @@ export async function copyCapacity(batchSizes: number[], commands: number): Prom
       sequence += batchCommands;
       return {
         commitNo: ++commitNo,
-        intake: [{ gateway: 0, count: batchCommands, payload: randomBytes(batchCommands * INTAKE_RECORD_BYTES) }],
+        intake: [{ gateway: 0, count: batchCommands, payload: randomBytes(batchCommands * INTAKE_RECORD_BYTES), bodies: Buffer.alloc(batchCommands * bodyBytes, '{"commandId":"0b9c5e4a-7f3d"}') }],
         journals: [{ shard: 0, firstSequence: first, lastSequence: sequence, commandCount: batchCommands, eventCount: batchCommands, payload: randomBytes(batchCommands * 256) }],
       };
     };
@@ -252,7 +267,7 @@ export async function copyCapacity(batchSizes: number[], commands: number): Prom
       const started = performance.now();
       for (const next of prepared) await writer.commit(connect, ref, next);
       const ms = performance.now() - started;
-      results.push({ batchCommands, commandsPerSecond: Math.round((batchCommands * batches) / (ms / 1000)), msPerCommit: Number((ms / batches).toFixed(2)) });
+      results.push({ batchCommands, bodyBytes, commandsPerSecond: Math.round((batchCommands * batches) / (ms / 1000)), msPerCommit: Number((ms / batches).toFixed(2)) });
     }
     await ref.client?.end();
     return results;
@@ -263,9 +278,13 @@ export async function copyCapacity(batchSizes: number[], commands: number): Prom
 }
 
 export async function runPersistenceBench(quick: boolean): Promise<void> {
-  const capacity = await copyCapacity(quick ? [64, 512] : [32, 256, 2048], quick ? 20_000 : 100_000);
+  // With and without the commands' JSON texts, alternating: what the audit trail costs tier 1.
+  const capacity: Awaited<ReturnType<typeof copyCapacity>> = [];
+  for (let round = 0; round < (quick ? 1 : 3); round++) {
+    for (const bodyBytes of [0, SUBMIT_BODY_BYTES]) capacity.push(...(await copyCapacity(quick ? [64, 512] : [32, 256, 2048], quick ? 20_000 : 100_000, bodyBytes)));
+  }
   for (const result of capacity) {
-    console.log(`tier 1 alone, ${String(result.batchCommands).padStart(4)} commands per commit: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
+    console.log(`tier 1 alone, ${String(result.batchCommands).padStart(4)} commands per commit, ${result.bodyBytes}-byte bodies: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
   }
   const seconds = quick ? 3 : 10;
   const maxRequests = quick ? 60_000 : 400_000;

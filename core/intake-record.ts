@@ -8,7 +8,8 @@
 //   24 receivedAtUs f64
 //   32 commandId 16 B  48 scope digest 16 B       64 payload hash 32 B
 //   96 orderId 16 B   112 instrumentId 16 B
-//  128 (free)         192 the 128-byte command slot sent to the shard
+//  128 body length i32 (bytes of the command's JSON text on the body ring, core/body-ring.ts; 0: none)
+//  132 (free)         192 the 128-byte command slot sent to the shard
 //  320 clientId (128 B, ASCII)   448 idempotency key (128 B, ASCII)
 //  576 clientOrderId (256 B, UTF-8: 64 code points of up to 4 bytes each)
 //
@@ -26,6 +27,7 @@ export const INTAKE_PRINCIPAL_WORD = 2;
 export const INTAKE_CLIENT_ID_LENGTH_WORD = 3;
 export const INTAKE_KEY_LENGTH_WORD = 4;
 export const INTAKE_CLIENT_ORDER_ID_LENGTH_WORD = 5;
+export const INTAKE_BODY_LENGTH_WORD = 32;
 export const INTAKE_RECEIVED_AT_FLOAT = 3;
 export const INTAKE_COMMAND_ID_BYTE = 32;
 export const INTAKE_SCOPE_BYTE = 48;
@@ -63,6 +65,8 @@ export interface IntakeEntry {
   clientId: string;
   idempotencyKey: string;
   clientOrderId: string | null;
+  /** Bytes of the command's JSON text, sent on the body ring (0: none). */
+  bodyLength: number;
 }
 
 /** What writeIntake takes: the ids as the four words of core/uuid.ts, as the gateway holds them (stored big-endian, as the text reads). */
@@ -88,6 +92,7 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
     entry.processingMode | (entry.route << 2) | (entry.orderId !== null ? INTAKE_HAS_ORDER_ID : 0) | (entry.instrumentId !== null ? INTAKE_HAS_INSTRUMENT : 0);
   words[w + INTAKE_SHARD_WORD] = entry.shard;
   words[w + INTAKE_PRINCIPAL_WORD] = entry.principal;
+  words[w + INTAKE_BODY_LENGTH_WORD] = entry.bodyLength;
   views.floats[(byteOffset >> 3) + INTAKE_RECEIVED_AT_FLOAT] = entry.receivedAtUs;
   uuidBytesInto(bytes, byteOffset + INTAKE_COMMAND_ID_BYTE, entry.commandId);
   copyRange(bytes, byteOffset + INTAKE_SCOPE_BYTE, entry.scopeDigest, 0, 16);
@@ -149,5 +154,6 @@ export function readIntake(views: IntakeViews, byteOffset: number): IntakeEntry 
     clientId: text(INTAKE_CLIENT_ID_BYTE, INTAKE_CLIENT_ID_LENGTH_WORD),
     idempotencyKey: text(INTAKE_KEY_BYTE, INTAKE_KEY_LENGTH_WORD),
     clientOrderId: clientOrderIdLength === 0 ? null : text(INTAKE_CLIENT_ORDER_ID_BYTE, INTAKE_CLIENT_ORDER_ID_LENGTH_WORD),
+    bodyLength: words[w + INTAKE_BODY_LENGTH_WORD]!,
   };
 }

@@ -118,7 +118,23 @@ export type ReadRequest =
   | { id: number; type: 'order-shard'; orderId: string }
   /** The newest stored order of this participant with this clientOrderId (for claims the clientOrderId table may have forgotten). */
   | { id: number; type: 'client-order'; participantId: string; clientOrderId: string }
-  | { id: number; type: 'plane'; read: PlaneRead };
+  | { id: number; type: 'plane'; read: PlaneRead }
+  /** The command as it arrived (the audit trail): from its command_log row's intake position. */
+  | { id: number; type: 'audit'; commandId: string };
+
+/** A command as tier 1 keeps it (the audit trail): its intake record's fields and its JSON text as validated. */
+export interface AuditRecord {
+  commandId: string;
+  /** The route and processing mode as the intake record numbers them, the principal as its index in the principals file. */
+  route: number;
+  processingMode: number;
+  principal: number;
+  receivedAtUs: number;
+  clientId: string;
+  idempotencyKey: string;
+  /** Null for a command captured before its text was kept. */
+  body: string | null;
+}
 
 /**
  * A storage thread's failure: `message` is the venue's own words, fit for a 5xx body;
@@ -140,7 +156,16 @@ export function failureOf(error: unknown, message: string): StorageFailure {
 
 /** command (and match) answer the command requests; answer the read-plane ones. */
 export type ReadAnswer =
-  | { id: number; ok: true; command: StoredCommand | null; match?: 'scope' | 'commandId'; answer?: ReadAnswerBody; shard?: number | null; clientOrder?: StoredClientOrder | null }
+  | {
+      id: number;
+      ok: true;
+      command: StoredCommand | null;
+      match?: 'scope' | 'commandId';
+      answer?: ReadAnswerBody;
+      shard?: number | null;
+      clientOrder?: StoredClientOrder | null;
+      audit?: AuditRecord | null;
+    }
   | ({ id: number; ok: false } & StorageFailure);
 
 
@@ -148,7 +173,9 @@ export type AdminRequest =
   | { id: number; type: 'rebuild-lifecycle' }
   | { id: number; type: 'status' }
   /** POST /admin/v1/venue/sessions: end the open session and open this one (null: the open one's runId, a numbered sessionId). */
-  | { id: number; type: 'roll-session'; runId: string | null; venueSessionId: string | null };
+  | { id: number; type: 'roll-session'; runId: string | null; venueSessionId: string | null }
+  /** A command taken but not yet on the journal (the audit trail of a command no command_log row names yet). */
+  | { id: number; type: 'audit-pending'; commandId: string };
 
 /**
  * A session roll as storage recorded it. `rolled` false: the pair asked for is the open
@@ -200,6 +227,7 @@ export interface PersistenceStatus {
 export type AdminAnswer =
   | { id: number; ok: true; type: 'rebuild-lifecycle'; payload: RebuildStatus }
   | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
+  | { id: number; ok: true; type: 'audit-pending'; payload: AuditRecord | null }
   | { id: number; ok: true; type: 'roll-session'; payload: SessionRoll }
   /** `conflict`: the request names a pair the venue ran before (a 409); else storage failed (a 503). */
   | ({ id: number; ok: false; conflict?: boolean } & StorageFailure);

@@ -63,6 +63,8 @@ export interface VenueConfig {
   embeddedPostgresRestarts: number;
   /** Intake records per gateway -> persistence ring (power of two). */
   intakeRingSlots: number;
+  /** 64-byte slots of each gateway's ring of command bodies (the audit trail's text; power of two); full: 503 OVERLOADED. */
+  bodyRingSlots: number;
   /** Journal records per shard -> persistence ring (power of two). */
   journalRingSlots: number;
   /** Most journal bytes in one persistence transaction (intake is bounded by its rings). */
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     embeddedPostgresTemplate: flag(env, 'EMBEDDED_POSTGRES_TEMPLATE'),
     embeddedPostgresRestarts: integer(env, 'EMBEDDED_POSTGRES_RESTARTS', 10, 0, 1000),
     intakeRingSlots: powerOfTwo(env, 'INTAKE_RING_SLOTS', 8192, 16, 1 << 20),
+    bodyRingSlots: powerOfTwo(env, 'BODY_RING_SLOTS', 1 << 17, 1 << 10, 1 << 24),
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     rebuildHeldBytesMax: integer(env, 'REBUILD_HELD_BYTES_MAX', 256 * 1024 * 1024, 4096, 1 << 30),
@@ -175,6 +178,9 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     plannerStatisticsIntervalMs: integer(env, 'PLANNER_STATISTICS_INTERVAL_MS', 10_000, 0, 3_600_000),
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1 << 20),
   };
+  if (config.bodyRingSlots * 64 < 2 * config.maxBodyBytes) {
+    throw new Error(`BODY_RING_SLOTS must hold two bodies of MAX_BODY_BYTES (${config.maxBodyBytes}): at least ${Math.ceil((2 * config.maxBodyBytes) / 64)} slots, got ${config.bodyRingSlots}`);
+  }
   if (config.keyFilterBitsMax < config.keyFilterBits) {
     throw new Error(`KEY_FILTER_BITS_MAX must be at least KEY_FILTER_BITS (${config.keyFilterBits}), got ${config.keyFilterBitsMax}`);
   }

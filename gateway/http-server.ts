@@ -15,6 +15,7 @@ import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
 import { embeddedStorage, embeddedStorageProblem } from './storage-state.ts';
+import { renderAudit } from './audit-view.ts';
 import { parseJsonBody } from './text-rules.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 import type { CancelByClientOrderBody, OrderRoute, RequestValidator, SubmitBody, TargetBody } from './validation.ts';
@@ -155,7 +156,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         return;
       }
       const reply = new UwsReply(res);
-      readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw) => {
+      readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw, rawBytes) => {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
@@ -180,6 +181,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
           idempotencyKey,
           mode: (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode,
           body: result.body,
+          raw,
+          rawBytes,
           priceNanos: result.priceNanos,
           quantityUnits: result.quantityUnits,
           reply,
@@ -198,6 +201,16 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, storageError(error), { ...JSON_HEADERS, 'Retry-After': '1' }),
     );
   });
+
+  app.get('/admin/v1/audit/commands/:commandId', (res, req) => {
+    if (admit(res, req, 'admin') === null) return;
+    const reply = new UwsReply(res);
+    flow.audit(req.getParameter(0) ?? '').then(
+      (record) => (record === null ? reply.send(404, errorBody('NOT_FOUND', 'no such command')) : reply.send(200, renderAudit(record, principals))),
+      (error: Error) => reply.send(503, storageError(error), RETRY_HEADERS),
+    );
+  });
+  app.any('/admin/v1/audit/commands/:commandId', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/admin/v1/audit/commands/{commandId} takes GET'));
 
   app.post('/admin/v1/projections/order-lifecycle/rebuild', (res, req) => {
     if (admit(res, req, 'admin') === null) return;
@@ -322,11 +335,11 @@ function sweepBodies(): void {
  * Collects the body up to `max` bytes and hands it over as UTF-8 text; answers 400 if it
  * is not UTF-8, 413 beyond `max`, 408 if it is not in after BODY_TIMEOUT_MS (+ one sweep).
  */
-function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: string) => void): void {
+function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, reply: UwsReply, done: (body: string, bytes: number) => void): void {
   // uWS never calls onData for "Content-Length: 0" when the headers came in more than one
   // read (found by the fuzz: such a request waited for the body timeout): nothing to wait for.
   if (/^0+$/.test(lengthHeader)) {
-    done('');
+    done('', 0);
     return;
   }
   const chunks: Buffer[] = [];
@@ -366,7 +379,7 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
       reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid UTF-8'));
       return;
     }
-    done(whole.toString('utf8'));
+    done(whole.toString('utf8'), whole.byteLength);
   });
 }
 

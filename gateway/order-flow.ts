@@ -55,17 +55,18 @@ import {
 import { Doorbell } from '../core/doorbell.ts';
 import { expiryCommandId, expiryProgress } from '../core/session-expiry.ts';
 import { INTAKE_RECORD_BYTES, writeIntake } from '../core/intake-record.ts';
+import { BODY_SLOT_BYTES, bodySlots, writeBody } from '../core/body-ring.ts';
 import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { ResultReader } from '../core/result-reader.ts';
 import { RESULT_RECORD_BYTES, type ResultEvent, type ResultHeader } from '../core/result-slot.ts';
 import { ringMarks, ringReadIndex, RingProducer } from '../core/ring.ts';
 import { shardOf } from '../core/shard-map.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
-import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
+import { formatUuid, isUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
-import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type AuditRecord, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient, StorageFailed, type WithoutId } from './storage-client.ts';
 import { SHARD_HALTED_WORD } from '../core/shard-runner.ts';
@@ -96,6 +97,9 @@ export interface OrderRequest {
   idempotencyKey: string;
   mode: ProcessingMode;
   body: SubmitBody | TargetBody | CancelByClientOrderBody;
+  /** The body's JSON text as it arrived and was validated (the audit trail keeps it), and its bytes of UTF-8. */
+  raw: string;
+  rawBytes: number;
   priceNanos: number;
   quantityUnits: number;
   reply: Reply;
@@ -155,6 +159,9 @@ interface IntakeInfo {
   idempotencyKey: string;
   clientOrderId: string | null;
   receivedAtUs: number;
+  /** The body's JSON text, and its length in bytes of UTF-8. */
+  raw: string;
+  rawBytes: number;
 }
 
 /** Where this gateway reaches storage. */
@@ -241,6 +248,10 @@ export class OrderFlow {
   private nextToken = 1;
   private readonly intakeRing: RingProducer;
   private unpublishedIntake = 0;
+  /** The commands' JSON texts beside their intake records (core/body-ring.ts), and a buffer for a text that wraps. */
+  private readonly bodyRing: RingProducer;
+  private unpublishedBodySlots = 0;
+  private readonly bodyScratch: Uint8Array;
   /** Intake records written since start (what the persistence worker's count is compared with). */
   private intakeWritten = 0;
   private readonly control: PersistenceControl;
@@ -281,6 +292,8 @@ export class OrderFlow {
     this.doorbell = new Doorbell(memory.gatewayDoorbells[gatewayId]!);
     this.unpublished = this.rings.map(() => 0);
     this.intakeRing = new RingProducer(memory.intakeRings[gatewayId]!, INTAKE_RECORD_BYTES);
+    this.bodyRing = new RingProducer(memory.bodyRings[gatewayId]!, BODY_SLOT_BYTES);
+    this.bodyScratch = new Uint8Array(config.maxBodyBytes);
     this.control = new PersistenceControl(memory.persistenceControl);
     this.durability = new DurabilityGate(this.control, gatewayId, memory.shardCount);
     this.marks = new QueueMarks(memory.queueMarks);
@@ -338,6 +351,8 @@ export class OrderFlow {
       idempotencyKey: request.idempotencyKey,
       clientOrderId: route === ROUTE_SUBMIT ? ((body as SubmitBody).clientOrderId ?? null) : null,
       receivedAtUs,
+      raw: request.raw,
+      rawBytes: request.rawBytes,
     };
     const index = this.store.create({
       processingMode: PROCESSING_MODES.indexOf(request.mode),
@@ -716,6 +731,7 @@ export class OrderFlow {
     const full =
       ring.freeSlots() - this.unpublished[pending.shard]! === 0 ||
       this.intakeRing.freeSlots() - this.unpublishedIntake === 0 ||
+      this.bodyRing.freeSlots() - this.unpublishedBodySlots < bodySlots(pending.intake?.rawBytes ?? 0) ||
       this.pending.size + this.durability.size >= this.config.maxInFlight;
     if (full) {
       undoClaims();
@@ -764,7 +780,10 @@ export class OrderFlow {
       clientId: info.clientId,
       idempotencyKey: info.idempotencyKey,
       clientOrderId: info.clientOrderId,
+      bodyLength: info.rawBytes,
     });
+    writeBody(this.bodyRing, this.bodyRing.nextIndex + this.unpublishedBodySlots, info.raw, info.rawBytes, this.bodyScratch);
+    this.unpublishedBodySlots += bodySlots(info.rawBytes);
     this.unpublishedIntake++;
     pending.intakeCount = ++this.intakeWritten;
   }
@@ -813,6 +832,8 @@ export class OrderFlow {
     // the persistence thread when it publishes that command's journal records (one wake-up
     // per shard batch instead of one more per gateway turn).
     if (this.unpublishedIntake > 0) {
+      this.bodyRing.publish(this.unpublishedBodySlots); // before the records that announce them
+      this.unpublishedBodySlots = 0;
       this.intakeRing.publish(this.unpublishedIntake);
       this.unpublishedIntake = 0;
     }
@@ -1127,6 +1148,28 @@ export class OrderFlow {
       taken,
       outcome: snapshot.resultStatus !== RESULT.NONE && this.control.journalCommitted(snapshot.shard) >= snapshot.streamSequence,
     };
+  }
+
+  /**
+   * GET /admin/v1/audit/commands/{commandId}: the command as it arrived (API contract,
+   * "Audit trail"), or null if storage holds no such command. From the command log's
+   * intake position (after the read-your-writes wait), else from the persistence thread's
+   * commands taken but not yet sequenced; asked once more in case it moved in between.
+   */
+  async audit(commandIdText: string): Promise<AuditRecord | null> {
+    if (!isUuid(commandIdText)) return null;
+    const commandId = commandIdText.toLowerCase();
+    const stored = async () => {
+      const answer = await this.reads.request({ type: 'audit', commandId });
+      if (!answer.ok) throw new StorageFailed(answer);
+      return answer.audit ?? null;
+    };
+    const first = await stored();
+    if (first !== null) return first;
+    const pending = await this.admin.request({ type: 'audit-pending', commandId });
+    if (!pending.ok) throw new StorageFailed(pending);
+    if (pending.type === 'audit-pending' && pending.payload !== null) return pending.payload;
+    return stored();
   }
 
   /** A read-plane request: depth and stored snapshots from shared memory, the rest by the read thread from PostgreSQL. */

@@ -243,6 +243,27 @@ export const commandStatusSchema = {
   ],
 } as const;
 
+/** GET /admin/v1/audit/commands/{commandId}: the command as received (API contract, "Audit trail"). */
+export const commandAuditSchema = {
+  $id: 'CommandAudit',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    commandId: uuid,
+    route: { type: 'string' },
+    receivedAt: timestamp,
+    principalId: { type: 'string' },
+    clientId: { type: 'string' },
+    idempotencyKey: { type: 'string' },
+    processingMode: { enum: ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] },
+    body: {
+      anyOf: [{ type: 'object' }, { type: 'null' }],
+      description: 'the JSON body exactly as validated, every field (traceId, causationId, correlationId, actorId, occurredAt, reason included); null for a command captured before bodies were kept',
+    },
+  },
+  required: ['commandId', 'route', 'receivedAt', 'principalId', 'clientId', 'idempotencyKey', 'processingMode', 'body'],
+} as const;
+
 export const venueSessionSchema = {
   $id: 'VenueSession',
   type: 'object',
@@ -891,6 +912,7 @@ export const RESPONSE_SCHEMAS = [
   resultEnvelopeSchema,
   acceptedPointerSchema,
   commandStatusSchema,
+  commandAuditSchema,
   venueSessionSchema,
   sessionRollAnswerSchema,
   errorSchema,

@@ -6,6 +6,7 @@
 import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
 import { Doorbell } from '../core/doorbell.ts';
 import { INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { BODY_SLOT_BYTES } from '../core/body-ring.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
@@ -74,6 +75,8 @@ export interface VenueMemory {
   venueControl: SharedArrayBuffer;
   /** [gateway]: what each gateway took, for the command log. */
   intakeRings: SharedArrayBuffer[];
+  /** Per gateway: the JSON text of each command it takes, beside its intake records (core/body-ring.ts). */
+  bodyRings: SharedArrayBuffer[];
   /** [shard]: each shard's commands and outcomes, for the journal. */
   journalRings: SharedArrayBuffer[];
   persistenceDoorbell: SharedArrayBuffer;
@@ -124,6 +127,7 @@ export function createVenueMemory(config: VenueConfig, keyFilterBits: number): V
     ),
     venueControl: new SharedArrayBuffer(VENUE_CONTROL_BYTES),
     intakeRings: range(gateways).map(() => createRingBuffer(INTAKE_RECORD_BYTES, config.intakeRingSlots)),
+    bodyRings: range(gateways).map(() => createRingBuffer(BODY_SLOT_BYTES, config.bodyRingSlots)),
     journalRings: range(shards).map(() => createRingBuffer(RESULT_RECORD_BYTES, config.journalRingSlots)),
     persistenceDoorbell: Doorbell.create(),
     persistenceControl: PersistenceControl.create(),

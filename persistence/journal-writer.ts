@@ -21,7 +21,8 @@
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import { COMMAND_TIMESTAMP_US_FLOAT } from '../core/command-slot.ts';
-import { INTAKE_RECEIVED_AT_FLOAT, INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { INTAKE_BODY_LENGTH_WORD, INTAKE_RECEIVED_AT_FLOAT, INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { BODY_SLOT_BYTES, takeBodies } from '../core/body-ring.ts';
 import { PersistenceControl, DB_DOWN, DB_UP } from '../core/persistence-control.ts';
 import { RESULT_COUNT_WORD, RESULT_RECORD_BYTES, RESULT_SEQUENCE_FLOAT } from '../core/result-slot.ts';
 import { RingConsumer } from '../core/ring.ts';
@@ -40,11 +41,12 @@ export interface JournalBatch {
   payload: Buffer;
 }
 
-/** The intake records one gateway published, packed (INTAKE_RECORD_BYTES each). */
+/** The intake records one gateway published, packed (INTAKE_RECORD_BYTES each), and their commands' JSON texts back to back. */
 export interface IntakeBatch {
   gateway: number;
   count: number;
   payload: Buffer;
+  bodies: Uint8Array;
 }
 
 /** What one tier-1 commit made durable (and what tier 2 materializes from it). */
@@ -92,6 +94,7 @@ function alignedBuffer(bytes: number): Buffer {
 
 export class JournalWriter {
   private readonly intakeRings: RingConsumer[];
+  private readonly bodyRings: RingConsumer[];
   private readonly shards: ShardStream[];
   private readonly control: PersistenceControl;
   private readonly limits: WriterLimits;
@@ -104,6 +107,8 @@ export class JournalWriter {
 
   constructor(options: {
     intakeRings: SharedArrayBuffer[];
+    /** Per gateway, the commands' JSON texts its intake records announce (core/body-ring.ts). */
+    bodyRings: SharedArrayBuffer[];
     journalRings: SharedArrayBuffer[];
     control: PersistenceControl;
     limits: WriterLimits;
@@ -113,6 +118,7 @@ export class JournalWriter {
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
   }) {
     this.intakeRings = options.intakeRings.map((ring) => new RingConsumer(ring, INTAKE_RECORD_BYTES));
+    this.bodyRings = options.bodyRings.map((ring) => new RingConsumer(ring, BODY_SLOT_BYTES));
     this.shards = options.journalRings.map((ring) => new ShardStream(new RingConsumer(ring, RESULT_RECORD_BYTES)));
     this.control = options.control;
     this.limits = options.limits;
@@ -149,7 +155,9 @@ export class JournalWriter {
       const payload = alignedBuffer(count * INTAKE_RECORD_BYTES);
       ring.copyOut(count, payload, 0);
       ring.release(count);
-      intake.push({ gateway, count, payload });
+      const words = new Int32Array(payload.buffer, payload.byteOffset, payload.byteLength >> 2);
+      const lengths = Array.from({ length: count }, (_, k) => words[((k * INTAKE_RECORD_BYTES) >> 2) + INTAKE_BODY_LENGTH_WORD]!);
+      intake.push({ gateway, count, payload, bodies: takeBodies(this.bodyRings[gateway]!, lengths) });
     }
     if (journals.length === 0 && intake.length === 0) return null;
     return { commitNo: ++this.commitNo, intake, journals };
@@ -275,7 +283,7 @@ export class JournalWriter {
   }
 }
 
-const INTAKE_COPY = 'COPY runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload) FROM STDIN (FORMAT binary)';
+const INTAKE_COPY = 'COPY runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload, bodies, bodies_checksum) FROM STDIN (FORMAT binary)';
 const JOURNAL_COPY = 'COPY runtime.journal_batches (commit_no, shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) FROM STDIN (FORMAT binary)';
 /** By (intake ? 1 : 0) + (journals ? 2 : 0). */
 const COMMIT_SCRIPT = ['', INTAKE_COPY, JOURNAL_COPY, `${INTAKE_COPY}; ${JOURNAL_COPY}`];
@@ -285,7 +293,7 @@ function commitCopies(commit: StorageCommit): Buffer[] {
   if (commit.intake.length > 0) {
     const copy = new BinaryCopy(commit.intake.reduce((sum, batch) => sum + batch.payload.byteLength + 64, 64));
     for (const batch of commit.intake) {
-      copy.row(5).bigint(commit.commitNo).smallint(batch.gateway).integer(batch.count).bigint(crc32(batch.payload)).bytea(batch.payload);
+      copy.row(7).bigint(commit.commitNo).smallint(batch.gateway).integer(batch.count).bigint(crc32(batch.payload)).bytea(batch.payload).bytea(batch.bodies).bigint(crc32(batch.bodies));
     }
     copies.push(copy.finish());
   }

@@ -57,6 +57,7 @@ export interface PersistenceThreadData {
   databaseUrl: string;
   shardCount: number;
   intakeRings: SharedArrayBuffer[];
+  bodyRings: SharedArrayBuffer[];
   journalRings: SharedArrayBuffer[];
   doorbell: SharedArrayBuffer;
   gatewayDoorbells: SharedArrayBuffer[];
@@ -555,6 +556,10 @@ for (const port of data.adminPorts) {
       port.postMessage({ id: request.id, ok: false, message: 'the venue is starting' } satisfies AdminAnswer);
       return;
     }
+    if (request.type === 'audit-pending') {
+      port.postMessage({ id: request.id, ok: true, type: 'audit-pending', payload: projector.pendingAudit(request.commandId) } satisfies AdminAnswer);
+      return;
+    }
     if (request.type === 'status') {
       port.postMessage({ id: request.id, ok: true, type: 'status', payload: status(writer) } satisfies AdminAnswer);
       return;
@@ -656,6 +661,7 @@ async function main(): Promise<void> {
   });
   const started = new JournalWriter({
     intakeRings: data.intakeRings,
+    bodyRings: data.bodyRings,
     journalRings: data.journalRings,
     control,
     limits: data.limits,

@@ -111,6 +111,8 @@ import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
 import { runScript } from './pg-script.ts';
+import { auditOf } from './audit.ts';
+import type { AuditRecord } from '../core/storage-protocol.ts';
 import {
   cutTuple,
   isDataRefusal,
@@ -158,6 +160,12 @@ interface OrderState extends RestingOrder {
 /** An intake record waiting for its command's outcome. */
 interface PendingIntake {
   commitNo: number;
+  /** The gateway whose intake batch of that commit holds it, and its place there: where the audit trail finds its text. */
+  gateway: number;
+  index: number;
+  /** The batch's records are `stride` bytes each; `bodies` their JSON texts (null: a batch stored before texts were kept). */
+  stride: number;
+  bodies: Uint8Array | null;
   bytes: Uint8Array;
   words: Int32Array;
   floats: Float64Array;
@@ -722,8 +730,8 @@ export class Projector {
     this.pending.clear();
     let after = this.intakeWatermark;
     for (;;) {
-      const page = await client.query<{ commit_no: string; checksum: string; record_count: number; payload: Buffer }>(
-        'SELECT commit_no, checksum, record_count, payload FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
+      const page = await client.query<{ commit_no: string; gateway_id: number; checksum: string; record_count: number; payload: Buffer; bodies: Buffer | null }>(
+        'SELECT commit_no, gateway_id, checksum, record_count, payload, bodies FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
         [after],
       );
       if (page.rows.length === 0) break;
@@ -738,7 +746,9 @@ export class Projector {
         const words = new Int32Array(bytes.buffer, 0, bytes.byteLength >> 2);
         const floats = new Float64Array(bytes.buffer, 0, bytes.byteLength >> 3);
         const stride = intakeStride(bytes.byteLength, row.record_count);
-        for (let at = 0; at < bytes.byteLength; at += stride) found.push({ commitNo: Number(row.commit_no), bytes, words, floats, at });
+        for (let at = 0; at < bytes.byteLength; at += stride) {
+          found.push({ commitNo: Number(row.commit_no), gateway: row.gateway_id, index: at / stride, stride, bodies: row.bodies, bytes, words, floats, at });
+        }
       }
       const ids = found.map((entry) => formatUuid(wordsOfBytes(entry.bytes, entry.at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0));
       const done = new Set((await client.query<{ id: string }>('SELECT command_id AS id FROM runtime.command_log WHERE command_id = ANY($1::uuid[])', [ids])).rows.map((row) => row.id));
@@ -788,7 +798,7 @@ export class Projector {
    */
   ingest(commit: StorageCommit): BookUpdate | null {
     const started = performance.now();
-    for (const batch of commit.intake) this.addPending(commit.commitNo, batch.payload);
+    for (const batch of commit.intake) this.addPending(commit.commitNo, batch.gateway, batch.payload, batch.bodies ?? null);
     this.intakeSeen = Math.max(this.intakeSeen, commit.commitNo);
     const group = this.open;
     group.lastCommit = Math.max(group.lastCommit, commit.commitNo);
@@ -994,12 +1004,22 @@ export class Projector {
     }
   }
 
-  private addPending(commitNo: number, payload: Buffer): void {
+  /** The audit record of a command taken but not yet on the journal, or null (none such pending). */
+  pendingAudit(commandId: string): AuditRecord | null {
+    const words = new Int32Array(4);
+    if (!parseUuidInto(commandId, words, 0)) return null;
+    const entry = this.pending.get(keyOf(words, 0));
+    return entry === undefined ? null : auditOf(entry.bytes, entry.stride, entry.bodies, entry.index);
+  }
+
+  private addPending(commitNo: number, gateway: number, payload: Buffer, bodies: Uint8Array | null): void {
     const bytes = payload;
     const words = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 2);
     const floats = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 3);
-    for (let at = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES) {
-      this.pending.set(keyOf(wordsOfBytes(bytes, at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0), { commitNo, bytes, words, floats, at });
+    for (let at = 0, index = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES, index++) {
+      this.pending.set(keyOf(wordsOfBytes(bytes, at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0), {
+        commitNo, gateway, index, stride: INTAKE_RECORD_BYTES, bodies, bytes, words, floats, at,
+      });
     }
   }
   /** One command of a journal batch: its command_log row, its order changes, its executions and trades. Returns the next offset. */
@@ -1030,7 +1050,7 @@ export class Projector {
     const flags = intake.words[iw + INTAKE_FLAGS_WORD]!;
     const principal = this.principals[intake.words[iw + INTAKE_PRINCIPAL_WORD]!];
     const clientOrderIdLength = intake.words[iw + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]!;
-    const c = rows.commands.row(21).range(intake.bytes, i + INTAKE_COMMAND_ID_BYTE, 16).range(intake.bytes, i + INTAKE_SCOPE_BYTE, 16).range(intake.bytes, i + INTAKE_PAYLOAD_HASH_BYTE, 32);
+    const c = rows.commands.row(24).range(intake.bytes, i + INTAKE_COMMAND_ID_BYTE, 16).range(intake.bytes, i + INTAKE_SCOPE_BYTE, 16).range(intake.bytes, i + INTAKE_PAYLOAD_HASH_BYTE, 32);
     if (principal === undefined) c.text(`#${intake.words[iw + INTAKE_PRINCIPAL_WORD]}`);
     else c.range(principal, 0, principal.byteLength);
     c.range(intake.bytes, i + INTAKE_CLIENT_ID_BYTE, intake.words[iw + INTAKE_CLIENT_ID_LENGTH_WORD]!)
@@ -1052,7 +1072,10 @@ export class Projector {
       .text(accepted ? null : rejectName(words[(firstAt >> 2) + RESULT_CODE_WORD]!))
       .timestampUs(timestampUs)
       .integer(at)
-      .integer(next - at);
+      .integer(next - at)
+      .bigint(intake.commitNo)
+      .smallint(intake.gateway)
+      .integer(intake.index);
 
     if (!accepted) return next;
     if (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY) return next;
@@ -1401,7 +1424,7 @@ export class Projector {
       return next;
     }
     if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED || (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY)) return next;
-    const noIntake: PendingIntake = { commitNo: 0, bytes: new Uint8Array(0), words: new Int32Array(0), floats: new Float64Array(0), at: 0 };
+    const noIntake: PendingIntake = { commitNo: 0, gateway: 0, index: 0, stride: INTAKE_RECORD_BYTES, bodies: null, bytes: new Uint8Array(0), words: new Int32Array(0), floats: new Float64Array(0), at: 0 };
     const taker = this.applyOrder(rows, touched, view, at, shard, opcode, eventCount, timestampUs, noIntake, 0);
     if (taker === null) return next;
     if (opcode === OPCODE_SUBMIT) submits.set(keyOf(taker.ids, ORDER_ID), words.slice((at >> 2) + COMMAND_ID_WORD, (at >> 2) + COMMAND_ID_WORD + 4));
@@ -1498,7 +1521,7 @@ function scriptOf(flush: Flush): [string, Buffer[]] {
 }
 
 const COMMANDS_TARGET =
-  'runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, order_id, instrument_id, client_order_id, received_at, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, occurred_at, journal_offset, journal_length)';
+  'runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, order_id, instrument_id, client_order_id, received_at, stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, occurred_at, journal_offset, journal_length, intake_commit_no, intake_gateway, intake_index)';
 const EXECUTIONS_TARGET =
   'runtime.executions (execution_id, shard_id, stream_sequence, command_id, trade_id, order_id, counterparty_order_id, instrument_id, participant_id, account_id, side, liquidity, quantity_units, price_nanos, currency, occurred_at)';
 const TRADES_TARGET =

@@ -13,6 +13,8 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
+import { crc32 } from 'node:zlib';
+import { intakeStride } from '../core/intake-record.ts';
 import { packCurrency } from '../core/command-slot.ts';
 import { SnapshotView } from '../core/market-view.ts';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
@@ -23,6 +25,7 @@ import {
   SNAPSHOT_PROJECTION,
   StatedFailure,
   SOURCE_PROJECTION,
+  type AuditRecord,
   type PlaneRead,
   type ReadAnswer,
   type ReadAnswerBody,
@@ -32,6 +35,7 @@ import {
 } from '../core/storage-protocol.ts';
 import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnapshots, storedSnapshots, type SnapshotRow } from './market-data.ts';
 import { availability } from './availability.ts';
+import { auditOf } from './audit.ts';
 import { keepAnalyzed } from './planner-statistics.ts';
 import { settlementAdmin, settlementRead } from './settlement-store.ts';
 import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
@@ -239,6 +243,22 @@ async function projectorLoop(): Promise<void> {
   }
 }
 
+/** The audit record of a command its command_log row names the intake position of, or null. */
+async function storedAudit(commandId: string): Promise<AuditRecord | null> {
+  const found = await pool.query<{ record_count: number; intake_index: number; checksum: string; payload: Buffer; bodies: Buffer | null; bodies_checksum: string | null }>(
+    `SELECT ib.record_count, cl.intake_index, ib.checksum, ib.payload, ib.bodies, ib.bodies_checksum
+       FROM runtime.command_log cl JOIN runtime.intake_batches ib ON ib.commit_no = cl.intake_commit_no AND ib.gateway_id = cl.intake_gateway
+      WHERE cl.command_id = $1`,
+    [commandId],
+  );
+  const row = found.rows[0];
+  if (row === undefined) return null;
+  if (crc32(row.payload) !== Number(row.checksum) || (row.bodies !== null && crc32(row.bodies) !== Number(row.bodies_checksum))) {
+    throw new Error(`the intake batch of command ${commandId} fails its checksum`);
+  }
+  return auditOf(row.payload, intakeStride(row.payload.byteLength, row.record_count), row.bodies, row.intake_index);
+}
+
 async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { ok: true }>, 'id' | 'ok'>> {
   // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
   // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
@@ -265,6 +285,7 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
     );
     return { command: null, clientOrder: found.rows[0] ?? null };
   }
+  if (request.type === 'audit') return { command: null, audit: await storedAudit(request.commandId) };
   const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);
   if (request.type === 'replay' || byScope !== null) return { command: byScope, match: 'scope' };
   const byId = await one('cl.command_id = $1', request.commandId);

@@ -28,7 +28,7 @@ test('an intake record reads back what was written: ids as their big-endian byte
       processingMode: k % 4, route: (k + 1) % 4, shard: k, principal: 10 + k, receivedAtUs: 1_795_316_400_000_000 + k,
       commandId: uuidWords(ids[0]!), scopeDigest: scope, payloadHash: payload,
       orderId: withIds ? uuidWords(ids[1]!) : null, instrumentId: withIds ? uuidWords(ids[2]!) : null,
-      slot, clientId, idempotencyKey, clientOrderId,
+      slot, clientId, idempotencyKey, clientOrderId, bodyLength: 100 + k,
     };
     const at = INTAKE_RECORD_BYTES * (k % 3);
     views.bytes.fill(0xab, at, at + INTAKE_RECORD_BYTES); // what a lap of the ring left there
@@ -48,15 +48,16 @@ test('an intake record reads back what was written: ids as their big-endian byte
     assert.equal(read.clientId, clientId);
     assert.equal(read.idempotencyKey, idempotencyKey);
     assert.equal(read.clientOrderId, clientOrderId);
-    // The unused bytes (128..192 and past each text) are zero, not the earlier lap's.
-    assert.ok(views.bytes.subarray(at + 128, at + 192).every((b) => b === 0));
+    assert.equal(read.bodyLength, 100 + k);
+    // The unused bytes (132..192 and past each text) are zero, not the earlier lap's.
+    assert.ok(views.bytes.subarray(at + 132, at + 192).every((b) => b === 0));
     if (Buffer.byteLength(clientId) < 128) assert.equal(views.bytes[at + 320 + Buffer.byteLength(clientId)], 0);
   }
 });
 
 const input = (clientOrderId: string | null): IntakeInput => ({
   processingMode: 0, route: 0, shard: 0, principal: 0, receivedAtUs: 0, commandId: uuidWords(randomUUID()), scopeDigest: new Uint8Array(16),
-  payloadHash: new Uint8Array(32), orderId: null, instrumentId: null, slot: new Uint8Array(128), clientId: 'c', idempotencyKey: 'k', clientOrderId,
+  payloadHash: new Uint8Array(32), orderId: null, instrumentId: null, slot: new Uint8Array(128), clientId: 'c', idempotencyKey: 'k', clientOrderId, bodyLength: 0,
 });
 
 test('a clientOrderId that does not fit its bytes is thrown, never stored cut', () => {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { capturedSubmitRecord, commitCaptured } from '../support/captured-intake.ts';
+import { commitCaptured } from '../support/captured-intake.ts';
 import {
   cancelBody,
   cancelByClientOrderBody,
@@ -42,7 +42,7 @@ test('a submit of a session that ended before it was sequenced (re-driven after 
 
   // Captured (durably accepted, acknowledged) in session 1, never sequenced; session 1 has ended since.
   const late = submitBody({ instrumentId: INSTRUMENT, side: 'BUY', price: '50', quantity: '4' });
-  await commitCaptured(dir, [capturedSubmitRecord({ submit: late, token: TOKENS.traderA, clientId: 'late', idempotencyKey: 'late-1', sessionNo: 1, shards: SHARDS })]);
+  await commitCaptured(dir, [{ submit: late, token: TOKENS.traderA, clientId: 'late', idempotencyKey: 'late-1', sessionNo: 1, shards: SHARDS }]);
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
   await stopAfter(() => venue, async () => {

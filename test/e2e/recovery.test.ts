@@ -21,7 +21,7 @@ import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { writeOpenOrders } from '../../persistence/open-orders-snapshot.ts';
 import type { RestingOrder } from '../../persistence/resting-orders.ts';
-import { capturedSubmitRecord, commitCaptured } from '../support/captured-intake.ts';
+import { commitCaptured } from '../support/captured-intake.ts';
 import { withClient } from '../support/database.ts';
 import {
   assertBooksEqualReplay,
@@ -281,8 +281,8 @@ test('a command captured but never journaled (the process died in between) is re
   const clientOrderId = `redriven-${crypto.randomUUID()}`;
   const restingBuy = submitBody({ instrumentId: instrument, side: 'BUY', price: '40', quantity: '3', clientOrderId });
   await commitCaptured(dir, [
-    capturedSubmitRecord({ submit: body, token: TOKENS.traderA, clientId, idempotencyKey: key, shards: SHARDS }),
-    capturedSubmitRecord({ submit: restingBuy, token: TOKENS.traderA, clientId, idempotencyKey: `captured-${crypto.randomUUID()}`, shards: SHARDS }),
+    { submit: body, token: TOKENS.traderA, clientId, idempotencyKey: key, shards: SHARDS },
+    { submit: restingBuy, token: TOKENS.traderA, clientId, idempotencyKey: `captured-${crypto.randomUUID()}`, shards: SHARDS },
   ]);
 
   // While it recovers, the venue listens but is not ready: /readyz and the order routes answer 503.

@@ -360,6 +360,12 @@ function buildRows(openApi: any): Row[] {
     },
     { route: 'GET /admin/v1/persistence/status', allowed: OPERATOR, call: () => ({ method: 'GET', path: '/admin/v1/persistence/status' }) },
     {
+      route: 'GET /admin/v1/audit/commands/{commandId}',
+      allowed: OPERATOR,
+      call: () => ({ method: 'GET', path: `/admin/v1/audit/commands/${ownCommand}` }),
+      check: (answer) => assert.deepEqual([answer.json.commandId, answer.json.body.commandId], [ownCommand, ownCommand]),
+    },
+    {
       // Naming the open session: the retry of the roll that opened it (changes nothing, so the matrix's other rows keep their session).
       route: 'POST /admin/v1/venue/sessions',
       allowed: OPERATOR,

@@ -25,6 +25,7 @@ test('the OpenAPI document lists every route with its method', () => {
     '/api/v1/orders/fills': 'get',
     '/api/v1/data/availability': 'get',
     '/internal/market-data/projector/status': 'get',
+    '/admin/v1/audit/commands/{commandId}': 'get',
     '/admin/v1/projections/order-lifecycle/rebuild': 'post',
     '/admin/v1/persistence/status': 'get',
     '/admin/v1/venue/sessions': 'post',

@@ -217,7 +217,7 @@ async function intakeBatch(client: pg.ClientBase, commitNo: number, gatewayId: n
       processingMode: 0, route: command.orderId === null ? 3 : 0, shard: 0, principal: 0, receivedAtUs: 1,
       commandId: uuidWords(command.commandId), scopeDigest: command.scope, payloadHash: new Uint8Array(32),
       orderId: command.orderId === null ? null : uuidWords(command.orderId), instrumentId: null,
-      slot: new Uint8Array(slot.buffer), clientId: 'desk', idempotencyKey: `key-${k}`, clientOrderId: command.clientOrderId,
+      slot: new Uint8Array(slot.buffer), clientId: 'desk', idempotencyKey: `key-${k}`, clientOrderId: command.clientOrderId, bodyLength: 0,
     });
   });
   const payload = Buffer.from(buffer);

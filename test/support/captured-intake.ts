@@ -51,20 +51,22 @@ export function capturedSubmitRecord(c: CapturedSubmit): Uint8Array {
     commandId: uuidWords(submit.commandId as string), scopeDigest: scopeDigest(principal.principalId, c.clientId, c.idempotencyKey), payloadHash: payloadDigest(ROUTE_SUBMIT, submit),
     orderId: uuidWords(submit.orderId as string), instrumentId: uuidWords(instrument), slot: new Uint8Array(slot), clientId: c.clientId, idempotencyKey: c.idempotencyKey,
     clientOrderId: (submit.clientOrderId as string | undefined) ?? null,
+    bodyLength: Buffer.byteLength(JSON.stringify(submit)),
   });
   return new Uint8Array(record);
 }
 
-/** Commits intake records as gateway 0's batch of a commit after every stored one, into the (stopped) venue's storage on `dir`. */
-export async function commitCaptured(dir: string, records: Uint8Array[]): Promise<void> {
-  const payload = Buffer.concat(records);
+/** Commits captured submits as gateway 0's batch of a commit after every stored one, into the (stopped) venue's storage on `dir`. */
+export async function commitCaptured(dir: string, captured: CapturedSubmit[]): Promise<void> {
+  const payload = Buffer.concat(captured.map(capturedSubmitRecord));
+  const bodies = Buffer.concat(captured.map((c) => Buffer.from(JSON.stringify(c.submit))));
   const database = await startEmbeddedPostgres(dir, () => undefined);
   try {
     await withClient(database.url, (client) =>
       client.query(
-        `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload)
-         SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) + 1, 0, $1, $2, $3`,
-        [records.length, crc32(payload), payload],
+        `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload, bodies, bodies_checksum)
+         SELECT coalesce(greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)), 0) + 1, 0, $1, $2, $3, $4, $5`,
+        [captured.length, crc32(payload), payload, bodies, crc32(bodies)],
       ),
     );
   } finally {
