@@ -6,7 +6,10 @@
 // alternate bare, venue, bare, venue, ... so both see the same hour of the machine; the
 // figures are medians over the rounds. Each venue run is verified against its database.
 //
-//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--out durable-submit]
+//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--rate 0] [--out durable-submit]
+//
+// --rate N runs the venue's loads open loop at N submits a second (0: closed loop): two
+// versions compared at one rate see the same batching, so their CPU per command compares.
 //
 // Result: bench/results/<out>.json: per round and part the CPU µs per answered command
 // (gateways, shards, persistence thread, read thread, main and V8, PostgreSQL, the
@@ -34,7 +37,7 @@ const argument = (name: string, fallback: number): number => {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
-export async function runDurableSubmitBench(rounds: number, seconds: number): Promise<Record<string, unknown>> {
+export async function runDurableSubmitBench(rounds: number, seconds: number, venueRate = 0): Promise<Record<string, unknown>> {
   const base = (label: string, baseUrl: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({
     mode: 'sync-result', threads: 1, connections: CONNECTIONS, warmupMs: 1000, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, baseUrl, ...extra,
   });
@@ -61,7 +64,7 @@ export async function runDurableSubmitBench(rounds: number, seconds: number): Pr
       } finally {
         await bare.stop();
       }
-      const { run, cpu } = await runLoadWithCpu(base(`venue, round ${round + 1}`, venue.baseUrl, { seed: 7 + 100 * round }), {
+      const { run, cpu } = await runLoadWithCpu(base(`venue, round ${round + 1}`, venue.baseUrl, { seed: 7 + 100 * round, ratePerSecond: venueRate, ...(venueRate > 0 ? { connections: 256 } : {}) }), {
         venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid,
       });
       console.log(`${describe(run)}${cpuLine(cpu)}`);
@@ -87,7 +90,7 @@ export async function runDurableSubmitBench(rounds: number, seconds: number): Pr
   const bareUs = median(results.map((r) => r.bare.usPerAnswer));
   const venueUs = median(results.map((r) => r.venue.venueAndPostgresUs));
   const summary = {
-    rounds, seconds, connections: CONNECTIONS, loadThreads: 1,
+    rounds, seconds, connections: CONNECTIONS, loadThreads: 1, venueRatePerSecond: venueRate,
     medians: {
       bareServerUsPerAnswer: bareUs,
       bareAnswersPerSecond: median(results.map((r) => r.bare.answersPerSecond)),
@@ -106,6 +109,6 @@ export async function runDurableSubmitBench(rounds: number, seconds: number): Pr
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--out');
   const out = at < 0 ? 'durable-submit' : process.argv[at + 1]!;
-  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8)));
+  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8), argument('rate', 0)));
   process.exit(0);
 }

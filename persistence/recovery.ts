@@ -125,14 +125,30 @@ export async function readJournal(
 }
 
 /**
- * The most recent commands (what idempotency and status lookups should find first),
- * oldest of them first, streamed binary: the scope digest, the first 16 bytes of the
- * payload hash and the commandId, as four words each. Returns how many.
+ * The most recent commands (what idempotency and status lookups should find first):
+ * those of the intake commits that hold the last `limit` intake records, oldest first,
+ * streamed binary: the scope digest, the first 16 bytes of the payload hash and the
+ * commandId, as four words each. The commits come from the intake batches' primary key
+ * read backwards; the command log's rows of them from its BRIN on intake_commit_no
+ * (migration 016). Returns how many.
  */
 export async function recentCommands(client: pg.ClientBase, limit: number, onCommand: OnStoredCommand): Promise<number> {
+  const wanted = Math.floor(limit);
+  if (wanted <= 0) return 0;
+  const first = await client.query<{ commit_no: string }>(
+    `SELECT commit_no FROM (
+       SELECT commit_no, sum(record_count) OVER (ORDER BY commit_no DESC, gateway_id DESC ROWS UNBOUNDED PRECEDING) AS running
+         FROM runtime.intake_batches ORDER BY commit_no DESC, gateway_id DESC) newest
+      WHERE running >= $1 LIMIT 1`,
+    [wanted],
+  );
+  const from = Number(first.rows[0]?.commit_no ?? 0);
   return readCommands(
     client,
-    `SELECT scope_digest, payload_hash, command_id FROM (SELECT scope_digest, payload_hash, command_id, received_at FROM runtime.command_log ORDER BY received_at DESC LIMIT ${Math.floor(limit)}) recent ORDER BY received_at`,
+    `SELECT scope_digest, payload_hash, command_id FROM (
+       SELECT scope_digest, payload_hash, command_id, intake_commit_no, intake_gateway, intake_index FROM runtime.command_log
+        WHERE intake_commit_no >= ${from} ORDER BY intake_commit_no DESC, intake_gateway DESC, intake_index DESC LIMIT ${wanted}) recent
+      ORDER BY intake_commit_no, intake_gateway, intake_index`,
     onCommand,
   );
 }
@@ -149,7 +165,11 @@ export async function commandsById(client: pg.ClientBase, commandIds: readonly s
   let found = 0;
   for (let at = 0; at < commandIds.length; at += IDS_PER_QUERY_MAX) {
     const ids = uuidArrayLiteral(commandIds.slice(at, at + IDS_PER_QUERY_MAX));
-    found += await readCommands(client, `SELECT scope_digest, payload_hash, command_id FROM runtime.command_log WHERE command_id = ANY(${ids}) ORDER BY received_at`, onCommand);
+    found += await readCommands(
+      client,
+      `SELECT scope_digest, payload_hash, command_id FROM runtime.command_log WHERE command_id = ANY(${ids}) ORDER BY intake_commit_no NULLS FIRST, intake_gateway, intake_index`,
+      onCommand,
+    );
   }
   return found;
 }

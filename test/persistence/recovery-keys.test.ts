@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { formatUuid } from '../../core/uuid.ts';
 import { migrate } from '../../persistence/migrations.ts';
-import { commandsById, IDS_PER_QUERY_MAX, ordersById, storedCommandKeys, storedKeyEstimate } from '../../persistence/recovery.ts';
+import { commandsById, IDS_PER_QUERY_MAX, ordersById, recentCommands, storedCommandKeys, storedKeyEstimate } from '../../persistence/recovery.ts';
 import { TestDatabase, withClient } from '../support/database.ts';
 
 let database: TestDatabase;
@@ -111,5 +111,43 @@ test('commands and orders read by id: each stored one once, in groups of a bound
     assert.equal(await commandsById(client, [], () => assert.fail('no rows for no ids')), 0);
     await assert.rejects(commandsById(client, ["00000000-0000-4000-8000-000000000001}'::uuid[]); DROP TABLE runtime.command_log; --"], () => undefined), /not a uuid/);
     await assert.rejects(ordersById(client, ['not-a-uuid'], () => undefined), /not a uuid/);
+  });
+});
+
+test('the most recent commands are those of the intake commits holding the last N intake records, oldest first; rows from before intake positions are left out', async () => {
+  const url = await database.freshDatabase();
+  await withClient(url, async (client) => {
+    await migrate(client);
+    // Commits 1..40, two gateways each, 5 records per batch: 400 commands, named by their commit, gateway and index.
+    await client.query(
+      `INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload)
+       SELECT c, g, 5, 0, '\\x00' FROM generate_series(1, 40) AS c, generate_series(0, 1) AS g`,
+    );
+    await client.query(
+      `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, received_at,
+         stream_sequence, batch_first_sequence, shard_batch, result_status, occurred_at, intake_commit_no, intake_gateway, intake_index)
+       SELECT gen_random_uuid(), substring(sha256((c * 100 + g * 10 + i)::text::bytea) FROM 1 FOR 16), sha256((c * 100 + g * 10 + i)::text::bytea), 'p', 'c', 'k' || (c * 100 + g * 10 + i),
+              0, 0, 0, now(), c * 100 + g * 10 + i, 1, 1, 1, now(), c, g, i
+         FROM generate_series(1, 40) AS c, generate_series(0, 1) AS g, generate_series(0, 4) AS i`,
+    );
+    // And a row written before intake positions: never among the recent.
+    await client.query(
+      `INSERT INTO runtime.command_log (command_id, scope_digest, payload_hash, principal_id, client_id, idempotency_key, route, processing_mode, shard_id, received_at,
+         stream_sequence, batch_first_sequence, shard_batch, result_status, occurred_at)
+       VALUES (gen_random_uuid(), '\\x00112233445566778899aabbccddeeff', sha256('old'), 'p', 'c', 'old', 0, 0, 0, now() + interval '1 day', 9999, 1, 1, 1, now())`,
+    );
+    const keys = async (limit: number) => {
+      const sequences: string[] = [];
+      await recentCommands(client, limit, (_scope, _payload, commandId) => sequences.push(formatUuid(commandId, 0)));
+      const order = await client.query<{ id: string; n: string }>('SELECT command_id::text AS id, stream_sequence::text AS n FROM runtime.command_log');
+      const byId = new Map(order.rows.map((row) => [row.id, Number(row.n)]));
+      return sequences.map((id) => byId.get(id)!);
+    };
+    const last23 = await keys(23);
+    assert.equal(last23.length, 23);
+    assert.deepEqual(last23, [...last23].sort((a, b) => a - b), 'oldest first');
+    assert.equal(last23[last23.length - 1], 4014, 'ends with the newest: commit 40, gateway 1, index 4');
+    assert.equal(last23[0], 3812, 'the 23rd newest: commit 38, gateway 1, index 2');
+    assert.equal((await keys(10_000)).length, 400, 'all with an intake position, none without');
   });
 });
