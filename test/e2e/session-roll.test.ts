@@ -242,16 +242,26 @@ test('a settlement scenario is one venue run: materializing each run covers exac
 });
 
 // The invariant under load. An order stamped with the ended session that reaches its shard
-// after the first EXPIRE (the session floor's case) is rare over HTTP: the gateways switch
-// before the EXPIREs are sent; test/core/session-expiry.test.ts proves that rule itself.
+// after the first EXPIRE (the session floor's case: stamped before its gateway switched, still
+// in that gateway's ring when another ring's EXPIRE is read) fails SESSION_ENDED; it is rare
+// over HTTP, and test/core/session-expiry.test.ts proves that rule itself.
 test('a roll in the middle of an order load leaves no order of the ended session open, whichever gateway stamped it', async () => {
   const before = await session();
   let rolling = true;
   const sent: string[] = [];
+  const failed: string[] = [];
   const load = async (lane: number) => {
     for (let n = 0; rolling || n < 5; n++) {
-      const { body } = await submit({ instrumentId: lane % 2 === 0 ? X : Y, side: 'BUY', price: String(50 + (n % 20)), quantity: '1' });
-      sent.push(body.orderId as string);
+      const body = submitBody({ instrumentId: lane % 2 === 0 ? X : Y, side: 'BUY', price: String(50 + (n % 20)), quantity: '1' });
+      const answer = await venue.order('/api/v1/orders/submit', body, { token: TOKENS.traderA, mode: 'sync-result' });
+      assert.equal(answer.status, 200, answer.text);
+      if (answer.json.outcome.rejected) {
+        assert.equal(answer.json.outcome.rejected.code, 'SESSION_ENDED', answer.text);
+        failed.push(body.commandId as string);
+      } else {
+        assert.ok(answer.json.outcome.accepted, answer.text);
+        sent.push(body.orderId as string);
+      }
     }
   };
   const lanes = Array.from({ length: 6 }, (_, lane) => load(lane));
@@ -271,6 +281,10 @@ test('a roll in the middle of an order load leaves no order of the ended session
   assert.ok(expired.every((row) => row.venueSessionId === before.venueSessionId), 'every expired order is of the ended session');
   const bids = (await depth(X)).bids.concat((await depth(Y)).bids).reduce((sum: number, level: any) => sum + Number(level.quantity.units), 0);
   assert.equal(bids, open.length, 'the books hold the open orders of the new session alone, a unit each');
+  for (const commandId of failed) {
+    const status = (await venue.get(`/api/v1/commands/${commandId}`, TOKENS.traderA)).json;
+    assert.equal(status.status, 'FAILED', JSON.stringify(status));
+  }
   // The roll's own count: the kill test's resting order and this load's orders that rested before the shards' first EXPIRE (the rest expired on arrival).
   assert.ok(rolled.json.expiredOrders >= 1 && rolled.json.expiredOrders <= expired.length + 1, `${rolled.json.expiredOrders} expired by the roll`);
 });
