@@ -293,6 +293,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // then the re-drive, then the gateways' tables learn what storage holds.
     const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
+    const ownReadChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
     for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {
       const data: GatewayThreadData = {
         gatewayId,
@@ -303,8 +304,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         knownSessions: session.known,
         readPort: readChannels[gatewayId]!.port1,
         adminPort: adminChannels[gatewayId]!.port1,
+        ownReadPort: ownReadChannels[gatewayId]!.port1,
       };
-      venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort] }, `gateway-${gatewayId}`));
+      venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort, data.ownReadPort] }, `gateway-${gatewayId}`));
     }
     relaySessionRolls(venue.gateways);
     // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
@@ -408,6 +410,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       rebuildLockTimeoutMs: config.rebuildLockTimeoutMs,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
+      ownReadPorts: ownReadChannels.map((channel) => channel.port2),
+      ownReadsWindow: config.ownReadsWindow,
       depthView: memory.depthView,
       tapeView: memory.tapeView,
       queueMarks: memory.queueMarks,
@@ -415,7 +419,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       openOrdersDir: config.dataDir === '' ? null : config.dataDir,
     };
     const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
-      transferList: persistenceData.adminPorts,
+      transferList: [...persistenceData.adminPorts, ...persistenceData.ownReadPorts],
     }, 'persistence');
     venue.persistence = persistence;
     const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');

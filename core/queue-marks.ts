@@ -43,10 +43,11 @@ export const QUEUE_SLOTS = {
   sealedGroups: 0,
   /** Bytes of durable commits whose ingest a running rebuild holds (the persistence thread). */
   heldBytes: 1,
-  gatewayInFlight: (gateway: number) => 2 + 3 * gateway,
-  gatewayReads: (gateway: number) => 3 + 3 * gateway,
-  gatewayOperator: (gateway: number) => 4 + 3 * gateway,
+  gatewayInFlight: (gateway: number) => 2 + 4 * gateway,
+  gatewayReads: (gateway: number) => 3 + 4 * gateway,
+  gatewayOperator: (gateway: number) => 4 + 4 * gateway,
+  gatewayOwnReads: (gateway: number) => 5 + 4 * gateway,
   /** Open connections, as the main thread's connection guard counts them (gateway/connection-guard.ts). */
-  connections: (gateways: number) => 2 + 3 * gateways,
-  count: (gateways: number) => 3 + 3 * gateways,
+  connections: (gateways: number) => 2 + 4 * gateways,
+  count: (gateways: number) => 3 + 4 * gateways,
 } as const;

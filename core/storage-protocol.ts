@@ -120,7 +120,24 @@ export type ReadRequest =
   | { id: number; type: 'client-order'; participantId: string; clientOrderId: string }
   | { id: number; type: 'plane'; read: PlaneRead }
   /** The command as it arrived (the audit trail): from its command_log row's intake position. */
-  | { id: number; type: 'audit'; commandId: string };
+  | { id: number; type: 'audit'; commandId: string }
+  /** The clientOrderIds of these stored orders (rows the own-reads model renders without one). */
+  | { id: number; type: 'client-order-ids'; orderIds: string[] };
+
+/** An own-order or fills read, asked of the persistence thread's in-memory model (persistence/own-reads.ts). */
+export interface OwnReadRequest {
+  id: number;
+  read: Extract<PlaneRead, { kind: 'orders' | 'fills' }>;
+}
+
+/**
+ * The model's answer: its rows (`rows` null: it cannot tell them exactly, the read
+ * thread answers from storage); an own-order row whose clientOrderId is undefined
+ * needs it looked up (`lookups`: their orderIds).
+ */
+export type OwnReadAnswer =
+  | { id: number; ok: true; rows: Record<string, unknown>[] | null; lookups: string[] }
+  | ({ id: number; ok: false } & StorageFailure);
 
 /** A command as tier 1 keeps it (the audit trail): its intake record's fields and its JSON text as validated. */
 export interface AuditRecord {
@@ -165,6 +182,8 @@ export type ReadAnswer =
       shard?: number | null;
       clientOrder?: StoredClientOrder | null;
       audit?: AuditRecord | null;
+      /** client-order-ids: orderId to clientOrderId (null: it has none). */
+      clientOrderIds?: Record<string, string | null>;
     }
   | ({ id: number; ok: false } & StorageFailure);
 

@@ -79,3 +79,12 @@ export function formatUuid(source: Int32Array, offset: number): string {
     x[d >>> 28]!, x[(d >>> 24) & 15]!, x[(d >>> 20) & 15]!, x[(d >>> 16) & 15]!, x[(d >>> 12) & 15]!, x[(d >>> 8) & 15]!, x[(d >>> 4) & 15]!, x[d & 15]!,
   );
 }
+
+/** A map key of the four words of an id at words[at..]: two characters a word, so keys compare as the ids' bytes do. */
+export function idKey(words: Int32Array, at: number): string {
+  const a = words[at]!;
+  const b = words[at + 1]!;
+  const c = words[at + 2]!;
+  const d = words[at + 3]!;
+  return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
+}

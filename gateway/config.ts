@@ -71,6 +71,8 @@ export interface VenueConfig {
   persistenceBytesMax: number;
   /** Most bytes of durable commits held un-ingested while a rebuild runs; at it, tier 1 waits (the rings fill, 503). */
   rebuildHeldBytesMax: number;
+  /** Closed orders and fills the persistence thread keeps in memory per participant for own-order reads (persistence/own-reads.ts). */
+  ownReadsWindow: number;
   /** How long a rebuild waits for its lock on order_lifecycle_state before it gives up (readers of the table queue behind that wait). */
   rebuildLockTimeoutMs: number;
   /** How long an answer may wait for durability before it becomes a 503. */
@@ -169,6 +171,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     journalRingSlots: powerOfTwo(env, 'JOURNAL_RING_SLOTS', 65536, 64, 1 << 22),
     persistenceBytesMax: integer(env, 'PERSISTENCE_BYTES_MAX', 16 * 1024 * 1024, 4096, 1 << 30),
     rebuildHeldBytesMax: integer(env, 'REBUILD_HELD_BYTES_MAX', 256 * 1024 * 1024, 4096, 1 << 30),
+    ownReadsWindow: integer(env, 'OWN_READS_WINDOW', 2000, 1, 1_000_000),
     rebuildLockTimeoutMs: integer(env, 'REBUILD_LOCK_TIMEOUT_MS', 30_000, 100, 600_000),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
     adminMaxBodyBytes: integer(env, 'ADMIN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -29,6 +29,8 @@ export interface GatewayThreadData {
   /** To the read thread (status and replays from storage) and the persistence thread (operator rebuilds). */
   readPort: MessagePort;
   adminPort: MessagePort;
+  /** To the persistence thread's own-order and fills model (persistence/own-reads.ts). */
+  ownReadPort: MessagePort;
 }
 
 /** `bind`: ready to listen, waiting for the main thread to let go of the port's claim (gateway/port-claim.ts), which then sends `listen`. */
@@ -41,7 +43,7 @@ const { config, memory, gatewayId } = data;
 const logger = pino({ level: config.logLevel, base: { thread: `gateway-${gatewayId}` } });
 setCauseLog((fields, message) => logger.error(fields, message));
 const sessions = new SessionRegistry(data.session, data.knownSessions);
-const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort });
+const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort, ownReads: data.ownReadPort });
 const switches = new SessionSwitches(gatewayId, sessions, (message: SessionMessage) => parentPort!.postMessage(message));
 const app = buildApp({
   config,

@@ -66,7 +66,7 @@ import { formatUuid, isUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
-import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type AuditRecord, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
+import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type AuditRecord, type OwnReadAnswer, type OwnReadRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';
 import { PortClient, StorageFailed, type WithoutId } from './storage-client.ts';
 import { SHARD_HALTED_WORD } from '../core/shard-runner.ts';
@@ -168,6 +168,8 @@ interface IntakeInfo {
 export interface PersistencePorts {
   read: import('node:worker_threads').MessagePort;
   admin: import('node:worker_threads').MessagePort;
+  /** The persistence thread's in-memory own orders and fills. */
+  ownReads: import('node:worker_threads').MessagePort;
 }
 
 /** A replay that found the original command still in flight. */
@@ -258,6 +260,7 @@ export class OrderFlow {
   readonly durability: DurabilityGate;
   private readonly reads: PortClient<ReadRequest, ReadAnswer>;
   private readonly admin: PortClient<AdminRequest, AdminAnswer>;
+  private readonly ownReads: PortClient<OwnReadRequest, OwnReadAnswer>;
   private readonly marks: QueueMarks;
   private readonly inFlightSlot: number;
 
@@ -300,12 +303,14 @@ export class OrderFlow {
     this.inFlightSlot = QUEUE_SLOTS.gatewayInFlight(gatewayId);
     this.reads = new PortClient<ReadRequest, ReadAnswer>(ports.read, 5_000, config.maxWaitingReads, (depth) => this.marks.note(QUEUE_SLOTS.gatewayReads(gatewayId), depth));
     this.admin = new PortClient<AdminRequest, AdminAnswer>(ports.admin, 600_000, OPERATOR_WAITING_MAX, (depth) => this.marks.note(QUEUE_SLOTS.gatewayOperator(gatewayId), depth));
+    this.ownReads = new PortClient<OwnReadRequest, OwnReadAnswer>(ports.ownReads, 5_000, config.maxWaitingReads, (depth) => this.marks.note(QUEUE_SLOTS.gatewayOwnReads(gatewayId), depth));
   }
 
   /** Closes the ports to the storage threads (shutdown). */
   close(): void {
     this.reads.close();
     this.admin.close();
+    this.ownReads.close();
   }
 
   /** True while the persistence thread cannot reach PostgreSQL (new commands answer 503). */
@@ -1183,11 +1188,37 @@ export class OrderFlow {
       const local = await tapeAnswer(this.tapeView, this.control, this.memory.shardCount, read.instrumentId, read.limit, read.before);
       if (local !== null) return local;
     }
+    if (read.kind === 'orders' || read.kind === 'fills') {
+      const local = await this.ownRead(read);
+      if (local !== null) return local;
+    }
     // An operator's settlement request (materialize a run, a repair's retry) does work in proportion to the run: a longer bound.
     const answer = await this.reads.request({ type: 'plane', read }, read.kind === 'settlement-admin' ? SETTLEMENT_ADMIN_TIMEOUT_MS : undefined);
     if (!answer.ok) throw new StorageFailed(answer);
     if (answer.answer === undefined) throw new Error('the read thread gave no answer');
     return answer.answer;
+  }
+
+  /**
+   * Own orders or fills from the persistence thread's model, with the clientOrderIds it
+   * lacks looked up by orderId; null when the model cannot tell them exactly.
+   */
+  private async ownRead(read: Extract<PlaneRead, { kind: 'orders' | 'fills' }>): Promise<ReadAnswerBody | null> {
+    const answer = await this.ownReads.request({ read });
+    if (!answer.ok) throw new StorageFailed(answer);
+    if (answer.rows === null) return null;
+    if (answer.lookups.length > 0) {
+      const found = await this.reads.request({ type: 'client-order-ids', orderIds: answer.lookups });
+      if (!found.ok) throw new StorageFailed(found);
+      const ids = found.clientOrderIds ?? {};
+      for (const row of answer.rows) {
+        if (row.clientOrderId !== undefined) continue;
+        const id = ids[row.orderId as string];
+        if (id === undefined) throw new Error(`storage holds no order ${row.orderId as string}`);
+        row.clientOrderId = id;
+      }
+    }
+    return { status: 200, body: JSON.stringify({ rows: answer.rows, limit: read.limit }) };
   }
 
   /** GET /admin/v1/persistence/status, from the persistence thread. */
@@ -1217,6 +1248,7 @@ export class OrderFlow {
       slot(`commands in flight, gateway ${g}`, QUEUE_SLOTS.gatewayInFlight(g), config.maxInFlight);
       slot(`requests waiting for the read thread, gateway ${g}`, QUEUE_SLOTS.gatewayReads(g), config.maxWaitingReads);
       slot(`operator requests waiting for the persistence thread, gateway ${g}`, QUEUE_SLOTS.gatewayOperator(g), OPERATOR_WAITING_MAX);
+      slot(`own-order reads waiting for the persistence thread, gateway ${g}`, QUEUE_SLOTS.gatewayOwnReads(g), config.maxWaitingReads);
     }
     slot('tier 2 groups sealed and not yet flushed', QUEUE_SLOTS.sealedGroups, SEALED_GROUPS_MAX);
     slot('bytes of commits whose ingest a running rebuild holds', QUEUE_SLOTS.heldBytes, config.rebuildHeldBytesMax);

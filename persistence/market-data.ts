@@ -232,10 +232,10 @@ export async function readBars(db: Db, instrumentId: string, interval: BarInterv
 
 
 /**
- * The own-orders query: per participant of the principal, its most recently updated
- * orders from the index in that order (LIMIT each), then the merge of those (LIMIT). Rows
- * touched: at most `limit` per participant (plus the rows of other instruments skipped
- * when `instrumentId` filters), whatever the participant's history (migration 006).
+ * The own-orders query, for reads the in-memory model (persistence/own-reads.ts) cannot
+ * answer: per participant of the principal, its most recently updated orders (LIMIT
+ * each), then the merge of those (LIMIT). No index serves it (migration 017): it scans
+ * the table, one read at a time (persistence/read-thread.ts).
  */
 export function ownOrdersQuery(view: OwnOrdersView): string {
   return `SELECT o.* FROM (SELECT DISTINCT unnest($1::uuid[]) AS participant_id) p
@@ -275,14 +275,11 @@ export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: s
 }
 
 /**
- * The fills query: per participant of the principal, its most recent executions from the
- * index in that order (LIMIT each; migration 008: one index for all instruments, one for
- * a single instrument), then the merge (LIMIT), then their orders' side. Rows touched:
- * about `limit` per participant, whatever its history. The orders are looked up after
- * the LIMIT, one primary-key probe per row (the LIMIT 1 keeps the planner from turning
- * it into a hash join over every order): joined before it, or as a plain join, the
- * planner priced a hash join over all orders (and a sort) below the index walks when
- * the tables were small.
+ * The fills query, for reads the in-memory model cannot answer: per participant of the
+ * principal, its most recent executions (LIMIT each; no index serves it since migration
+ * 017: a scan), then the merge (LIMIT), then their orders' side. The orders are looked
+ * up after the LIMIT, one primary-key probe per row (the LIMIT 1 keeps the planner from
+ * turning it into a hash join over every order).
  */
 export function fillsQuery(instrumentFiltered: boolean): string {
   return `SELECT f.execution_id, f.trade_id, f.order_id, f.instrument_id, o.side, f.q, f.p, f.currency, f.us

@@ -17,7 +17,7 @@ import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_DOWN, DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { JournalWriter, type StorageCommit, type WriterLimits } from './journal-writer.ts';
-import { failureOf, SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
+import { failureOf, SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type OwnReadAnswer, type OwnReadRequest, type PersistenceStatus } from '../core/storage-protocol.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, SESSION_ROLL_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { rollSession } from './venue-sessions.ts';
@@ -71,6 +71,10 @@ export interface PersistenceThreadData {
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
+  /** One port per gateway thread, for own-order and fills reads (the in-memory model). */
+  ownReadPorts: MessagePort[];
+  /** OWN_READS_WINDOW: closed orders and fills kept in memory per participant. */
+  ownReadsWindow: number;
   /** The gateways' view of the books (core/market-view.ts): this thread writes it. */
   depthView: SharedArrayBuffer;
   /** The gateways' view of the trade tape (core/tape-view.ts): this thread writes it. */
@@ -161,6 +165,7 @@ const projector = new Projector({
     return names;
   },
   log,
+  ownReadsWindow: data.ownReadsWindow,
   onSealed: (groups) => queueMarks.note(QUEUE_SLOTS.sealedGroups, groups),
   onTapeStored: (trades) => {
     if (!tapeView.loaded) return; // the start's catch-up: the load reads it back from storage
@@ -272,6 +277,66 @@ function drainIngest(): void {
   }
   if (projector.openCommands >= GROUP_COMMANDS_MAX || projector.openBytes >= GROUP_BYTES_MAX) projector.seal();
   flusherWake?.();
+  if (ownWaiting.length > 0) answerCaughtUp();
+}
+
+// ---- own-order and fills reads, from the in-memory model ----
+
+/** How long a read waits for the model to reach the journal position durable at its arrival (read your writes). */
+const OWN_READ_WAIT_MS = 2_000;
+/** Reads waiting for the model to catch up, oldest first (each gateway's port bounds its own). */
+const ownWaiting: { targets: number[]; answer: () => void; timer: NodeJS.Timeout }[] = [];
+
+const caughtUp = (targets: readonly number[]) => targets.every((target, shard) => projector.ingestedWatermark(shard) >= target);
+
+function answerCaughtUp(): void {
+  for (let k = 0; k < ownWaiting.length; ) {
+    const waiting = ownWaiting[k]!;
+    if (!caughtUp(waiting.targets)) {
+      k++;
+      continue;
+    }
+    ownWaiting.splice(k, 1);
+    clearTimeout(waiting.timer);
+    waiting.answer();
+  }
+}
+
+function ownRead(request: OwnReadRequest): OwnReadAnswer {
+  const { read } = request;
+  try {
+    const rows = read.kind === 'fills' ? projector.own.fills(read.participants, read.instrumentId, read.limit) : projector.own.orders(read.view, read.participants, read.instrumentId, read.limit);
+    const lookups: string[] = [];
+    if (rows !== null && read.kind === 'orders') for (const row of rows) if ((row as { clientOrderId?: unknown }).clientOrderId === undefined) lookups.push(row.orderId as string);
+    return { id: request.id, ok: true, rows: rows as unknown as Record<string, unknown>[] | null, lookups };
+  } catch (error) {
+    return { id: request.id, ok: false, ...failureOf(error, 'the own-order read failed') };
+  }
+}
+
+for (const port of data.ownReadPorts) {
+  port.on('message', (request: OwnReadRequest) => {
+    // Until the start's catch-up is ingested the model is behind storage: the read thread answers.
+    if (writer === undefined) {
+      port.postMessage({ id: request.id, ok: true, rows: null, lookups: [] } satisfies OwnReadAnswer);
+      return;
+    }
+    const targets = Array.from({ length: data.shardCount }, (_, shard) => control.journalCommitted(shard));
+    if (caughtUp(targets)) {
+      port.postMessage(ownRead(request));
+      return;
+    }
+    const waiting = {
+      targets,
+      answer: () => port.postMessage(ownRead(request)),
+      timer: setTimeout(() => {
+        const at = ownWaiting.indexOf(waiting);
+        if (at >= 0) ownWaiting.splice(at, 1);
+        port.postMessage({ id: request.id, ok: false, message: 'the read models are behind the journal; retry shortly' } satisfies OwnReadAnswer);
+      }, OWN_READ_WAIT_MS),
+    };
+    ownWaiting.push(waiting);
+  });
 }
 
 /**
@@ -683,6 +748,7 @@ async function main(): Promise<void> {
   await writerClient.client?.end().catch(() => undefined);
   await projectorClient?.end().catch(() => undefined);
   for (const port of data.adminPorts) port.close();
+  for (const port of data.ownReadPorts) port.close();
   stopped = true;
   parentPort!.postMessage({ type: 'stopped' });
 }

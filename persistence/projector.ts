@@ -105,7 +105,7 @@ import {
   RESULT_UUID_A_WORD,
   RESULT_UUID_B_WORD,
 } from '../core/result-slot.ts';
-import { formatUuid, parseUuidInto } from '../core/uuid.ts';
+import { formatUuid, idKey, parseUuidInto } from '../core/uuid.ts';
 import { TapeBatch } from '../core/tape-view.ts';
 import { BinaryCopy, copyOut } from './copy-binary.ts';
 import type { StorageCommit } from './journal-writer.ts';
@@ -127,6 +127,7 @@ import {
 } from './quarantine.ts';
 import { openOrdersCheckpointPath, readOpenOrders, writeOpenOrders, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
+import { OwnReads } from './own-reads.ts';
 
 export const PROJECTION_NAME = 'runtime';
 export const INTAKE_PROJECTION_NAME = 'runtime-intake';
@@ -138,6 +139,25 @@ export const INTAKE_PROJECTION_NAME = 'runtime-intake';
 const OPEN_ORDERS_REPLAY_MAX = 1_000_000;
 /** What load() says when the open orders came from the file a graceful stop saved. */
 export const SAVED_AT_STOP = 'saved at the last stop';
+
+/** OWN_READS_WINDOW's default: closed orders and fills kept per participant, twice the most a read asks for. */
+export const OWN_READS_WINDOW_DEFAULT = 2000;
+
+/** The time of the last command of a journal batch (µs). */
+function lastCommandTimeUs(view: JournalView): number {
+  let timeUs = 0;
+  for (let at = 0; at < view.bytes.byteLength; ) {
+    const headerAt = at + COMMAND_SLOT_BYTES;
+    timeUs = Math.max(timeUs, view.floats[(headerAt >> 3) + RESULT_TIMESTAMP_FLOAT]!);
+    at = headerAt + (1 + view.words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
+  }
+  return timeUs;
+}
+
+/** The wall clock in µs, as the shards stamp commands (core/shard-thread.ts). */
+function wallClockUs(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000);
+}
 
 /** Words of the ids an order keeps, in OrderState.ids. */
 const ORDER_ID = 0;
@@ -155,6 +175,8 @@ interface OrderState extends RestingOrder {
   clientOrderId: Uint8Array | null;
   /** Created in the group being projected (its row is inserted, not updated). */
   fresh: boolean;
+  /** Whether `clientOrderId` was known when the order came here (not for an order loaded at start or rebuilt). */
+  clientOrderKnown: boolean;
 }
 
 /** An intake record waiting for its command's outcome. */
@@ -172,14 +194,7 @@ interface PendingIntake {
   at: number;
 }
 
-/** A map key of four id words. */
-function keyOf(words: Int32Array, at: number): string {
-  const a = words[at]!;
-  const b = words[at + 1]!;
-  const c = words[at + 2]!;
-  const d = words[at + 3]!;
-  return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
-}
+const keyOf = idKey;
 
 /** Sets `order` to the order an accepted submit at `at` opens, as its slot and first event say (its fills aside); its ids are copied into `order.ids`. */
 function openSubmitted(order: RestingOrder, view: JournalView, at: number, shard: number): void {
@@ -391,6 +406,10 @@ function addLevel(levels: Map<string, BookUpdate['levels'][number]>, level: Leve
 
 export class Projector {
   readonly stats = new ProjectorStats();
+  /** Own orders and fills in memory (persistence/own-reads.ts), changed by every ingested commit. */
+  readonly own: OwnReads;
+  /** The latest command time ingested (µs): what a rebuild's model lacks reaches that far. */
+  private lastTimestampUs = 0;
   /** Instruments already in runtime.instruments (or in a group on its way there). */
   private readonly instruments = new Set<string>();
   private readonly instrumentNames = new Map<string, string>();
@@ -443,7 +462,10 @@ export class Projector {
     onSealed?: (groups: number) => void;
     /** Hears each group's trades once storage holds them, before the projection watermarks move. */
     onTapeStored?: (trades: TapeBatch) => void;
+    /** OWN_READS_WINDOW: closed orders and fills kept in memory per participant. */
+    ownReadsWindow?: number;
   }) {
+    this.own = new OwnReads(options.ownReadsWindow ?? OWN_READS_WINDOW_DEFAULT, options.sessionNames);
     this.onSealed = options.onSealed ?? (() => undefined);
     this.onTapeStored = options.onTapeStored ?? (() => undefined);
     this.control = options.control;
@@ -531,6 +553,7 @@ export class Projector {
     }
     this.live.clear();
     this.loadedOrders = null;
+    await this.lackHistory(client);
     if (saved !== null) {
       let why: string;
       try {
@@ -588,6 +611,28 @@ export class Projector {
     await this.loadOpenOrders(client);
     if (checkpoint !== null) this.keepLoaded(); // without a DATA_DIR nothing takes them: their columns would stay held
     return 'read from storage';
+  }
+
+  /**
+   * The own-reads model starts empty: what storage holds already (if anything) is
+   * lacking, up to the latest command time on the journal or now, whichever is later
+   * (a clock set back between runs cannot hide older rows above the floor).
+   */
+  private async lackHistory(client: pg.ClientBase): Promise<void> {
+    const held = await client.query<{ orders: boolean; fills: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM runtime.order_lifecycle_state) AS orders, EXISTS (SELECT 1 FROM runtime.executions) AS fills',
+    );
+    let throughUs = wallClockUs();
+    const { orders, fills } = held.rows[0]!;
+    if (orders || fills) {
+      const last = await client.query<{ payload: Buffer }>(
+        'SELECT (SELECT payload FROM runtime.journal_batches b WHERE b.shard_id = s.shard_id ORDER BY first_sequence DESC LIMIT 1) AS payload FROM generate_series(0, $1 - 1) AS s(shard_id)',
+        [this.projected.length],
+      );
+      for (const row of last.rows) if (row.payload !== null) throughUs = Math.max(throughUs, lastCommandTimeUs(journalView(row.payload)));
+    }
+    this.own.lacksHistoryThrough(orders, fills, throughUs);
+    this.lastTimestampUs = throughUs;
   }
 
   /** What load() read, kept for takeLoadedOrders(). */
@@ -716,7 +761,7 @@ export class Projector {
     if (known !== undefined) return known;
     const resting = this.resting.take(words, at);
     if (resting === null) return undefined;
-    const order: OrderState = { ...resting, engineOrderId: '', createdAtUs: 0, updatedAtUs: 0, lastSequence: 0, clientOrderId: null, fresh: false };
+    const order: OrderState = { ...resting, engineOrderId: '', createdAtUs: 0, updatedAtUs: 0, lastSequence: 0, clientOrderId: null, fresh: false, clientOrderKnown: false };
     this.live.set(key, order);
     return order;
   }
@@ -824,6 +869,7 @@ export class Projector {
       const order = this.live.get(key) ?? group.lifecycle.get(key)!;
       addLevel(levels, before, -1);
       addLevel(levels, this.levelOf(order), 1);
+      this.own.changed(key, order, order.clientOrderKnown);
       if (order.state !== STATE_OPEN && order.state !== STATE_PARTIALLY_FILLED) this.live.delete(key);
     }
     this.stats.busyUs += (performance.now() - started) * 1000;
@@ -1034,6 +1080,7 @@ export class Projector {
     const firstAt = headerAt + RESULT_RECORD_BYTES;
     const accepted = bytes[firstAt + RESULT_KIND_BYTE] === EVENT_ACCEPTED;
     const timestampUs = floats[hf + RESULT_TIMESTAMP_FLOAT]!;
+    if (timestampUs > this.lastTimestampUs) this.lastTimestampUs = timestampUs;
     const opcode = words[w + COMMAND_HEADER_WORD]! & 0xff;
     if (opcode === OPCODE_EXPIRE) {
       // The session roll's: no client command (no intake record, no command_log row), only orders that expired.
@@ -1140,6 +1187,7 @@ export class Projector {
         lastSequence,
         clientOrderId: clientOrderIdLength > 0 ? intake.bytes.slice(intake.at + INTAKE_CLIENT_ORDER_ID_BYTE, intake.at + INTAKE_CLIENT_ORDER_ID_BYTE + clientOrderIdLength) : null,
         fresh: true,
+        clientOrderKnown: intake.bytes.byteLength > 0, // a rebuild's replay has no intake record
       };
       openSubmitted(order, view, at, shard);
       if (!touched.has(key)) touched.set(key, null);
@@ -1183,6 +1231,7 @@ export class Projector {
     for (const [executionAt, order, liquidity] of [[takerAt, taker, 'TAKER'], [makerAt, maker, 'MAKER']] as const) {
       const xw = executionAt >> 2;
       const xf = executionAt >> 3;
+      this.own.filled(order.ids, order.side, shard, floats[xf + RESULT_SEQUENCE_FLOAT]!, tradeSequence, floats[xf + RESULT_QUANTITY_FLOAT]!, floats[xf + RESULT_PRICE_FLOAT]!, order.currency, timestampUs);
       eventIdWords(shard, floats[xf + RESULT_SEQUENCE_FLOAT]!, EVENT_ID, 0);
       rows.executions.row(16).uuidWords(EVENT_ID, 0).smallint(shard).bigint(floats[xf + RESULT_SEQUENCE_FLOAT]!).uuidWords(words, commandIdWord);
       eventIdWords(shard, tradeSequence, EVENT_ID, 0);
@@ -1402,6 +1451,8 @@ export class Projector {
       throw error;
     }
     this.live.clear();
+    // The rebuilt orders are new objects without their clientOrderIds: the model starts again, lacking all before now.
+    this.own.forget(Math.max(this.lastTimestampUs, wallClockUs()));
     for (const [key, order] of rebuilt.lifecycle) {
       order.fresh = false;
       order.clientOrderId = null;

@@ -171,9 +171,9 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'bars':
       return readBars(pool, read.instrumentId, read.interval, read.start, read.end);
     case 'orders':
-      return readOwnOrders(pool, read.view, read.participants, read.instrumentId, read.limit);
+      return scanning(() => readOwnOrders(pool, read.view, read.participants, read.instrumentId, read.limit));
     case 'fills':
-      return readFills(pool, read.participants, read.instrumentId, read.limit);
+      return scanning(() => readFills(pool, read.participants, read.instrumentId, read.limit));
     case 'availability':
       return { status: 200, body: JSON.stringify(await availability(pool, control, data.shardCount, projectorState, data.competitionProfile !== '')) };
     case 'projector-status':
@@ -183,6 +183,18 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'settlement-admin':
       return settlementAdmin(pool, read.admin);
   }
+}
+
+/**
+ * Own-order and fills reads that reach here are the ones the in-memory model could not
+ * answer: older than what it keeps. No index serves them (migration 017), so they scan;
+ * one at a time, so that they cannot take every connection from the other reads.
+ */
+let scan: Promise<unknown> = Promise.resolve();
+function scanning<T>(read: () => Promise<T>): Promise<T> {
+  const next = scan.then(read, read);
+  scan = next.catch(() => undefined);
+  return next;
 }
 
 /** Snapshot projection names and who created each (runtime.snapshot_projections); loaded at start, written only here. */
@@ -286,6 +298,14 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
     return { command: null, clientOrder: found.rows[0] ?? null };
   }
   if (request.type === 'audit') return { command: null, audit: await storedAudit(request.commandId) };
+  if (request.type === 'client-order-ids') {
+    // Orders loaded at start, which storage held then: their rows exist, and a clientOrderId never changes.
+    const found = await pool.query<{ order_id: string; client_order_id: string | null }>(
+      'SELECT order_id, client_order_id FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])',
+      [request.orderIds],
+    );
+    return { command: null, clientOrderIds: Object.fromEntries(found.rows.map((row) => [row.order_id, row.client_order_id])) };
+  }
   const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);
   if (request.type === 'replay' || byScope !== null) return { command: byScope, match: 'scope' };
   const byId = await one('cl.command_id = $1', request.commandId);
