@@ -25,6 +25,8 @@ interface ReadRow {
 type Lagged = 'journal' | 'snapshots' | 'none';
 
 const LIFECYCLE_AT_ARRIVAL = 'read-your-writes: the order lifecycle (runtime.order_lifecycle_state) as of the journal position durable when the read arrived';
+const OWN_IN_MEMORY =
+  'read-your-writes from memory: as of the journal position durable when the read arrived; open orders and the last OWN_READS_WINDOW closed orders and fills per participant, older rows from PostgreSQL';
 /** The settlement reads, in route order, and how fresh each is. */
 const SETTLEMENT_FRESHNESS = {
   facts: 'the settlement fact trail as stored at the read, append-only, in sequence order',
@@ -69,17 +71,17 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'own-orders-current', endpoint: 'GET /api/v1/orders/current', sourceType: 'projection', lag: 'journal',
-    freshnessModel: LIFECYCLE_AT_ARRIVAL, visibilityScope: "trader: the principal's participants",
+    freshnessModel: OWN_IN_MEMORY, visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
     name: 'own-orders-history', endpoint: 'GET /api/v1/orders/history', sourceType: 'projection', lag: 'journal',
-    freshnessModel: LIFECYCLE_AT_ARRIVAL, visibilityScope: "trader: the principal's participants",
+    freshnessModel: OWN_IN_MEMORY, visibilityScope: "trader: the principal's participants",
     requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
     name: 'own-orders-fills', endpoint: 'GET /api/v1/orders/fills', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes over runtime.executions joined with runtime.order_lifecycle_state',
+    freshnessModel: OWN_IN_MEMORY,
     visibilityScope: "trader: the principal's participants", requiredFilters: [], optionalFilters: ['instrumentId', 'limit'],
   },
   {
