@@ -1,33 +1,46 @@
-// What one durable order costs the machine, part by part, beside the cheapest HTTP answer
-// on the same machine in the same run: closed loops of the realistic order flow in
-// sync-result (64 connections, 1 load thread; submits around the mid, some crossing,
-// cancels and modifies) against the venue, alternating with the same load against a bare
-// uWebSockets.js server answering a canned envelope of the venue's answer size. Rounds
-// alternate bare, venue, bare, venue, ... so both see the same hour of the machine; the
-// figures are medians over the rounds. Each venue run is verified against its database.
+// What one durable order costs the machine, part by part and thread by thread, beside the
+// cheapest HTTP answer on the same machine in the same run, in each processing mode: closed
+// loops of the realistic order flow (64 connections, 1 load thread; submits around the mid,
+// some crossing, cancels and modifies) against the venue, alternating with the same load
+// against a bare uWebSockets.js server answering a canned envelope of the venue's answer
+// size. Each round runs the bare server, then the venue in every mode in turn, so all see
+// the same hour of the machine; the figures are medians over the rounds. Each venue run is
+// verified against its database.
 //
-//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--rate 0] [--out durable-submit]
+//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--rate 0]
+//       [--modes sync-result,captured-ack,stream-ack,accepted-async] [--out durable-submit]
 //
 // --rate N runs the venue's loads open loop at N submits a second (0: closed loop): two
 // versions compared at one rate see the same batching, so their CPU per command compares.
 //
-// Result: bench/results/<out>.json: per round and part the CPU µs per answered command
+// Result: bench/results/<out>.json: per round, mode and part the CPU µs per answered command
 // (gateways, shards, persistence thread, read thread, main and V8, PostgreSQL, the
-// generator), the answers a second, and the medians with the venue's ratio to the bare server.
+// generator), per venue thread by name (V8's and libuv's helpers together), the answers a
+// second, and per mode the medians with the venue's ratio to the bare server.
 
 import { fileURLToPath } from 'node:url';
 import { answerBytes, cpuLine, runLoadWithCpu, startBareServer } from './lib/cpu-runs.ts';
 import { writeResult } from './lib/results.ts';
 import type { CpuUse } from './load/cpu-use.ts';
+import { PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
 import { describe, runLoad, type LoadOptions } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { verifyLoad } from './load/verify.ts';
 
 const CONNECTIONS = 64;
 
+interface VenueRun {
+  answersPerSecond: number;
+  usPerAnswer: number;
+  venueAndPostgresUs: number;
+  parts: Record<string, number>;
+  threads: Record<string, number>;
+  verified: boolean;
+}
+
 interface Round {
   bare: { answersPerSecond: number; usPerAnswer: number; parts: Record<string, number> };
-  venue: { answersPerSecond: number; usPerAnswer: number; venueAndPostgresUs: number; parts: Record<string, number>; verified: boolean };
+  venue: Record<string, VenueRun>;
 }
 
 const argument = (name: string, fallback: number): number => {
@@ -37,7 +50,7 @@ const argument = (name: string, fallback: number): number => {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
-export async function runDurableSubmitBench(rounds: number, seconds: number, venueRate = 0): Promise<Record<string, unknown>> {
+export async function runDurableSubmitBench(rounds: number, seconds: number, venueRate = 0, modes: readonly string[] = PROCESSING_MODE_NAMES): Promise<Record<string, unknown>> {
   const base = (label: string, baseUrl: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({
     mode: 'sync-result', threads: 1, connections: CONNECTIONS, warmupMs: 1000, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, baseUrl, ...extra,
   });
@@ -64,42 +77,57 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
       } finally {
         await bare.stop();
       }
-      const { run, cpu } = await runLoadWithCpu(base(`venue, round ${round + 1}`, venue.baseUrl, { seed: 7 + 100 * round, ratePerSecond: venueRate, ...(venueRate > 0 ? { connections: 256 } : {}) }), {
-        venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid,
-      });
-      console.log(`${describe(run)}${cpuLine(cpu)}`);
-      venueRuns.push(run);
-      const verification = await verifyLoad(venue.databaseUrl, venueRuns);
-      if (!verification.ok) console.log(`verification failed: ${JSON.stringify(verification)}`);
-      if (bareCpu === null || cpu === null) throw new Error('a run was answered nothing or its window did not close');
-      results.push({
-        bare: { answersPerSecond: bareRate, usPerAnswer: round1(bareCpu.perCommandUs.server ?? 0), parts: bareCpu.perCommandUs },
-        venue: {
+      if (bareCpu === null) throw new Error('the bare run was answered nothing or its window did not close');
+      const venueByMode: Record<string, VenueRun> = {};
+      for (const mode of modes) {
+        const { run, cpu } = await runLoadWithCpu(
+          base(`venue, ${mode}, round ${round + 1}`, venue.baseUrl, { mode, seed: 7 + 100 * round, ratePerSecond: venueRate, ...(venueRate > 0 ? { connections: 256 } : {}) }),
+          { venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid },
+        );
+        console.log(`${describe(run)}${cpuLine(cpu)}`);
+        venueRuns.push(run);
+        const verification = await verifyLoad(venue.databaseUrl, venueRuns);
+        if (!verification.ok) console.log(`verification failed: ${JSON.stringify(verification)}`);
+        if (cpu === null) throw new Error(`the ${mode} run was answered nothing or its window did not close`);
+        venueByMode[mode] = {
           answersPerSecond: run.okPerSecond,
           usPerAnswer: cpu.totalUs,
           venueAndPostgresUs: round1(cpu.totalUs - (cpu.perCommandUs.generator ?? 0)),
           parts: cpu.perCommandUs,
+          threads: cpu.threadsUs ?? {},
           verified: verification.ok,
-        },
-      });
+        };
+      }
+      results.push({ bare: { answersPerSecond: bareRate, usPerAnswer: round1(bareCpu.perCommandUs.server ?? 0), parts: bareCpu.perCommandUs }, venue: venueByMode });
     }
   } finally {
     await venue.stop();
   }
-  const parts = [...new Set(results.flatMap((r) => Object.keys(r.venue.parts)))];
   const bareUs = median(results.map((r) => r.bare.usPerAnswer));
-  const venueUs = median(results.map((r) => r.venue.venueAndPostgresUs));
+  const bareRate = median(results.map((r) => r.bare.answersPerSecond));
+  const medianOf = (runs: VenueRun[], pick: (run: VenueRun) => Record<string, number>) => {
+    const names = [...new Set(runs.flatMap((run) => Object.keys(pick(run))))];
+    return Object.fromEntries(names.map((name) => [name, median(runs.map((run) => pick(run)[name] ?? 0))]).sort((a, b) => (b[1] as number) - (a[1] as number)));
+  };
+  const perMode = Object.fromEntries(
+    modes.map((mode) => {
+      const runs = results.map((r) => r.venue[mode]!);
+      const venueUs = median(runs.map((run) => run.venueAndPostgresUs));
+      const rate = median(runs.map((run) => run.answersPerSecond));
+      return [mode, {
+        venueAndPostgresUsPerAnswer: venueUs,
+        venueAnswersPerSecond: rate,
+        ratioToBare: round1(venueUs / bareUs),
+        throughputRatio: Math.round((rate / bareRate) * 1000) / 1000,
+        verified: runs.every((run) => run.verified),
+        partsUs: medianOf(runs, (run) => run.parts),
+        threadsUs: medianOf(runs, (run) => run.threads),
+      }];
+    }),
+  );
   const summary = {
     rounds, seconds, connections: CONNECTIONS, loadThreads: 1, venueRatePerSecond: venueRate,
-    medians: {
-      bareServerUsPerAnswer: bareUs,
-      bareAnswersPerSecond: median(results.map((r) => r.bare.answersPerSecond)),
-      venueAndPostgresUsPerAnswer: venueUs,
-      venueAnswersPerSecond: median(results.map((r) => r.venue.answersPerSecond)),
-      ratioToBare: round1(venueUs / bareUs),
-      throughputRatio: Math.round((median(results.map((r) => r.venue.answersPerSecond)) / median(results.map((r) => r.bare.answersPerSecond))) * 1000) / 1000,
-      partsUs: Object.fromEntries(parts.map((part) => [part, median(results.map((r) => r.venue.parts[part] ?? 0))])),
-    },
+    medians: { bareServerUsPerAnswer: bareUs, bareAnswersPerSecond: bareRate, modes: perMode },
     results,
   };
   console.log(JSON.stringify(summary.medians));
@@ -109,6 +137,9 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--out');
   const out = at < 0 ? 'durable-submit' : process.argv[at + 1]!;
-  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8), argument('rate', 0)));
+  const modesAt = process.argv.indexOf('--modes');
+  const modes = modesAt < 0 ? PROCESSING_MODE_NAMES : process.argv[modesAt + 1]!.split(',');
+  for (const mode of modes) if (!(PROCESSING_MODE_NAMES as readonly string[]).includes(mode)) throw new Error(`--modes: ${mode} is not one of ${PROCESSING_MODE_NAMES.join(', ')}`);
+  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8), argument('rate', 0), modes));
   process.exit(0);
 }

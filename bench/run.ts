@@ -6,6 +6,7 @@ import '../core/compiler-flags.mjs'; // first: the venue's V8 inlining budgets, 
 import { runBookModelBench } from './book-model-bench.ts';
 import { runCoreBench } from './core-bench.ts';
 import { runCoreCompareBench } from './core-compare-bench.ts';
+import { runDurableSubmitBench } from './durable-submit-bench.ts';
 import { runKeyFilterBench } from './key-filter-bench.ts';
 import { runLoadBench } from './load-bench.ts';
 import { runMemoryLatencyBench } from './memory-latency-bench.ts';
@@ -13,6 +14,7 @@ import { runPersistenceBench } from './persistence-bench.ts';
 import { runReadBench } from './read-bench.ts';
 import { runSnapshotRefreshBench } from './snapshot-refresh-bench.ts';
 import { runSustainedBench } from './sustained-bench.ts';
+import { writeResult } from './lib/results.ts';
 import { writeSummary } from './summary.ts';
 
 const quick = process.argv.includes('--quick');
@@ -32,6 +34,8 @@ await timed('snapshot refresh', () => runSnapshotRefreshBench(quick));
 // The quick run leaves the standalone read benchmark out: the load benchmark measures reads beside orders too.
 if (!quick) await timed('reads', () => runReadBench(quick));
 await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
+// What a durable command costs, part by part and thread by thread, in each mode beside the bare server; left out of the quick run (minutes).
+if (!quick) await timed('durable command cost per mode', async () => writeResult('durable-submit', await runDurableSubmitBench(3, 8)));
 // Last: minutes of load on one venue (4 minutes in a full run, 4 s in a quick one), the trend the short runs cannot show.
 await timed('sustained load', () => runSustainedBench(quick));
 writeSummary();

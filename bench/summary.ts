@@ -70,6 +70,34 @@ function cpuBudgetLine(l: any): string | null {
   return `Where the cores went (CPU per answered command over the median closed-loop run at 2 gateway threads and 2 shards, from \`/proc\`): ${each.join('. ')}.`;
 }
 
+/**
+ * What one answered command cost in each mode (bench/durable-submit-bench.ts): CPU per
+ * answer of each part and venue thread beside the bare server of the same rounds, medians.
+ */
+export function durableSubmitTable(d: any): string[] {
+  const modes = d?.medians?.modes;
+  if (modes === undefined) return [];
+  const entries = Object.entries(modes) as [string, any][];
+  const threads = [...new Set(entries.flatMap(([, m]) => Object.keys(m.threadsUs ?? {})))].sort((a, b) => threadRank(a) - threadRank(b) || a.localeCompare(b, 'en', { numeric: true }));
+  const others = [...new Set(entries.flatMap(([, m]) => Object.keys(m.partsUs ?? {}).filter((part) => !VENUE_PARTS.has(part))))].sort();
+  const columns = [...threads, ...others];
+  const us = (n: number | undefined) => (n === undefined ? '—' : `${n}`);
+  return [
+    `CPU per answered command in µs, by mode (${d.venueRatePerSecond > 0 ? `open loop at ${k(d.venueRatePerSecond)}/s` : 'closed loop'}, ${d.connections} connections, 2 gateway threads, 2 shards; medians of ${d.rounds} rounds, each beside a bare uWebSockets.js server answering the same load: ${d.medians.bareServerUsPerAnswer} µs and ${k(d.medians.bareAnswersPerSecond)} answers/s; \`bench/durable-submit-bench.ts\`):`,
+    '',
+    `| mode | answered/s | / bare | venue + PostgreSQL | / bare | ${columns.join(' | ')} | verified |`,
+    `|---|---|---|---|---|${columns.map(() => '---|').join('')}---|`,
+    ...entries.map(([mode, m]) => {
+      const cells = columns.map((column) => us(m.threadsUs?.[column] ?? m.partsUs?.[column]));
+      return `| ${mode} | ${k(m.venueAnswersPerSecond)} | ${m.throughputRatio} | ${m.venueAndPostgresUsPerAnswer} | ${m.ratioToBare}× | ${cells.join(' | ')} | ${m.verified ? 'ok' : '**FAILED**'} |`;
+    }),
+  ];
+}
+/** Venue threads in the order a command meets them, then the rest. */
+const threadRank = (name: string) => (name.startsWith('gateway-') ? 0 : name.startsWith('shard-') ? 1 : ['persistence', 'read', 'main'].includes(name) ? 2 + ['persistence', 'read', 'main'].indexOf(name) : 5);
+/** The parts of the venue's own process, shown thread by thread instead. */
+const VENUE_PARTS = new Set(['gateways', 'shards', 'persistence thread', 'read thread', 'main and V8']);
+
 /** The sustained run (bench/sustained-bench.ts), window by window: the trend the 8 s runs cannot show. */
 function sustainedSummary(s: any): string | null {
   const windows: any[] = s?.windows ?? [];
@@ -207,6 +235,8 @@ export function buildSummary(): string {
     const budget = cpuBudgetLine(l);
     if (budget !== null) lines.push('', budget);
   }
+  const perMode = durableSubmitTable(load('durable-submit'));
+  if (perMode.length > 0) lines.push('', ...perMode);
   const sustainedLine = sustainedSummary(load('sustained'));
   if (sustainedLine !== null) lines.push('', sustainedLine);
   return lines.join('\n');

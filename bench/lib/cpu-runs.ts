@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../../core/codes.ts';
 import { renderEnvelope } from '../../core/outcome-format.ts';
-import { cpuPerCommand, sampleCpu, sampleMachine, sampleSleeps, sampleWaits, sleepsPerCommand, waitsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from '../load/cpu-use.ts';
+import { cpuPerCommand, sampleCpu, sampleThreadCpu, sampleMachine, sampleSleeps, sampleWaits, sleepsPerCommand, waitsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from '../load/cpu-use.ts';
 import { runLoad, type LoadOptions, type LoadResult } from '../load/load-generator.ts';
 import { reapAtExit } from './leftovers.ts';
 
@@ -48,15 +48,22 @@ export async function startBareServer(threads: number, bytes: number): Promise<{
  * run stopped in its warm-up) or nothing was answered.
  */
 export async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets): Promise<{ run: LoadResult; cpu: CpuUse | null }> {
-  type Edge = { parts: CpuSample; sleeps: CpuSample; waits: CpuSample; machine: MachineSample | null; at: number };
-  const sample = (): Edge => ({ parts: sampleCpu(targets), sleeps: sampleSleeps(targets), waits: sampleWaits(targets), machine: sampleMachine(), at: performance.now() });
+  type Edge = { parts: CpuSample; threads: CpuSample | null; sleeps: CpuSample; waits: CpuSample; machine: MachineSample | null; at: number };
+  const sample = (): Edge => ({
+    parts: sampleCpu(targets), threads: targets.venuePid === undefined ? null : sampleThreadCpu(targets.venuePid),
+    sleeps: sampleSleeps(targets), waits: sampleWaits(targets), machine: sampleMachine(), at: performance.now(),
+  });
   const edges: { opened?: Edge; closed?: Edge } = {};
   const run = await runLoad({ ...options, window: { opened: () => (edges.opened = sample()), closed: () => (edges.closed = sample()) } });
   const answered = Object.entries(run.statuses).reduce((sum, [code, n]) => sum + (code.startsWith('2') ? n : 0), 0);
   const { opened, closed } = edges;
   if (opened === undefined || closed === undefined || answered === 0) return { run, cpu: null };
   const cpu = cpuPerCommand(opened.parts, closed.parts, answered, closed.at - opened.at, { before: opened.machine, after: closed.machine });
-  return { run, cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered), waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered) } };
+  const threadsUs = opened.threads !== null && closed.threads !== null ? cpuPerCommand(opened.threads, closed.threads, answered, closed.at - opened.at).perCommandUs : undefined;
+  return {
+    run,
+    cpu: { ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered), waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered), ...(threadsUs === undefined ? {} : { threadsUs }) },
+  };
 }
 
 /** "; CPU per answer: gateways 51 µs, ... (197 µs in all, 1.9 cores busy); sleeps per answer: gateways 0.05, ...; waited for a core per answer: gateways 80 µs, ..." for the progress output. */

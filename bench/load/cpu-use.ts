@@ -105,6 +105,28 @@ export function venuePart(threadName: string): string {
   return 'main and V8';
 }
 
+/**
+ * A venue thread by itself: the threads the venue names keep their names; of the rest, the
+ * main thread (its id is the process's) is "main", every other one (V8's compiler and
+ * garbage-collector helpers, libuv's pool) "V8 and libuv helpers".
+ */
+export function venueThread(threadName: string, thread: string, pid: number): string {
+  if (venuePart(threadName) !== 'main and V8') return threadName;
+  return thread === String(pid) ? 'main' : 'V8 and libuv helpers';
+}
+
+/** The CPU ticks each venue thread has used so far, by venueThread (nothing when the process has gone). */
+export function sampleThreadCpu(venuePid: number): CpuSample {
+  const sample: CpuSample = new Map();
+  for (const thread of threadsOf(venuePid)) {
+    const name = readProc(`/proc/${venuePid}/task/${thread}/comm`);
+    const count = TICKS.thread(venuePid, thread);
+    if (name === null || count === null) continue;
+    addCount(sample, venueThread(name.trim(), thread, venuePid), count);
+  }
+  return sample;
+}
+
 function addCount(into: CpuSample, part: string, count: number): void {
   into.set(part, (into.get(part) ?? 0) + count);
 }
@@ -239,6 +261,8 @@ export interface CpuUse {
   sleepsPerCommand?: Record<string, number>;
   /** µs each part waited, runnable, for a core per answered command, over the same window (where it was sampled). */
   waitUsPerCommand?: Record<string, number>;
+  /** µs of CPU per answered command of each venue thread by name (venueThread), where a venue was measured. */
+  threadsUs?: Record<string, number>;
 }
 
 /** What each part used between two samples, per answered command (`machine`: the whole machine's two samples over the same window). */

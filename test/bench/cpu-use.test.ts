@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleThreadCpu, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, venueThread, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
 
 /**
  * Samples before and after a named test thread does its piece of work (it posts once when
@@ -40,6 +40,35 @@ test('venue threads are put in their parts by the names the venue gives them', (
   assert.equal(venuePart('persistence'), 'persistence thread');
   assert.equal(venuePart('read'), 'read thread');
   for (const other of ['node', 'V8 DefaultWorke', 'libuv-worker', 'gateway', 'shard-x']) assert.equal(venuePart(other), 'main and V8', other);
+});
+
+test('venue threads one by one: named ones by their names, the main thread as main, the rest as helpers; a named spinning thread counted under its name', { timeout: 30_000 }, async () => {
+  assert.equal(venueThread('gateway-1', '101', 100), 'gateway-1');
+  assert.equal(venueThread('shard-0', '102', 100), 'shard-0');
+  assert.equal(venueThread('persistence', '103', 100), 'persistence');
+  assert.equal(venueThread('read', '104', 100), 'read');
+  assert.equal(venueThread('node', '100', 100), 'main');
+  assert.equal(venueThread('V8 DefaultWorke', '105', 100), 'V8 and libuv helpers');
+  assert.equal(venueThread('libuv-worker', '106', 100), 'V8 and libuv helpers');
+  const spinner = new Worker(
+    `const { writeFileSync } = require('node:fs');
+     const { parentPort } = require('node:worker_threads');
+     writeFileSync('/proc/thread-self/comm', 'gateway-7');
+     parentPort.on('message', () => {
+       const until = Date.now() + 300;
+       while (Date.now() < until);
+       parentPort.postMessage('spun');
+     });
+     parentPort.postMessage('named');`,
+    { eval: true },
+  );
+  try {
+    const used = await aroundWork(spinner, () => sampleThreadCpu(process.pid));
+    assert.ok(used('gateway-7') >= 15, `300 ms of spinning is about 30 ticks under its name (${used('gateway-7')})`);
+    assert.ok(used('main') < used('gateway-7'), 'the main thread waited meanwhile');
+  } finally {
+    await spinner.terminate();
+  }
 });
 
 test('CPU per answered command: each part by what it used between the samples, largest first, never below zero', () => {
