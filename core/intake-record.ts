@@ -77,7 +77,7 @@ export interface IntakeInput extends Omit<IntakeEntry, 'commandId' | 'orderId' |
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is text the client sent, not a mark to strip
 
 /**
  * Writes an intake record at byteOffset; `slot` is the command slot as sent. Nothing is

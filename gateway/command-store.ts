@@ -115,7 +115,7 @@ export interface NewCommand {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is text the client sent, not a mark to strip
 
 export class CommandStore {
   readonly recordCount: number;

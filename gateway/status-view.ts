@@ -16,7 +16,7 @@ export const ROUTE_CANCEL = 1;
 export const ROUTE_MODIFY = 2;
 export const ROUTE_CANCEL_BY_CLIENT_ORDER = 3;
 
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is text the client sent, not a mark to strip
 
 /** What storage holds of a command at the time of a status read. */
 export interface Durable {

@@ -6,7 +6,7 @@ import { readIntake } from '../core/intake-record.ts';
 import type { AuditRecord } from '../core/storage-protocol.ts';
 import { formatUuid } from '../core/uuid.ts';
 
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is text the client sent, not a mark to strip
 
 /** The audit record of the `index`-th command of an intake batch; `bodies` null for a batch stored before texts were kept. */
 export function auditOf(payload: Uint8Array, stride: number, bodies: Uint8Array | null, index: number): AuditRecord {

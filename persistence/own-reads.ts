@@ -185,7 +185,7 @@ export class OwnReads {
   private readonly nodes = new Map<string, OrderNode>();
   /** What a participant first seen has lacking: nothing (a new database), or everything up to the start. */
   private floors = { orders: NOTHING_LACKING, fills: NOTHING_LACKING };
-  private readonly decoder = new TextDecoder('utf-8', { fatal: false });
+  private readonly decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
   private readonly scratch = new Int32Array(4);
 
   constructor(
