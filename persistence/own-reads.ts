@@ -15,26 +15,15 @@ import { unpackCurrency } from '../core/command-slot.ts';
 import { eventIdWords, occurredAtOf } from '../core/outcome-format.ts';
 import type { OwnOrdersView } from '../core/storage-protocol.ts';
 import { formatUuid, idKey as keyOf, parseUuidInto } from '../core/uuid.ts';
+import type { RestingOrder } from './resting-orders.ts';
 
 const ORDER_ID = 0;
 const INSTRUMENT_ID = 4;
 const PARTICIPANT_ID = 8;
 const ACCOUNT_ID = 12;
 
-/** What the model reads of an order when it changed (the projector's OrderState). */
-export interface OwnOrderChange {
-  /** orderId, instrumentId, participantId, accountId: four words each. */
-  ids: Int32Array;
-  runNo: number;
-  sessionNo: number;
-  side: number;
-  orderType: number;
-  timeInForce: number;
-  state: number;
-  priceNanos: number;
-  quantity: number;
-  filled: number;
-  currency: number;
+/** What the model reads of an order when it changed (the projector's OrderState): a resting order's fields, when and its clientOrderId. */
+export interface OwnOrderChange extends Omit<RestingOrder, 'shard'> {
   updatedAtUs: number;
   /** UTF-8 bytes; null when the order has none, or when it is not known here (`clientOrderKnown`). */
   clientOrderId: Uint8Array | null;
