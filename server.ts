@@ -433,6 +433,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       logLevel: config.logLevel,
       marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
       snapshotView: memory.snapshotView,
+      depthView: memory.depthView,
       competitionProfile: config.competitionProfile,
       projectionNamesPerPrincipal: config.marketDataProjectionNamesPerPrincipal,
       plannerStatisticsIntervalMs: config.plannerStatisticsIntervalMs,

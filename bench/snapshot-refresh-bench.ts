@@ -2,16 +2,19 @@
 // by the read thread every MARKET_DATA_PROJECTOR_INTERVAL_MS while the book moves,
 // when the snapshot loop is on) against the number of open orders, on a fresh
 // embedded PostgreSQL: 8 instruments, open orders at 2,000 prices per side, one in ten
-// hidden. Beside it, in the same run and on the same rows, the query it replaced (a
-// window sum over every open order of each side, then the first row per instrument):
-// both must return the same best prices and quantities, and each is timed (median of
-// the repetitions). The refresh's open quantity of each whole side must equal a plain
-// grouped sum. Writes bench/results/snapshot-refresh.json.
+// hidden. The refresh reads the books in memory (loaded here from the table as a start
+// loads them) and writes the rows. Beside it, in the same run and on the same rows, a
+// query over the table (a window sum over every open order of each side, then the first
+// row per instrument): both must return the same best prices and quantities, and each
+// is timed (median of the repetitions). The refresh's open quantity of each whole side
+// must equal a plain grouped sum. Writes bench/results/snapshot-refresh.json.
 
 import { rmSync } from 'node:fs';
 import os from 'node:os';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../persistence/embedded-postgres.ts';
+import { DepthView } from '../core/market-view.ts';
+import { BookModel } from '../persistence/book-model.ts';
 import { refreshSnapshots } from '../persistence/market-data.ts';
 import { migrate } from '../persistence/migrations.ts';
 import { scratchFolder } from './lib/leftovers.ts';
@@ -98,9 +101,13 @@ export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
     for (const size of sizes) {
       await addOpenOrders(db, orders + 1, size - orders);
       orders = size;
+      const books = new BookModel(2);
+      await books.load(db);
+      const view = new DepthView(DepthView.create(INSTRUMENTS));
+      books.publish(view, null, books.watermarkEntries());
       const refreshed: Best = {};
       const open: Best = {};
-      for (const row of await refreshSnapshots(db, 'market-data-snapshot', [1, 1], null)) {
+      for (const row of (await refreshSnapshots(db, 'market-data-snapshot', view, [1, 1], null))!) {
         refreshed[row.instrument_id] = key(row);
         open[row.instrument_id] = `${row.bid_open}/${row.ask_open}`;
       }
@@ -114,7 +121,7 @@ export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
       const refresh: number[] = [];
       const windowSum: number[] = [];
       for (let r = 0; r < repetitions; r++) {
-        refresh.push(await timeMs(() => refreshSnapshots(db, 'market-data-snapshot', [1, 1], null)));
+        refresh.push(await timeMs(() => refreshSnapshots(db, 'market-data-snapshot', view, [1, 1], null)));
         windowSum.push(await timeMs(() => db.query(WINDOW_SUM_QUERY)));
       }
       results.push({ openOrders: size, refreshMsMedian: Number(median(refresh).toFixed(2)), windowSumMsMedian: Number(median(windowSum).toFixed(2)), sameAnswers });
@@ -126,7 +133,7 @@ export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
   }
   console.table(results.map((r) => ({ 'open orders': r.openOrders.toLocaleString('en-US'), 'refresh ms (median)': r.refreshMsMedian, 'window sum ms (median)': r.windowSumMsMedian, same: r.sameAnswers })));
   writeResult('snapshot-refresh', {
-    description: 'market-data snapshot refresh of 8 instruments against the open orders (best levels from the open-orders index, each side\'s whole open quantity summed), beside the window-sum query it replaced (same rows, same answers)',
+    description: 'market-data snapshot refresh of 8 instruments against the open orders (best levels and each side\'s whole open quantity from the books in memory, the rows written), beside a window-sum query over the table (same rows, same answers)',
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', node: process.version },
     repetitions,
     results,

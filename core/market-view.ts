@@ -6,15 +6,17 @@
 //
 // DepthView (written by the persistence thread, which keeps the full books: every
 // price of every instrument, exact BigInt sums): per instrument the best
-// DEPTH_LEVELS_MAX prices of each side, and per shard the journal position they show.
+// DEPTH_LEVELS_MAX prices of each side and each whole side's open quantity, and per
+// shard the journal position they show. Snapshot refreshes are computed from it.
 //
 //   header (64 B): int32 [0] capacity (entries), [1] entries used, [2] full (an
 //                  instrument found no room), [3] most entries used (the bound asked for)
 //   watermarks: float64 per shard (MAX_STREAMS)
 //   entries (open addressing by instrument id, capacity a power of two):
 //     int32 [0] seqlock [1] used [2..5] instrument id [6] currency [7] shard
-//           [8] bid levels [9] ask levels (64 B), then DEPTH_LEVELS_MAX bid levels and as
-//           many ask levels of 24 B: price f64 | quantity i64 | order count i32 | pad
+//           [8] bid levels [9] ask levels, i64 at byte 40 open bid quantity, at 48 open
+//           ask quantity (64 B), then DEPTH_LEVELS_MAX bid levels and as many ask levels
+//           of 24 B: price f64 | quantity i64 | order count i32 | pad
 //
 // SnapshotView (written by the read thread, which refreshes the snapshots): per
 // (instrument, projection name) the stored top-of-book row.
@@ -49,6 +51,8 @@ export interface DepthBook {
   shard: number;
   bids: ViewLevel[];
   asks: ViewLevel[];
+  /** The open displayed quantity of each whole side (every level, not only the best ones). */
+  open: { bid: bigint; ask: bigint };
 }
 
 export interface SnapshotEntry {
@@ -141,7 +145,7 @@ export class DepthView extends Region {
   }
 
   /** Writes an instrument's best levels (writer thread only). False when no entry is left for a new instrument. */
-  write(instrument: Int32Array, currency: number, shard: number, bids: readonly ViewLevel[], asks: readonly ViewLevel[]): boolean {
+  write(instrument: Int32Array, currency: number, shard: number, bids: readonly ViewLevel[], asks: readonly ViewLevel[], open: { bid: bigint; ask: bigint }): boolean {
     const entry = this.find(instrument, true);
     if (entry < 0) {
       Atomics.store(this.words, 2, 1);
@@ -159,6 +163,8 @@ export class DepthView extends Region {
     this.words[w + 7] = shard;
     this.words[w + 8] = Math.min(bids.length, DEPTH_LEVELS_MAX);
     this.words[w + 9] = Math.min(asks.length, DEPTH_LEVELS_MAX);
+    this.longs[(at + 40) >> 3] = open.bid;
+    this.longs[(at + 48) >> 3] = open.ask;
     this.writeLevels(at + 64, bids);
     this.writeLevels(at + 64 + DEPTH_LEVELS_MAX * LEVEL_BYTES, asks);
     this.endWrite(w);
@@ -176,7 +182,19 @@ export class DepthView extends Region {
       shard: this.words[w + 7]!,
       bids: this.readLevels(at + 64, Math.min(levels, this.words[w + 8]!)),
       asks: this.readLevels(at + 64 + DEPTH_LEVELS_MAX * LEVEL_BYTES, Math.min(levels, this.words[w + 9]!)),
+      open: { bid: this.longs[(at + 40) >> 3]!, ask: this.longs[(at + 48) >> 3]! },
     }));
+  }
+
+  /** The ids (four words each) of every instrument the view holds, in no order. */
+  instruments(): Int32Array[] {
+    const found: Int32Array[] = [];
+    for (let entry = 0; entry < this.capacity; entry++) {
+      const w = (this.entriesAt + entry * DEPTH_ENTRY_BYTES) >> 2;
+      if (Atomics.load(this.words, w + 1) === 0) continue;
+      found.push(this.stable(w, () => this.words.slice(w + 2, w + 6)));
+    }
+    return found;
   }
 
   private writeLevels(at: number, levels: readonly ViewLevel[]): void {

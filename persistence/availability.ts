@@ -50,7 +50,7 @@ const READS: (Omit<ReadRow, 'projectionLagMs' | 'watermark'> & { lag: Lagged })[
   },
   {
     name: 'market-data-snapshot-refresh', endpoint: 'POST /api/v1/market-data/snapshots', sourceType: 'projection', lag: 'journal',
-    freshnessModel: 'read-your-writes: recomputed from runtime.order_lifecycle_state once it reached the journal position durable at arrival',
+    freshnessModel: 'read-your-writes: recomputed from the books in memory once they reached the journal position durable at arrival, and stored',
     visibilityScope: 'public', requiredFilters: [], optionalFilters: ['projectionName', 'sourceProjectionName', 'instrumentId'],
   },
   {

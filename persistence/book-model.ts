@@ -25,6 +25,8 @@ interface Level {
 
 interface Side {
   levels: Map<number, Level>;
+  /** The quantity of every level together. */
+  total: bigint;
   /** The prices of `levels`, best first (bids descending, asks ascending). */
   prices: number[];
   descending: boolean;
@@ -74,7 +76,10 @@ export class BookModel {
       for (const row of instruments.rows) this.books.set(row.instrument_id, newBook(row.currency, row.shard_id, row.instrument_id));
       for (const row of levels.rows) {
         const book = this.books.get(row.instrument_id);
-        if (book !== undefined) (row.side === 'BUY' ? book.bids : book.asks).levels.set(Number(row.p), { quantity: BigInt(row.q), count: row.n });
+        if (book === undefined) continue;
+        const side = row.side === 'BUY' ? book.bids : book.asks;
+        side.levels.set(Number(row.p), { quantity: BigInt(row.q), count: row.n });
+        side.total += BigInt(row.q);
       }
       for (const book of this.books.values()) {
         for (const side of [book.bids, book.asks]) {
@@ -109,6 +114,7 @@ export class BookModel {
       if (level === undefined) level = { quantity: 0n, count: 0 };
       level.quantity += BigInt(quantityDelta);
       level.count += countDelta;
+      side.total += BigInt(quantityDelta);
       if (level.count < 0 || level.quantity < 0n) throw new Error(`book level went negative: ${id} ${sideName} ${priceNanos}`);
       if (level.count === 0) {
         if (!created) {
@@ -134,7 +140,7 @@ export class BookModel {
       const book = this.books.get(id);
       if (book === undefined) continue;
       const depth = this.depth(id, DEPTH_LEVELS_MAX)!;
-      fits = view.write(book.words, packCurrency(book.currency), book.shard, depth.bids, depth.asks) && fits;
+      fits = view.write(book.words, packCurrency(book.currency), book.shard, depth.bids, depth.asks, { bid: book.bids.total, ask: book.asks.total }) && fits;
     }
     for (const [shard, sequence] of watermarks) view.setWatermark(shard, sequence);
     return fits;
@@ -157,8 +163,8 @@ function newBook(currency: string, shard: number, instrumentId: string): Book {
   return {
     currency,
     shard,
-    bids: { levels: new Map(), prices: [], descending: true },
-    asks: { levels: new Map(), prices: [], descending: false },
+    bids: { levels: new Map(), total: 0n, prices: [], descending: true },
+    asks: { levels: new Map(), total: 0n, prices: [], descending: false },
     words: uuidWords(instrumentId),
   };
 }

@@ -7,10 +7,11 @@
 // { nanos, currency }, quantities as { units }, as in the result envelope.
 
 import type pg from 'pg';
-import { packCurrency } from '../core/command-slot.ts';
+import { packCurrency, unpackCurrency } from '../core/command-slot.ts';
+import type { DepthView } from '../core/market-view.ts';
 import { occurredAtOf } from '../core/outcome-format.ts';
 import type { TapeRow, TapeView } from '../core/tape-view.ts';
-import { parseUuidInto } from '../core/uuid.ts';
+import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { BAR_INTERVALS, type BarInterval, type OwnOrdersView, type ReadAnswerBody } from '../core/storage-protocol.ts';
 
 type Db = pg.Pool | pg.ClientBase;
@@ -69,56 +70,48 @@ export async function storedSnapshots(db: Db): Promise<(SnapshotRow & { projecti
   return (await db.query<SnapshotRow & { projection_name: string }>(`SELECT projection_name, ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots`)).rows;
 }
 
-// Each side's best displayed price is the first LIMIT row of the open-orders index
-// (instrument, side, price) in price order, and its quantity the sum at that price:
-// this part costs about the same at any number of open orders, where a window sum over
-// every open order grows with them (bench/snapshot-refresh-bench.ts).
-const bestJoin = (side: 'BUY' | 'SELL') => `LEFT JOIN LATERAL (
-     SELECT top.p, (SELECT sum(o.remaining_quantity_units) FROM runtime.order_lifecycle_state o
-                     WHERE o.instrument_id = t.instrument_id AND o.side = '${side}' AND o.limit_price_nanos = top.p
-                       AND o.${OPEN} AND o.order_type = 'LIMIT') AS q
-       FROM (SELECT o.limit_price_nanos AS p FROM runtime.order_lifecycle_state o
-              WHERE o.instrument_id = t.instrument_id AND o.side = '${side}' AND o.${OPEN} AND o.order_type = 'LIMIT'
-              ORDER BY o.limit_price_nanos ${side === 'BUY' ? 'DESC' : 'ASC'} LIMIT 1) top
-     ) ${side === 'BUY' ? 'b' : 'a'} ON true`;
-const BEST_BID_JOIN = bestJoin('BUY');
-const BEST_ASK_JOIN = bestJoin('SELL');
-// The specification's "remaining open LIMIT quantity for the instrument": one pass over the
-// instrument's open displayed orders (hidden never counts), so it grows with them (record 0034).
-const OPEN_QUANTITY_JOIN = `CROSS JOIN LATERAL (
-     SELECT coalesce(sum(o.remaining_quantity_units) FILTER (WHERE o.side = 'BUY'), 0)::bigint AS bid_open,
-            coalesce(sum(o.remaining_quantity_units) FILTER (WHERE o.side = 'SELL'), 0)::bigint AS ask_open
-       FROM runtime.order_lifecycle_state o
-      WHERE o.instrument_id = t.instrument_id AND o.${OPEN} AND o.order_type = 'LIMIT'
-     ) n`;
-
 /**
- * Recomputes the snapshots of one instrument, or of every instrument that has open
- * orders or a snapshot under this name, from the order lifecycle projection: the best
- * displayed (LIMIT) price per side and the open quantity at it, and the open displayed
- * quantity of each whole side. `watermarks[shard]` is
- * how far that shard's projection had reached. Returns the instruments refreshed.
+ * Recomputes the snapshots of one instrument, or of every instrument the venue has a book
+ * for (every one it took an order for, as depth answers), from the persistence thread's
+ * books in shared memory (core/market-view.ts DepthView): the best displayed (LIMIT) price per side and
+ * the open quantity at it, and the open displayed quantity of each whole side; hidden
+ * orders never count. `watermarks[shard]`, read before the books, is how far that shard's
+ * books had reached at least (record 0039). Returns the rows written, or null when the
+ * view cannot tell: it is full and does not hold the instrument named.
  */
-export async function refreshSnapshots(db: Db, projectionName: string, watermarks: number[], instrumentId: string | null): Promise<SnapshotRow[]> {
+export async function refreshSnapshots(db: Db, projectionName: string, view: DepthView, watermarks: readonly number[], instrumentId: string | null): Promise<SnapshotRow[] | null> {
+  const ids = instrumentId === null ? view.instruments() : [uuidWords(instrumentId)];
+  const columns: (string | null)[][] = Array.from({ length: 9 }, () => []);
+  for (const words of ids) {
+    const book = view.read(words, 1);
+    if (book === null) {
+      if (instrumentId !== null && view.full) return null;
+      continue;
+    }
+    const bid = book.bids[0];
+    const ask = book.asks[0];
+    const row = [
+      formatUuid(words, 0), bid === undefined ? null : String(bid.priceNanos), bid === undefined ? null : String(bid.quantity),
+      ask === undefined ? null : String(ask.priceNanos), ask === undefined ? null : String(ask.quantity), String(book.open.bid), String(book.open.ask),
+      unpackCurrency(book.currency), String(watermarks[book.shard] ?? 0),
+    ];
+    row.forEach((value, column) => columns[column]!.push(value));
+  }
+  if (columns[0]!.length === 0) return [];
   const result = await db.query(
-    `WITH targets AS (
-       SELECT i.instrument_id, i.currency, i.shard_id FROM runtime.instruments i
-        WHERE ($2::uuid IS NOT NULL AND i.instrument_id = $2)
-           OR ($2::uuid IS NULL AND (EXISTS (SELECT 1 FROM runtime.order_lifecycle_state o WHERE o.instrument_id = i.instrument_id AND o.${OPEN})
-                                  OR EXISTS (SELECT 1 FROM runtime.market_data_snapshots s WHERE s.instrument_id = i.instrument_id AND s.projection_name = $1)))
-     )
-     INSERT INTO runtime.market_data_snapshots
+    `INSERT INTO runtime.market_data_snapshots
        (instrument_id, projection_name, best_bid_price_nanos, best_bid_quantity_units, best_ask_price_nanos, best_ask_quantity_units,
         open_bid_quantity_units, open_ask_quantity_units, currency, source_watermark, refreshed_at)
-     SELECT t.instrument_id, $1, b.p, b.q, a.p, a.q, n.bid_open, n.ask_open, t.currency, ($3::bigint[])[t.shard_id + 1], clock_timestamp()
-       FROM targets t ${BEST_BID_JOIN} ${BEST_ASK_JOIN} ${OPEN_QUANTITY_JOIN}
+     SELECT f.instrument_id, $1, f.bid_p, f.bid_q, f.ask_p, f.ask_q, f.bid_open, f.ask_open, f.currency, f.source_watermark, clock_timestamp()
+       FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+            AS f (instrument_id, bid_p, bid_q, ask_p, ask_q, bid_open, ask_open, currency, source_watermark)
      ON CONFLICT (instrument_id, projection_name) DO UPDATE SET
        best_bid_price_nanos = EXCLUDED.best_bid_price_nanos, best_bid_quantity_units = EXCLUDED.best_bid_quantity_units,
        best_ask_price_nanos = EXCLUDED.best_ask_price_nanos, best_ask_quantity_units = EXCLUDED.best_ask_quantity_units,
        open_bid_quantity_units = EXCLUDED.open_bid_quantity_units, open_ask_quantity_units = EXCLUDED.open_ask_quantity_units,
        currency = EXCLUDED.currency, source_watermark = EXCLUDED.source_watermark, refreshed_at = EXCLUDED.refreshed_at
      RETURNING ${SNAPSHOT_COLUMNS}`,
-    [projectionName, instrumentId, watermarks],
+    [projectionName, ...columns],
   );
   return result.rows as SnapshotRow[];
 }

@@ -16,7 +16,7 @@ import pino from 'pino';
 import { crc32 } from 'node:zlib';
 import { intakeStride } from '../core/intake-record.ts';
 import { packCurrency } from '../core/command-slot.ts';
-import { SnapshotView } from '../core/market-view.ts';
+import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
 import { uuidWords } from '../core/uuid.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
@@ -51,6 +51,8 @@ export interface ReadThreadData {
   marketDataProjector: { enabled: boolean; intervalMs: number };
   /** The gateways' view of the stored snapshots (core/market-view.ts): this thread writes it. */
   snapshotView: SharedArrayBuffer;
+  /** The persistence thread's books (core/market-view.ts): snapshot refreshes are computed from them. */
+  depthView: SharedArrayBuffer;
   /** COMPETITION_PROFILE, or '' (the leaderboard is listed in the inventory only when set). */
   competitionProfile: string;
   /** MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL: snapshot projection names one principal may create. */
@@ -69,6 +71,9 @@ const logger = pino({ level: data.logLevel, base: { thread: 'read' } });
 const control = new PersistenceControl(data.control);
 const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4, application_name: READS_APPLICATION_NAME });
 pool.on('error', () => undefined);
+const depthView = new DepthView(data.depthView);
+/** How far each shard's books in memory have reached (read before the books themselves). */
+const booksReached = () => Array.from({ length: data.shardCount }, (_, shard) => depthView.watermark(shard));
 const principalIndex = new Map(data.principalIds.map((id, index) => [id, index]));
 
 /**
@@ -149,8 +154,11 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
           body: JSON.stringify({ error: `you have created ${limit} snapshot projection names, the most one principal may (MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL); refresh one of yours or the default`, code: 'LIMIT_EXCEEDED' }),
         };
       }
-      const watermarks = projected();
-      const refreshed = await refreshSnapshots(pool, read.projectionName, watermarks, read.instrumentId);
+      const watermarks = booksReached();
+      const refreshed = await refreshSnapshots(pool, read.projectionName, depthView, watermarks, read.instrumentId);
+      if (refreshed === null) {
+        return { status: 503, body: JSON.stringify({ error: 'more instruments than MARKET_DATA_INSTRUMENTS: this one has no book view', code: 'OVERLOADED' }) };
+      }
       publishSnapshots(read.projectionName, refreshed);
       if (read.instrumentId !== null && refreshed.length === 0) return { status: 404, body: JSON.stringify({ error: 'market data snapshot not found', code: 'NOT_FOUND' }) };
       return {
@@ -222,7 +230,7 @@ async function claimProjectionName(name: string, principalId: string): Promise<b
 
 function projectorStatus(): object {
   const { behindSinceMs, ...state } = projectorState;
-  const current = projected();
+  const current = booksReached();
   return {
     ...state,
     sourceWatermark: current,
@@ -234,18 +242,18 @@ function projectorStatus(): object {
 async function projectorLoop(): Promise<void> {
   projectorState.running = true;
   while (projectorState.running) {
-    const current = projected();
+    const current = booksReached();
     const moved = current.some((sequence, shard) => sequence !== projectorState.watermark[shard]);
     if (moved) {
       projectorState.behindSinceMs ??= Date.now();
       try {
-        const refreshed = await refreshSnapshots(pool, SNAPSHOT_PROJECTION, current, null);
+        const refreshed = (await refreshSnapshots(pool, SNAPSHOT_PROJECTION, depthView, current, null))!; // null only for an instrument named
         publishSnapshots(SNAPSHOT_PROJECTION, refreshed);
         projectorState.lastRefreshInstruments = refreshed.length;
         projectorState.refreshes++;
         projectorState.lastRefreshAt = new Date().toISOString();
         projectorState.watermark = current;
-        projectorState.behindSinceMs = projected().some((sequence, shard) => sequence !== current[shard]) ? Date.now() : null;
+        projectorState.behindSinceMs = booksReached().some((sequence, shard) => sequence !== current[shard]) ? Date.now() : null;
       } catch (error) {
         projectorState.errors++;
         projectorState.lastError = (error as Error).message;
@@ -275,6 +283,11 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
   // A stored snapshot is "as of its refresh" (its sourceWatermark says which); the loop's status is live; settlement
   // reads replay facts that the admin routes committed before answering: none of them waits for the projections.
   if (request.type === 'plane' && (request.read.kind === 'projector-status' || request.read.kind === 'snapshot' || request.read.kind === 'settlement-read')) {
+    return { command: null, answer: await plane(request.read) };
+  }
+  if (request.type === 'plane' && request.read.kind === 'refresh') {
+    // Computed from the books in memory: it waits for them, not for the tables.
+    await readYourWrites((shard) => depthView.watermark(shard));
     return { command: null, answer: await plane(request.read) };
   }
   await readYourWrites();

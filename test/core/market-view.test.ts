@@ -14,23 +14,28 @@ test('a depth book reads back as written, best levels first, cut at the levels a
     { priceNanos: 101_000_000_000, quantity: 2n ** 60n, count: 3 },
     { priceNanos: 100_000_000_000, quantity: 5n, count: 1 },
   ];
-  assert.equal(view.write(id(1), 0x555344, 1, bids, []), true);
+  // Each side's open quantity is the whole side's (more than the best levels show), exact past 2^63 - 1 would not fit: near it.
+  const open = { bid: 9_223_372_036_854_775_807n, ask: 0n };
+  assert.equal(view.write(id(1), 0x555344, 1, bids, [], open), true);
   view.setWatermark(1, 42);
-  assert.deepEqual(view.read(id(1), 5), { currency: 0x555344, shard: 1, bids, asks: [] });
+  assert.deepEqual(view.read(id(1), 5), { currency: 0x555344, shard: 1, bids, asks: [], open });
   assert.deepEqual(view.read(id(1), 1)!.bids, bids.slice(0, 1));
   assert.equal(view.read(id(2), 5), null, 'an instrument never written');
   assert.equal(view.watermark(1), 42);
   assert.equal(view.watermark(0), 0);
-  assert.equal(view.write(id(1), 0x555344, 1, [], bids), true, 'a rewrite of the same instrument');
+  assert.equal(view.write(id(1), 0x555344, 1, [], bids, { bid: 0n, ask: 7n }), true, 'a rewrite of the same instrument');
   assert.deepEqual(view.read(id(1), 5)!.asks, bids);
+  assert.deepEqual(view.read(id(1), 5)!.open, { bid: 0n, ask: 7n });
   assert.equal(view.used, 1);
+  assert.equal(view.write(id(3), 0x555344, 0, [], [], { bid: 0n, ask: 0n }), true);
+  assert.deepEqual(view.instruments().map((words) => [...words]).sort(), [[...id(1)], [...id(3)]].sort(), 'every instrument it holds');
 });
 
 test('past its room the depth view refuses new instruments and says it is full; the ones it holds stay', () => {
   const view = new DepthView(DepthView.create(4)); // 8 entries, at most half used
-  for (let n = 0; n < 4; n++) assert.equal(view.write(id(n), 1, 0, [], []), true);
+  for (let n = 0; n < 4; n++) assert.equal(view.write(id(n), 1, 0, [], [], { bid: 0n, ask: 0n }), true);
   assert.equal(view.full, false);
-  assert.equal(view.write(id(99), 1, 0, [], []), false);
+  assert.equal(view.write(id(99), 1, 0, [], [], { bid: 0n, ask: 0n }), false);
   assert.equal(view.full, true);
   for (let n = 0; n < 4; n++) assert.notEqual(view.read(id(n), 1), null);
 });
@@ -61,6 +66,7 @@ test('a reader beside a writer thread never sees a half-written book', async () 
     assert.equal(book.bids.length, (version % 50) + 1, `version ${version}: its number of levels`);
     for (const level of book.bids) assert.deepEqual([level.quantity, level.count], [BigInt(version), version], `version ${version}: one version per read`);
     assert.equal(book.asks.length, Math.min(2, book.bids.length));
+    assert.deepEqual(book.open, { bid: BigInt(version) * BigInt(book.bids.length), ask: BigInt(version) }, `version ${version}: its open quantities`);
     return true;
   });
   assert.equal(exitCode, 0);

@@ -459,6 +459,12 @@ test('depth and the tape view are bounded by MARKET_DATA_INSTRUMENTS: depth past
     assert.equal(refused.json.code, 'OVERLOADED');
     assert.match(refused.json.error, /MARKET_DATA_INSTRUMENTS/);
     assert.equal(refused.headers.get('retry-after'), '1');
+    // A snapshot is refreshed from the same books: past the bound it is refused the same way, the one in the view refreshes.
+    const refresh = (instrumentId: string) => small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${instrumentId}`, { token: TOKENS.viewer });
+    const unrefreshed = await refresh(second);
+    assert.deepEqual([unrefreshed.status, unrefreshed.json.code], [503, 'OVERLOADED'], unrefreshed.text);
+    assert.equal((await refresh(first)).status, 200);
+    assert.deepEqual((await small.get(`/api/v1/market-data/snapshots/${first}`, TOKENS.viewer)).json.openQuantity, { bid: { units: '3' }, ask: { units: '0' } });
     // The tape view has the same bound: the first instrument to trade takes it, the other's tape is read from storage.
     for (const [instrumentId, quantity] of [[first, '1'], [second, '2']] as const) {
       const sell = await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: '10', quantity, ...B }), { token: TOKENS.traderB, mode: 'sync-result' });

@@ -10,6 +10,7 @@ import { BookModel, type DepthLevel } from '../../persistence/book-model.ts';
 import type { BookUpdate } from '../../persistence/projector.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
+import { migratedDatabase, withClient } from '../support/database.ts';
 
 const A = '0a0a0a0a-0000-4000-8000-00000000000a';
 const B = '0b0b0b0b-0000-4000-8000-00000000000b';
@@ -79,6 +80,9 @@ test('depth equals a full sort of the open levels after random level changes on 
     const read = view.read(uuidWords(A), 50)!;
     assert.deepEqual(read.bids, expectedDepth(reference, `${A}/BUY`, true, 50));
     assert.deepEqual(read.asks, expectedDepth(reference, `${A}/SELL`, false, 50));
+    // Each whole side's open quantity (the snapshot's), every level and not only the best 50.
+    const whole = (key: string) => [...(reference.get(key)?.values() ?? [])].reduce((sum, level) => sum + level.quantity, 0n);
+    for (const id of [A, B]) assert.deepEqual(view.read(uuidWords(id), 1)!.open, { bid: whole(`${id}/BUY`), ask: whole(`${id}/SELL`) }, `seed ${seed} ${id} open`);
     assert.equal(view.watermark(0), model.watermark(0));
   }
 });
@@ -100,4 +104,38 @@ test('a level that empties is gone from the depth, and one that comes back takes
   model.apply({ instruments: [], levels: [[A, 'SELL', p(3), -5, -1]], watermarks: [[0, 3]] });
   assert.equal(model.depth(A, 5)!.asks.length, 3);
   assert.throws(() => model.apply({ instruments: [], levels: [[A, 'SELL', p(9), -1, -1]], watermarks: [[0, 4]] }), /went negative/);
+});
+
+test('loaded from storage, each side holds its open displayed quantity: every price, hidden and closed orders left out', async () => {
+  const { database, url } = await migratedDatabase();
+  try {
+    await withClient(url, async (client) => {
+      await client.query(`INSERT INTO runtime.instruments (instrument_id, currency, shard_id, first_sequence) VALUES ($1, 'USD', 0, 1), ($2, 'EUR', 1, 1)`, [A, B]);
+      // 3,000 orders over both instruments: a tenth hidden, a fifth closed, 300 prices a side.
+      await client.query(
+        `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
+           limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
+         SELECT md5('o' || g)::uuid, 'r', 's', CASE WHEN g % 2 = 0 THEN $1::uuid ELSE $2::uuid END, $1, $1, CASE WHEN g % 4 < 2 THEN 'BUY' ELSE 'SELL' END,
+                CASE WHEN g % 10 = 3 THEN 'LIMIT_HIDDEN' ELSE 'LIMIT' END, 'DAY', CASE WHEN g % 5 = 4 THEN 'FILLED' WHEN g % 7 = 0 THEN 'PARTIALLY_FILLED' ELSE 'OPEN' END,
+                1000000000 + (g % 300) * 1000000, 'USD', 100, CASE WHEN g % 5 = 4 THEN 0 ELSE 1 + g % 97 END, 0, g::text, g % 2, g, now(), now()
+           FROM generate_series(1, 3000) g`,
+        [A, B],
+      );
+      const sums = await client.query<{ id: string; side: string; q: string }>(
+        `SELECT instrument_id::text AS id, side, sum(remaining_quantity_units)::text AS q FROM runtime.order_lifecycle_state
+          WHERE state IN ('OPEN', 'PARTIALLY_FILLED') AND order_type = 'LIMIT' GROUP BY 1, 2`,
+      );
+      const model = new BookModel(2);
+      await model.load(client);
+      const view = new DepthView(DepthView.create(8));
+      assert.equal(model.publish(view, null, model.watermarkEntries()), true);
+      for (const id of [A, B]) {
+        const sum = (side: string) => BigInt(sums.rows.find((row) => row.id === id && row.side === side)?.q ?? '0');
+        assert.ok(sum('BUY') > 0n && sum('SELL') > 0n);
+        assert.deepEqual(view.read(uuidWords(id), 1)!.open, { bid: sum('BUY'), ask: sum('SELL') }, id);
+      }
+    });
+  } finally {
+    await database.remove();
+  }
 });
