@@ -1214,7 +1214,7 @@ export class OrderFlow {
       for (const row of answer.rows) {
         if (row.clientOrderId !== undefined) continue;
         const id = ids[row.orderId as string];
-        if (id === undefined) throw new Error(`storage holds no order ${row.orderId as string}`);
+        if (id === undefined) return null; // storage lacks the row (quarantined): the read is storage's, as a fallback's is
         row.clientOrderId = id;
       }
     }
