@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { payloadDigest } from '../../gateway/keys.ts';
+import { clientOrderDigest, payloadDigest, scopeDigest } from '../../gateway/keys.ts';
 import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/schemas.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from '../../gateway/status-view.ts';
 
@@ -67,4 +67,20 @@ test('the payload digest tells apart what differs: a value, a route, a key that 
   assert.notDeepEqual(payloadDigest(ROUTE_CANCEL, extra), base);
   // A route outside the table is hashed from the body's own keys.
   assert.deepEqual(payloadDigest(9, body), reference(9, body));
+});
+
+test('every digest equals its text form for hostile and long values, across the reused buffer growing', () => {
+  const hostile = ['\u{1F600}x', '\ud800', 'a\udfffb', '\u0000', '\ufeffbom', 'é'.repeat(3000), 'x'.repeat(70_000), '', '0'];
+  const text = (...parts: string[]) => createHash('sha256').update(parts.join('\u0000'), 'utf8').digest();
+  for (const value of hostile) {
+    const body = { commandId: randomUUID(), orderId: randomUUID(), reason: value };
+    assert.deepEqual(payloadDigest(ROUTE_CANCEL, body), reference(ROUTE_CANCEL, body), `reason of ${value.length} units`);
+    assert.deepEqual(scopeDigest('principal-1', value, 'key-1'), text('principal-1', value, 'key-1'));
+    assert.deepEqual(scopeDigest(value, 'client', value), text(value, 'client', value));
+    assert.deepEqual(clientOrderDigest('A1000000-0000-4000-8000-00000000000B', value), text('a1000000-0000-4000-8000-00000000000b', value));
+  }
+  // A short input after the buffer grew still hashes only its own bytes.
+  assert.deepEqual(scopeDigest('p', 'c', 'k'), text('p', 'c', 'k'));
+  const small = { commandId: 'c', orderId: 'o' };
+  assert.deepEqual(payloadDigest(ROUTE_CANCEL, small), reference(ROUTE_CANCEL, small));
 });
