@@ -37,8 +37,8 @@ if (!quick) await timed('reads', () => runReadBench(quick));
 await timed('load (ceilings, modes, open loop, reads beside, restart)', () => runLoadBench(quick));
 // What a durable command costs, part by part and thread by thread, in each mode beside the bare server; left out of the quick run (minutes).
 if (!quick) await timed('durable command cost per mode', async () => writeResult('durable-submit', await runDurableSubmitBench(3, 8)));
-// What each thread allocates per order (issue 58's gateway budget), the figure and the functions behind it.
-await timed('allocation per command', async () => writeResult('allocation', await runAllocationBench(quick ? 2 : 6)));
+// What each thread allocates per order (issue 58's gateway budget), the figure and the functions behind it; two venue runs, so the full run only.
+if (!quick) await timed('allocation per command', async () => writeResult('allocation', await runAllocationBench(6)));
 // Last: minutes of load on one venue (4 minutes in a full run, 4 s in a quick one), the trend the short runs cannot show.
 await timed('sustained load', () => runSustainedBench(quick));
 writeSummary();
