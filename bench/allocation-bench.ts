@@ -108,10 +108,15 @@ async function sampledRun(seconds: number, inlining: boolean): Promise<{ command
     for (let waited = 0; readdirSync(samples).filter((f) => f.endsWith('.heapprofile')).length < SAMPLED_THREADS && waited < 5000; waited += 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const heads = readdirSync(samples)
+    const profiles = readdirSync(samples)
       .filter((f) => f.endsWith('.heapprofile'))
-      .map((f) => JSON.parse(readFileSync(`${samples}/${f}`, 'utf8')) as { head?: ProfileNode; error?: string })
-      .flatMap((p) => (p.head === undefined ? [] : [p.head]));
+      .map((f) => JSON.parse(readFileSync(`${samples}/${f}`, 'utf8')) as { head?: ProfileNode; error?: string });
+    // A thread missing or failed would make the figure short, not wrong-looking: refused instead.
+    const failed = profiles.filter((p) => p.head === undefined).map((p) => p.error ?? 'no profile');
+    if (profiles.length < SAMPLED_THREADS || failed.length > 0) {
+      throw new Error(`allocation samples from ${profiles.length} of ${SAMPLED_THREADS} threads${failed.length > 0 ? `; failed: ${failed.join('; ')}` : ''}`);
+    }
+    const heads = profiles.map((p) => p.head!);
     const byThread = summarize(heads, commands);
     for (const t of byThread) console.log(`  ${inlining ? 'as run' : 'without inlining'}: ${t.thread} ${t.bytesPerCommand} bytes per command`);
     return { commands, profiles: heads.length, byThread };

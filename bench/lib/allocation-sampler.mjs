@@ -2,7 +2,7 @@
 // sampling heap profiler, counting what is collected as well as what is kept, runs while
 // `<dir>/start` exists and `<dir>/stop` does not; each thread then writes its profile to
 // `<dir>/thread-<threadId>.heapprofile`. Inert unless VENUE_ALLOCATION_SAMPLES names <dir>.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector';
 import { threadId } from 'node:worker_threads';
 
@@ -25,7 +25,10 @@ if (dir !== undefined && dir !== '') {
       state = 'done';
       clearInterval(poll);
       session.post('HeapProfiler.stopSampling', (error, result) => {
-        writeFileSync(`${dir}/thread-${threadId}.heapprofile`, JSON.stringify(error ? { error: String(error) } : result.profile));
+        // Written aside, then renamed: the bench reads whatever file it sees named .heapprofile.
+        const file = `${dir}/thread-${threadId}.heapprofile`;
+        writeFileSync(`${file}.part`, JSON.stringify(error ? { error: String(error) } : result.profile));
+        renameSync(`${file}.part`, file);
       });
     }
   }, 20);
