@@ -15,8 +15,10 @@
 //
 // Result: bench/results/<out>.json: per round, mode and part the CPU µs per answered command
 // (gateways, shards, persistence thread, read thread, main and V8, PostgreSQL, the
-// generator), per venue thread by name (V8's and libuv's helpers together), the answers a
-// second, and per mode the medians with the venue's ratio to the bare server.
+// generator), per venue thread by name (V8's and libuv's helpers together), per PostgreSQL
+// process by connection name or server process, PostgreSQL's transactions and WAL per
+// command, the answers a second, and per mode the medians with the venue's ratio to the
+// bare server.
 
 import { fileURLToPath } from 'node:url';
 import { answerBytes, cpuLine, runLoadWithCpu, startBareServer } from './lib/cpu-runs.ts';
@@ -35,6 +37,9 @@ interface VenueRun {
   venueAndPostgresUs: number;
   parts: Record<string, number>;
   threads: Record<string, number>;
+  /** PostgreSQL's CPU by process (connection or server process) and its transactions and WAL, per answered command. */
+  postgres: Record<string, number>;
+  postgresStats: Record<string, number>;
   verified: boolean;
 }
 
@@ -83,6 +88,7 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
         const { run, cpu } = await runLoadWithCpu(
           base(`venue, ${mode}, round ${round + 1}`, venue.baseUrl, { mode, seed: 7 + 100 * round, ratePerSecond: venueRate, ...(venueRate > 0 ? { connections: 256 } : {}) }),
           { venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid },
+          venue.databaseUrl,
         );
         console.log(`${describe(run)}${cpuLine(cpu)}`);
         venueRuns.push(run);
@@ -95,6 +101,8 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
           venueAndPostgresUs: round1(cpu.totalUs - (cpu.perCommandUs.generator ?? 0)),
           parts: cpu.perCommandUs,
           threads: cpu.threadsUs ?? {},
+          postgres: cpu.postgresUs ?? {},
+          postgresStats: cpu.postgresPerCommand ?? {},
           verified: verification.ok,
         };
       }
@@ -122,6 +130,8 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
         verified: runs.every((run) => run.verified),
         partsUs: medianOf(runs, (run) => run.parts),
         threadsUs: medianOf(runs, (run) => run.threads),
+        postgresUs: medianOf(runs, (run) => run.postgres),
+        postgresPerCommand: medianOf(runs, (run) => run.postgresStats),
       }];
     }),
   );

@@ -127,6 +127,18 @@ export function sampleThreadCpu(venuePid: number): CpuSample {
   return sample;
 }
 
+/**
+ * CPU ticks of the embedded PostgreSQL by process, each named from `names` (pid → the
+ * connection's application_name or the server process's backend_type, from
+ * pg_stat_activity); the postmaster, processes not in `names` and those reaped are "other".
+ */
+export function samplePostgresCpu(postmaster: number, names: ReadonlyMap<number, string>): CpuSample {
+  const sample: CpuSample = new Map();
+  addCount(sample, 'other', TICKS.reaped(postmaster) + TICKS.process(postmaster));
+  for (const pid of childrenOf(postmaster)) addCount(sample, names.get(pid) ?? 'other', TICKS.process(pid));
+  return sample;
+}
+
 function addCount(into: CpuSample, part: string, count: number): void {
   into.set(part, (into.get(part) ?? 0) + count);
 }
@@ -263,6 +275,10 @@ export interface CpuUse {
   waitUsPerCommand?: Record<string, number>;
   /** µs of CPU per answered command of each venue thread by name (venueThread), where a venue was measured. */
   threadsUs?: Record<string, number>;
+  /** µs of CPU per answered command of each PostgreSQL process by what it is (samplePostgresCpu), where a database was named. */
+  postgresUs?: Record<string, number>;
+  /** PostgreSQL's transactions, WAL records, full-page images, WAL bytes, writes and syncs per answered command, where a database was named. */
+  postgresPerCommand?: Record<string, number>;
 }
 
 /** What each part used between two samples, per answered command (`machine`: the whole machine's two samples over the same window). */

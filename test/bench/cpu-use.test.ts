@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, sampleThreadCpu, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, venueThread, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
+import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, samplePostgresCpu, sampleThreadCpu, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, venueThread, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
+import { statsPerCommand } from '../../bench/lib/cpu-runs.ts';
 
 /**
  * Samples before and after a named test thread does its piece of work (it posts once when
@@ -279,4 +280,33 @@ test('waits for a core per answered command: a schedstat line read for its run-q
   } finally {
     await Promise.all(spinners.map((worker) => worker.terminate()));
   }
+});
+
+test("PostgreSQL's CPU by process: a child named in the map under its name, an unnamed one and the parent under 'other'", { timeout: 60_000 }, async () => {
+  const burn = (ms: number) =>
+    spawn(process.execPath, ['-e', `const end = Date.now() + ${ms}; let x = 0; while (Date.now() < end) x++; setTimeout(() => {}, 30_000);`], { stdio: 'ignore' });
+  const named = burn(400);
+  const unnamed = burn(0);
+  try {
+    for (let tries = 0; !childrenOf(process.pid).includes(unnamed.pid!) || !childrenOf(process.pid).includes(named.pid!); tries++) {
+      assert.ok(tries < 100, 'the two children started');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const names = new Map([[named.pid!, 'venue-journal']]);
+    const before = samplePostgresCpu(process.pid, names);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the named child burns its 400 ms meanwhile
+    const after = samplePostgresCpu(process.pid, names);
+    const journal = (after.get('venue-journal') ?? 0) - (before.get('venue-journal') ?? 0);
+    assert.ok(journal >= 30, `the named child's CPU is under its name (${journal} ticks)`);
+    assert.ok(after.has('other'), 'the parent and the unnamed child are "other"');
+    assert.deepEqual([...after.keys()].sort(), ['other', 'venue-journal']);
+  } finally {
+    named.kill('SIGKILL');
+    unnamed.kill('SIGKILL');
+  }
+});
+
+test("PostgreSQL's statistics per answered command: each counter's growth over the window, never below zero", () => {
+  assert.deepEqual(statsPerCommand({ transactions: 100, walBytes: 5_000, walSyncs: 7 }, { transactions: 160, walBytes: 305_000, walSyncs: 5 }, 1000), { transactions: 0.06, walBytes: 300, walSyncs: 0 });
+  assert.throws(() => statsPerCommand({}, {}, 0), RangeError);
 });
