@@ -57,7 +57,7 @@ import { publishEmbeddedStorage } from './gateway/storage-state.ts';
 import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
-import { checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
+import { adoptSavedEngines, checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
 import { openSession } from './persistence/venue-sessions.ts';
@@ -382,7 +382,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         recoveryPort: recoveryChannels[shardId]!.port2,
         snapshot: shardSnapshot(shardId),
         checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
-        checkpointFrom: usableCheckpoint(shardId)?.sequence ?? 0,
+        // A stop's saved engine becomes the shard's checkpoint once loaded (adoptSavedEngines).
+        checkpointFrom: typeof books === 'string' ? (usableCheckpoint(shardId)?.sequence ?? 0) : journalEnd[shardId]!,
         checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
       const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
@@ -555,6 +556,10 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       }),
     );
     started('books');
+    if (checkpointing && typeof books !== 'string') {
+      const saved = shardsReady.filter((ready) => ready.restored === 'stop').map((ready) => ({ shard: ready.shardId, file: engineSnapshotPath(config.dataDir, ready.shardId), token: books.token, sequence: journalEnd[ready.shardId]! }));
+      await adoptSavedEngines(client, config.dataDir, saved, checkpointNotes, logger);
+    }
     logger.info(
       {
         replayed,

@@ -262,8 +262,9 @@ if (port === null) {
         port.postMessage({ type: 'expired', ...finishExpiry(request.floor), sequence: engine.sequence } satisfies RecoveryAnswer);
       } else {
         port.close();
-        // A damaged named checkpoint was not loaded: a crash would replay the whole journal.
-        const from = data.snapshot?.source === 'checkpoint' && why !== null ? 0 : data.checkpointFrom;
+        // A file refused (a damaged checkpoint, or a stop's save that is then not adopted): the
+        // next checkpoint is due as if from the journal's start.
+        const from = why !== null ? 0 : data.checkpointFrom;
         runner.countTowardCheckpoint(engine.sequence - from);
         setImmediate(runLoop);
       }

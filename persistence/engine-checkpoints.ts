@@ -31,6 +31,7 @@
 // files per shard on disk.
 
 import { randomUUID } from 'node:crypto';
+import { renameSync } from 'node:fs';
 import path from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
@@ -65,6 +66,34 @@ export async function readCheckpointNotes(client: pg.ClientBase, shardCount: num
     const note = { token: token!, slot: Number(slot), sequence: Number(sequence) };
     return (note.slot === 0 || note.slot === 1) && Number.isSafeInteger(note.sequence) && note.sequence > 0 ? note : null;
   });
+}
+
+const NOTE_SQL = 'INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value';
+
+/**
+ * After a start from a graceful stop's saved engines (loaded by their shards), each file
+ * becomes its shard's checkpoint: renamed into the slot the database does not name, then
+ * named, at the journal position it was saved at (durable: the stop saved after the last
+ * commit). Without this a crash before the next checkpoint replayed the journal from an
+ * older one. `notes` is updated; a file that cannot be adopted leaves its shard's note.
+ */
+export async function adoptSavedEngines(
+  client: pg.ClientBase,
+  dataDir: string,
+  saved: { shard: number; file: string; token: string; sequence: number }[],
+  notes: (CheckpointNote | null)[],
+  logger: Logger,
+): Promise<void> {
+  for (const { shard, file, token, sequence } of saved) {
+    const slot = notes[shard]?.slot === 0 ? 1 : 0;
+    try {
+      renameSync(file, checkpointPath(dataDir, shard, slot));
+      await client.query(NOTE_SQL, [settingOf(shard), `${token} ${slot} ${sequence}`]);
+      notes[shard] = { token, slot, sequence };
+    } catch (error) {
+      logger.warn({ shard, sequence, err: (error as Error).message }, 'the engine saved at the last stop was not kept as a checkpoint: a crash replays the journal from the previous one');
+    }
+  }
 }
 
 export interface CheckpointOptions {
@@ -159,10 +188,7 @@ export class EngineCheckpoints {
       const client = pgClient({ connectionString: options.databaseUrl, application_name: MAIN_APPLICATION_NAME });
       try {
         await client.connect();
-        await client.query('INSERT INTO runtime.venue_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value', [
-          settingOf(shard),
-          `${token} ${slot} ${sequence}`,
-        ]);
+        await client.query(NOTE_SQL, [settingOf(shard), `${token} ${slot} ${sequence}`]);
       } finally {
         await client.end().catch(() => undefined);
       }

@@ -147,7 +147,7 @@ test('a checkpoint is named only once its journal is durable; a crash before tha
   });
 });
 
-test('the commands a start replays or restores count toward the next checkpoint, after a crash and after a graceful stop', async (t) => {
+test('the commands a start replays count toward the next checkpoint; a graceful stop\'s saved engine becomes the checkpoint a crash starts from', async (t) => {
   // Counted from the start instead, a venue restarted more often than every
   // ENGINE_CHECKPOINT_COMMANDS commands never took a checkpoint again, and each crash replayed
   // more than the one before. Shard 0 only, one command per batch (sequential sync-result bids),
@@ -181,11 +181,17 @@ test('the commands a start replays or restores count toward the next checkpoint,
     await bid(60); // 110 commands since the named checkpoint, 60 of them since the start
     await namedAt(200, 'after a crash, 50 replayed and 60 new commands');
     await bid(30);
-    assert.equal(await venue.stop(), 0); // the engine saved at 230 (the folder is the test's: kept); the named checkpoint is at 200
+    assert.equal(await venue.stop(), 0); // the engine saved at 240 (the folder is the test's: kept); the named checkpoint is at 200
     venue = await VenueProcess.start(env);
     assert.equal(booksLine(venue.log)[0], 'saved at the last stop');
-    await bid(70); // 100 since the named checkpoint, 70 of them since the start
-    await namedAt(300, 'after a graceful stop, 30 restored and 70 new commands');
+    // The saved engine is the checkpoint now: a crash replays only what came after the stop.
+    await namedAt(240, 'the engine saved at the stop, named once the start loaded it');
+    await bid(70); // 70 since the stop: no checkpoint yet
+    await venue.kill();
+    venue = await VenueProcess.start(env);
+    assert.equal(booksLine(venue.log)[0], 'checkpoint at 240, then the journal to 310');
+    await bid(30);
+    await namedAt(340, 'after a graceful stop and a crash, 70 replayed and 30 new commands');
     t.diagnostic(`bids sent: ${sentBids}`);
   });
 });
