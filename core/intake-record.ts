@@ -157,3 +157,76 @@ export function readIntake(views: IntakeViews, byteOffset: number): IntakeEntry 
     bodyLength: words[w + INTAKE_BODY_LENGTH_WORD]!,
   };
 }
+
+/** Bytes of a record before its texts: the header and the command slot. */
+const INTAKE_HEAD_BYTES = INTAKE_CLIENT_ID_BYTE;
+/** runtime.intake_batches.layout of a packed batch (null: whole records, as on the ring). */
+export const INTAKE_LAYOUT_PACKED = 1;
+
+const packedLength = (words: Int32Array, w: number) =>
+  (INTAKE_HEAD_BYTES + words[w + INTAKE_CLIENT_ID_LENGTH_WORD]! + words[w + INTAKE_KEY_LENGTH_WORD]! + words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]! + 7) & ~7;
+
+/**
+ * The bytes `count` whole records (from `bytes`' start) take packed: each its header and
+ * slot, then its three texts at their lengths, padded to 8 bytes. Most of a record is
+ * room for texts at their maximum (512 of its 832 bytes); storage keeps only the texts.
+ */
+export function packedIntakeBytes(words: Int32Array, count: number): number {
+  let total = 0;
+  for (let k = 0; k < count; k++) total += packedLength(words, (k * INTAKE_RECORD_BYTES) >> 2);
+  return total;
+}
+
+/** Packs `count` whole records of `bytes` into `into` (at least packedIntakeBytes long, zeroed); returns the bytes written. */
+export function packIntake(bytes: Uint8Array, words: Int32Array, count: number, into: Uint8Array): number {
+  let to = 0;
+  for (let k = 0; k < count; k++) {
+    const from = k * INTAKE_RECORD_BYTES;
+    const w = from >> 2;
+    into.set(bytes.subarray(from, from + INTAKE_HEAD_BYTES), to);
+    let at = to + INTAKE_HEAD_BYTES;
+    const texts: [number, number][] = [
+      [INTAKE_CLIENT_ID_BYTE, words[w + INTAKE_CLIENT_ID_LENGTH_WORD]!],
+      [INTAKE_KEY_BYTE, words[w + INTAKE_KEY_LENGTH_WORD]!],
+      [INTAKE_CLIENT_ORDER_ID_BYTE, words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]!],
+    ];
+    for (const [offset, length] of texts) {
+      into.set(bytes.subarray(from + offset, from + offset + length), at);
+      at += length;
+    }
+    to += packedLength(words, w);
+  }
+  return to;
+}
+
+/**
+ * A stored batch's records as whole records (a new buffer for a packed batch, the payload
+ * itself otherwise) and their stride; throws on a payload that is not `count` records of
+ * its layout.
+ */
+export function storedIntake(payload: Uint8Array, count: number, layout: number | null): { bytes: Uint8Array; stride: number } {
+  if (layout === null) return { bytes: payload, stride: intakeStride(payload.byteLength, count) };
+  if (layout !== INTAKE_LAYOUT_PACKED) throw new Error(`an intake batch of an unknown layout ${layout}`);
+  const bytes = new Uint8Array(count * INTAKE_RECORD_BYTES);
+  const words = new Int32Array(bytes.buffer);
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  let from = 0;
+  for (let k = 0; k < count; k++) {
+    const to = k * INTAKE_RECORD_BYTES;
+    if (from + INTAKE_HEAD_BYTES > payload.byteLength) throw new Error(`a packed intake batch of ${count} records ends in record ${k}`);
+    bytes.set(payload.subarray(from, from + INTAKE_HEAD_BYTES), to);
+    const w = to >> 2;
+    const lengths = [INTAKE_CLIENT_ID_LENGTH_WORD, INTAKE_KEY_LENGTH_WORD, INTAKE_CLIENT_ORDER_ID_LENGTH_WORD].map((word) => view.getInt32(from + word * 4, true));
+    const maxima = [INTAKE_TEXT_MAX, INTAKE_TEXT_MAX, INTAKE_CLIENT_ORDER_ID_MAX];
+    let at = from + INTAKE_HEAD_BYTES;
+    [INTAKE_CLIENT_ID_BYTE, INTAKE_KEY_BYTE, INTAKE_CLIENT_ORDER_ID_BYTE].forEach((offset, n) => {
+      const length = lengths[n]!;
+      if (length < 0 || length > maxima[n]! || at + length > payload.byteLength) throw new Error(`a packed intake batch's record ${k} has a text of ${length} bytes past its bounds`);
+      bytes.set(payload.subarray(at, at + length), to + offset);
+      at += length;
+    });
+    from += packedLength(words, w);
+  }
+  if (from !== payload.byteLength) throw new Error(`a packed intake batch of ${count} records has ${payload.byteLength} bytes, its records ${from}`);
+  return { bytes, stride: INTAKE_RECORD_BYTES };
+}

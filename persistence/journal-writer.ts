@@ -21,7 +21,7 @@
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import { COMMAND_TIMESTAMP_US_FLOAT } from '../core/command-slot.ts';
-import { INTAKE_BODY_LENGTH_WORD, INTAKE_RECEIVED_AT_FLOAT, INTAKE_RECORD_BYTES } from '../core/intake-record.ts';
+import { INTAKE_BODY_LENGTH_WORD, INTAKE_LAYOUT_PACKED, INTAKE_RECEIVED_AT_FLOAT, INTAKE_RECORD_BYTES, packedIntakeBytes, packIntake } from '../core/intake-record.ts';
 import { BODY_SLOT_BYTES, takeBodies } from '../core/body-ring.ts';
 import { PersistenceControl, DB_DOWN, DB_UP } from '../core/persistence-control.ts';
 import { RESULT_COUNT_WORD, RESULT_RECORD_BYTES, RESULT_SEQUENCE_FLOAT } from '../core/result-slot.ts';
@@ -283,17 +283,35 @@ export class JournalWriter {
   }
 }
 
-const INTAKE_COPY = 'COPY runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload, bodies, bodies_checksum) FROM STDIN (FORMAT binary)';
+const INTAKE_COPY = 'COPY runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload, bodies, bodies_checksum, layout) FROM STDIN (FORMAT binary)';
 const JOURNAL_COPY = 'COPY runtime.journal_batches (commit_no, shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) FROM STDIN (FORMAT binary)';
 /** By (intake ? 1 : 0) + (journals ? 2 : 0). */
 const COMMIT_SCRIPT = ['', INTAKE_COPY, JOURNAL_COPY, `${INTAKE_COPY}; ${JOURNAL_COPY}`];
+
+/** Reused for each intake batch's packed records (copied into the COPY's buffer at once). */
+let packScratch = new Uint8Array(1 << 16);
+
+/**
+ * The batch's records packed for storage (core/intake-record.ts packIntake): a third of
+ * the bytes PostgreSQL writes, WAL-logs and splits into TOAST chunks on the commit path.
+ */
+function packed(batch: IntakeBatch): Uint8Array {
+  const words = new Int32Array(batch.payload.buffer, batch.payload.byteOffset, batch.payload.byteLength >> 2);
+  const bytes = packedIntakeBytes(words, batch.count);
+  if (packScratch.byteLength < bytes) packScratch = new Uint8Array(Math.max(bytes, packScratch.byteLength * 2));
+  const into = packScratch.subarray(0, bytes);
+  into.fill(0);
+  packIntake(batch.payload, words, batch.count, into);
+  return into;
+}
 
 function commitCopies(commit: StorageCommit): Buffer[] {
   const copies: Buffer[] = [];
   if (commit.intake.length > 0) {
     const copy = new BinaryCopy(commit.intake.reduce((sum, batch) => sum + batch.payload.byteLength + 64, 64));
     for (const batch of commit.intake) {
-      copy.row(7).bigint(commit.commitNo).smallint(batch.gateway).integer(batch.count).bigint(crc32(batch.payload)).bytea(batch.payload).bytea(batch.bodies).bigint(crc32(batch.bodies));
+      const payload = packed(batch);
+      copy.row(8).bigint(commit.commitNo).smallint(batch.gateway).integer(batch.count).bigint(crc32(payload)).bytea(payload).bytea(batch.bodies).bigint(crc32(batch.bodies)).smallint(INTAKE_LAYOUT_PACKED);
     }
     copies.push(copy.finish());
   }

@@ -84,7 +84,7 @@ import {
   INTAKE_SCOPE_BYTE,
   INTAKE_SHARD_WORD,
   INTAKE_SLOT_BYTE,
-  intakeStride,
+  storedIntake,
 } from '../core/intake-record.ts';
 import { JournalScratch, journalView, type JournalView } from '../core/journal-format.ts';
 import { engineOrderIdOf, eventIdWords } from '../core/outcome-format.ts';
@@ -775,8 +775,8 @@ export class Projector {
     this.pending.clear();
     let after = this.intakeWatermark;
     for (;;) {
-      const page = await client.query<{ commit_no: string; gateway_id: number; checksum: string; record_count: number; payload: Buffer; bodies: Buffer | null }>(
-        'SELECT commit_no, gateway_id, checksum, record_count, payload, bodies FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
+      const page = await client.query<{ commit_no: string; gateway_id: number; checksum: string; record_count: number; payload: Buffer; bodies: Buffer | null; layout: number | null }>(
+        'SELECT commit_no, gateway_id, checksum, record_count, payload, bodies, layout FROM runtime.intake_batches WHERE commit_no > $1 ORDER BY commit_no, gateway_id LIMIT 64',
         [after],
       );
       if (page.rows.length === 0) break;
@@ -787,10 +787,11 @@ export class Projector {
       const found: PendingIntake[] = [];
       for (const row of rows) {
         if (crc32(row.payload) !== Number(row.checksum)) throw new Error(`the intake batch of commit ${row.commit_no} fails its checksum`);
-        const bytes = new Uint8Array(row.payload);
+        const records = storedIntake(row.payload, row.record_count, row.layout);
+        const bytes = new Uint8Array(records.bytes); // a copy, aligned for the word and float views
         const words = new Int32Array(bytes.buffer, 0, bytes.byteLength >> 2);
         const floats = new Float64Array(bytes.buffer, 0, bytes.byteLength >> 3);
-        const stride = intakeStride(bytes.byteLength, row.record_count);
+        const stride = records.stride;
         for (let at = 0; at < bytes.byteLength; at += stride) {
           found.push({ commitNo: Number(row.commit_no), gateway: row.gateway_id, index: at / stride, stride, bodies: row.bodies, bytes, words, floats, at });
         }

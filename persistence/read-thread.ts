@@ -14,7 +14,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
 import { crc32 } from 'node:zlib';
-import { intakeStride } from '../core/intake-record.ts';
+import { storedIntake } from '../core/intake-record.ts';
 import { packCurrency } from '../core/command-slot.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
@@ -265,8 +265,8 @@ async function projectorLoop(): Promise<void> {
 
 /** The audit record of a command its command_log row names the intake position of, or null. */
 async function storedAudit(commandId: string): Promise<AuditRecord | null> {
-  const found = await pool.query<{ record_count: number; intake_index: number; checksum: string; payload: Buffer; bodies: Buffer | null; bodies_checksum: string | null }>(
-    `SELECT ib.record_count, cl.intake_index, ib.checksum, ib.payload, ib.bodies, ib.bodies_checksum
+  const found = await pool.query<{ record_count: number; intake_index: number; checksum: string; payload: Buffer; bodies: Buffer | null; bodies_checksum: string | null; layout: number | null }>(
+    `SELECT ib.record_count, cl.intake_index, ib.checksum, ib.payload, ib.bodies, ib.bodies_checksum, ib.layout
        FROM runtime.command_log cl JOIN runtime.intake_batches ib ON ib.commit_no = cl.intake_commit_no AND ib.gateway_id = cl.intake_gateway
       WHERE cl.command_id = $1`,
     [commandId],
@@ -276,7 +276,8 @@ async function storedAudit(commandId: string): Promise<AuditRecord | null> {
   if (crc32(row.payload) !== Number(row.checksum) || (row.bodies !== null && crc32(row.bodies) !== Number(row.bodies_checksum))) {
     throw new Error(`the intake batch of command ${commandId} fails its checksum`);
   }
-  return auditOf(row.payload, intakeStride(row.payload.byteLength, row.record_count), row.bodies, row.intake_index);
+  const records = storedIntake(row.payload, row.record_count, row.layout);
+  return auditOf(Buffer.from(records.bytes.buffer, records.bytes.byteOffset, records.bytes.byteLength), records.stride, row.bodies, row.intake_index);
 }
 
 async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { ok: true }>, 'id' | 'ok'>> {

@@ -17,7 +17,7 @@ import {
   INTAKE_FLAGS_WORD,
   INTAKE_HAS_ORDER_ID,
   INTAKE_ORDER_ID_BYTE,
-  intakeStride,
+  storedIntake,
   INTAKE_SCOPE_BYTE,
   INTAKE_SLOT_BYTE,
 } from '../core/intake-record.ts';
@@ -269,10 +269,12 @@ export async function intakeKeysSince(client: pg.ClientBase, commitNo: number, o
     for (let k = 0; k < 4; k++) target[k] = payload.readInt32BE(at + k * 4); // stored most significant first
   };
   let records = 0;
-  await copyOut(client, `SELECT commit_no, checksum, payload, record_count FROM runtime.intake_batches WHERE commit_no > ${commitNo}`, (row) => {
-    const payload = row.bytes(2);
-    if (crc32(payload) !== row.int8(1)) throw new Error(`the intake batch of commit ${row.int8(0)} fails its checksum`);
-    const stride = intakeStride(payload.byteLength, row.int32(3));
+  await copyOut(client, `SELECT commit_no, checksum, payload, record_count, layout FROM runtime.intake_batches WHERE commit_no > ${commitNo}`, (row) => {
+    const stored = row.bytes(2);
+    if (crc32(stored) !== row.int8(1)) throw new Error(`the intake batch of commit ${row.int8(0)} fails its checksum`);
+    const whole = storedIntake(stored, row.int32(3), row.isNull(4) ? null : row.int16(4));
+    const payload = Buffer.from(whole.bytes.buffer, whole.bytes.byteOffset, whole.bytes.byteLength);
+    const stride = whole.stride;
     for (let at = 0; at < payload.byteLength; at += stride) {
       const flags = payload.readInt32LE(at + INTAKE_FLAGS_WORD * 4); // the record's words are the writer's (little-endian) Int32Array
       idsAt(payload, at + INTAKE_SCOPE_BYTE, keys.scope);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { INTAKE_RECORD_BYTES, INTAKE_RECORD_BYTES_V1, intakeStride, readIntake, writeIntake, type IntakeInput } from '../../core/intake-record.ts';
+import { INTAKE_LAYOUT_PACKED, INTAKE_RECORD_BYTES, INTAKE_RECORD_BYTES_V1, intakeStride, packedIntakeBytes, packIntake, readIntake, storedIntake, writeIntake, type IntakeInput } from '../../core/intake-record.ts';
 import { uuidWords } from '../../core/uuid.ts';
 
 const hexOf = (bytes: Uint8Array | null) => (bytes === null ? null : Buffer.from(bytes).toString('hex'));
@@ -73,4 +73,45 @@ test('a stored intake batch is read at its own record length: 832 bytes, or 640 
   assert.equal(intakeStride(3 * INTAKE_RECORD_BYTES_V1, 3), 640);
   assert.throws(() => intakeStride(3 * INTAKE_RECORD_BYTES + 4, 3), /not whole records/);
   assert.throws(() => intakeStride(2 * 700, 2), /not whole records/);
+});
+
+test('a packed batch holds each record\'s header, slot and texts at their lengths, and reads back as the whole records', () => {
+  const texts: Array<[string, string, string | null]> = [
+    ['desk-1', 'key-0001', null],
+    ['x'.repeat(128), '!'.repeat(128), '𝄞'.repeat(64)], // every bound filled: the packed record is as long as the whole one
+    ['clïent☃', 'kéy😀', 'órder-☃-😀'],
+    ['a', 'b', 'c'],
+  ];
+  const count = texts.length;
+  const buffer = new ArrayBuffer(INTAKE_RECORD_BYTES * count);
+  const views = { words: new Int32Array(buffer), floats: new Float64Array(buffer), bytes: new Uint8Array(buffer) };
+  texts.forEach(([clientId, idempotencyKey, clientOrderId], k) => {
+    writeIntake(views, k * INTAKE_RECORD_BYTES, { ...input(clientOrderId), clientId, idempotencyKey, shard: k, receivedAtUs: 1_795_316_400_000_000 + k, slot: new Uint8Array(128).fill(k + 1) });
+  });
+  const bytes = packedIntakeBytes(views.words, count);
+  const expected = texts.reduce((sum, [a, b, c]) => sum + ((320 + Buffer.byteLength(a) + Buffer.byteLength(b) + Buffer.byteLength(c ?? '') + 7) & ~7), 0);
+  assert.equal(bytes, expected);
+  assert.ok(bytes < INTAKE_RECORD_BYTES * count, `packed ${bytes} bytes, whole ${INTAKE_RECORD_BYTES * count}`);
+  const packed = new Uint8Array(bytes);
+  assert.equal(packIntake(views.bytes, views.words, count, packed), bytes);
+
+  const stored = storedIntake(packed, count, INTAKE_LAYOUT_PACKED);
+  assert.equal(stored.stride, INTAKE_RECORD_BYTES);
+  assert.deepEqual(Buffer.from(stored.bytes), Buffer.from(views.bytes), 'the whole records, byte for byte');
+  const read = new Uint8Array(stored.bytes);
+  const back = { words: new Int32Array(read.buffer), floats: new Float64Array(read.buffer), bytes: read };
+  texts.forEach(([clientId, idempotencyKey, clientOrderId], k) => {
+    const entry = readIntake(back, k * INTAKE_RECORD_BYTES);
+    assert.deepEqual([entry.clientId, entry.idempotencyKey, entry.clientOrderId, entry.shard, entry.receivedAtUs], [clientId, idempotencyKey, clientOrderId, k, 1_795_316_400_000_000 + k]);
+  });
+
+  // Whole records (NULL layout) are read as they are; a damaged packed batch is refused, not misread.
+  assert.equal(storedIntake(views.bytes, count, null).bytes, views.bytes);
+  assert.throws(() => storedIntake(packed, count + 1, INTAKE_LAYOUT_PACKED), /ends in record 4/);
+  assert.throws(() => storedIntake(packed.subarray(0, bytes - 8), count, INTAKE_LAYOUT_PACKED), /past its bounds|ends in record/);
+  assert.throws(() => storedIntake(packed, count - 1, INTAKE_LAYOUT_PACKED), /has \d+ bytes, its records \d+/);
+  const lying = packed.slice();
+  new DataView(lying.buffer).setInt32(12, 129, true); // the first record's clientId length past its bound
+  assert.throws(() => storedIntake(lying, count, INTAKE_LAYOUT_PACKED), /text of 129 bytes past its bounds/);
+  assert.throws(() => storedIntake(packed, count, 2), /unknown layout 2/);
 });

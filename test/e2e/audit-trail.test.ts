@@ -4,13 +4,16 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { INTAKE_LAYOUT_PACKED, INTAKE_RECORD_BYTES } from '../../core/intake-record.ts';
 import { commitCaptured } from '../support/captured-intake.ts';
+import { withClient } from '../support/database.ts';
 import {
   cancelBody,
   cancelByClientOrderBody,
   dataDirs,
   modifyBody,
   stopAfter,
+  storageUrl,
   submitBody,
   TOKENS,
   VenueProcess,
@@ -79,6 +82,15 @@ test('the audit trail shows each command exactly as validated, every field, dura
     venue = await VenueProcess.start({ DATA_DIR: dir });
     await ready(venue);
     for (const [commandId, before] of seen) assert.deepEqual((await audit(venue, commandId)).json, before, 'the same after a graceful restart');
+    // What the trail was read from: batches stored packed (texts at their lengths), smaller than whole records.
+    const batches = await withClient(await storageUrl(dir), (client) =>
+      client.query<{ layout: number | null; bytes: number; records: number }>('SELECT layout, octet_length(payload) AS bytes, record_count AS records FROM runtime.intake_batches'),
+    );
+    assert.ok(batches.rows.length >= 3, `${batches.rows.length} intake batches`);
+    for (const row of batches.rows) {
+      assert.equal(row.layout, INTAKE_LAYOUT_PACKED);
+      assert.ok(row.bytes < row.records * INTAKE_RECORD_BYTES, `${row.bytes} bytes for ${row.records} records`);
+    }
   });
 });
 

@@ -22,7 +22,7 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql']);
+    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql', '019_intake_packed.sql']);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -44,6 +44,7 @@ test('migrations apply once, in order, and are recorded', async () => {
       { version: 16, name: '016_command_log_brin.sql' },
       { version: 17, name: '017_own_reads_in_memory.sql' },
       { version: 18, name: '018_lifecycle_updates_hot.sql' },
+      { version: 19, name: '019_intake_packed.sql' },
     ]);
     const tables = await client.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'runtime' ORDER BY table_name");
     assert.deepEqual(
@@ -110,7 +111,7 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /099_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }, { version: 11 }, { version: 12 }, { version: 13 }, { version: 14 }, { version: 15 }, { version: 16 }, { version: 17 }, { version: 18 }]);
+      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }, { version: 11 }, { version: 12 }, { version: 13 }, { version: 14 }, { version: 15 }, { version: 16 }, { version: 17 }, { version: 18 }, { version: 19 }]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -321,7 +322,7 @@ test('005 carries the outcomes of the earlier layout into the command log', asyn
       `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
     );
     await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
-    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql']);
+    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql', '019_intake_packed.sql']);
     const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
     assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
     const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;
@@ -367,7 +368,7 @@ test('015 refreshes the stored snapshots with the open displayed quantity of eac
               ($2, 'market-data-top-of-book', NULL, NULL, 'EUR', 3, now())`,
       [x, y],
     );
-    assert.deepEqual(await migrate(client), ['015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql']);
+    assert.deepEqual(await migrate(client), ['015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql', '019_intake_packed.sql']);
     const rows = await client.query(
       `SELECT instrument_id, projection_name, best_bid_price_nanos::text AS bid_p, best_bid_quantity_units::text AS bid_q, best_ask_price_nanos::text AS ask_p,
               open_bid_quantity_units::text AS bid_open, open_ask_quantity_units::text AS ask_open, source_watermark::text AS mark, refreshed_at > now() - interval '1 minute' AS fresh
