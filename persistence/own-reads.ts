@@ -112,6 +112,17 @@ class OrderList {
     this.size++;
   }
 
+  /** Appended after the tail (a restore, which gives the nodes most recent first). */
+  append(node: OrderNode, list: number): void {
+    node.prev = this.tail;
+    node.next = null;
+    if (this.tail === null) this.head = node;
+    else this.tail.next = node;
+    this.tail = node;
+    node.list = list;
+    this.size++;
+  }
+
   remove(node: OrderNode): void {
     if (node.prev === null) this.head = node.next;
     else node.prev.next = node.next;
@@ -200,6 +211,133 @@ export class OwnReads {
 
   get ordersHeld(): number {
     return this.nodes.size;
+  }
+
+  /** The model as columns (OwnReadsImage), for a graceful stop's file. */
+  image(): OwnReadsImage {
+    let orders = 0;
+    let fills = 0;
+    let textBytes = 0;
+    for (const reads of this.participants.values()) {
+      orders += reads.open.size + reads.closed.size;
+      fills += reads.fills.length - reads.first;
+      for (const list of [reads.open, reads.closed]) for (let node = list.head; node !== null; node = node.next) textBytes += node.clientOrderId?.byteLength ?? 0;
+    }
+    const lengths = imageLengths(orders, fills);
+    const image: OwnReadsImage = {
+      window: this.window,
+      floors: { orders: storedFloor(this.floors.orders), fills: storedFloor(this.floors.fills) },
+      participants: [],
+      orderIds: new Int32Array(lengths.orderIds),
+      orderSmall: new Int32Array(lengths.orderSmall),
+      orderNumbers: new Float64Array(lengths.orderNumbers),
+      clientOrderIds: new Uint8Array(textBytes),
+      fillIds: new Int32Array(lengths.fillIds),
+      fillSmall: new Int32Array(lengths.fillSmall),
+      fillNumbers: new Float64Array(lengths.fillNumbers),
+    };
+    let n = 0;
+    let m = 0;
+    let text = 0;
+    for (const reads of this.participants.values()) {
+      const held = reads.fills.length - reads.first;
+      image.participants.push({ open: storedFloor(reads.openFloorUs), closed: storedFloor(reads.closedFloorUs), fills: storedFloor(reads.fillsFloorUs), counts: [reads.open.size, reads.closed.size, held] });
+      for (const list of [reads.open, reads.closed]) {
+        for (let node = list.head; node !== null; node = node.next, n++) {
+          image.orderIds.set(node.ids.subarray(0, ID_WORDS), n * ID_WORDS);
+          const clientOrderId = node.clientOrderId;
+          image.orderSmall.set([node.runNo, node.sessionNo, node.side, node.orderType, node.timeInForce, node.state, node.currency, node.list, node.clientOrderKnown ? 1 : 0, clientOrderId === null ? -1 : clientOrderId.byteLength], n * IMAGE_ORDER_SMALL);
+          image.orderNumbers.set([node.priceNanos, node.quantity, node.filled, node.updatedAtUs], n * IMAGE_ORDER_NUMBERS);
+          if (clientOrderId !== null) {
+            image.clientOrderIds.set(clientOrderId, text);
+            text += clientOrderId.byteLength;
+          }
+        }
+      }
+      for (let at = reads.first; at < reads.fills.length; at++, m++) {
+        const fill = reads.fills[at]!;
+        image.fillIds.set(fill.ids.subarray(0, ID_WORDS), m * ID_WORDS);
+        image.fillSmall.set([fill.shard, fill.side, fill.currency], m * IMAGE_FILL_SMALL);
+        image.fillNumbers.set([fill.sequence, fill.tradeSequence, fill.quantity, fill.priceNanos, fill.occurredAtUs], m * IMAGE_FILL_NUMBERS);
+      }
+    }
+    return image;
+  }
+
+  /**
+   * The model becomes the image's (taken at a graceful stop, true at the storage position
+   * the caller checked); throws, leaving the model as it was, if the image does not hold
+   * together (counts, lists, an order twice, a list out of order).
+   */
+  restore(image: OwnReadsImage): void {
+    const participants = new Map<string, ParticipantReads>();
+    const nodes = new Map<string, OrderNode>();
+    const lengths = imageLengths(
+      image.participants.reduce((sum, p) => sum + p.counts[0] + p.counts[1], 0),
+      image.participants.reduce((sum, p) => sum + p.counts[2], 0),
+    );
+    for (const name of Object.keys(lengths) as (keyof typeof lengths)[]) {
+      if (image[name].length !== lengths[name]) throw new Error(`the image's ${name} holds ${image[name].length} values, its counts ${lengths[name]}`);
+    }
+    let n = 0;
+    let m = 0;
+    let text = 0;
+    for (const held of image.participants) {
+      const reads = new ParticipantReads({ orders: NOTHING_LACKING, fills: NOTHING_LACKING });
+      reads.openFloorUs = floorOf(held.open);
+      reads.closedFloorUs = floorOf(held.closed);
+      reads.fillsFloorUs = floorOf(held.fills);
+      for (const [list, count, expected] of [[reads.open, held.counts[0], 1], [reads.closed, held.counts[1], 2]] as const) {
+        for (let k = 0; k < count; k++, n++) {
+          const ids = image.orderIds.slice(n * ID_WORDS, (n + 1) * ID_WORDS);
+          const node = new OrderNode(keyOf(ids, 0), ids);
+          const s = n * IMAGE_ORDER_SMALL;
+          const small = image.orderSmall;
+          node.runNo = small[s]!;
+          node.sessionNo = small[s + 1]!;
+          node.side = small[s + 2]!;
+          node.orderType = small[s + 3]!;
+          node.timeInForce = small[s + 4]!;
+          node.state = small[s + 5]!;
+          node.currency = small[s + 6]!;
+          if (image.orderSmall[s + 7] !== expected) throw new Error(`order ${n} of the image is in list ${image.orderSmall[s + 7]}, its place says ${expected}`);
+          if ((node.state === STATE_OPEN || node.state === STATE_PARTIALLY_FILLED) !== (expected === 1)) throw new Error(`order ${n} of the image is in the wrong list for its state ${node.state}`);
+          node.clientOrderKnown = image.orderSmall[s + 8] === 1;
+          const textLength = image.orderSmall[s + 9]!;
+          if (textLength > 256 || text + Math.max(0, textLength) > image.clientOrderIds.byteLength) throw new Error(`order ${n} of the image has a clientOrderId past its bounds`);
+          node.clientOrderId = textLength < 0 ? null : image.clientOrderIds.slice(text, text + textLength);
+          text += Math.max(0, textLength);
+          const f = n * IMAGE_ORDER_NUMBERS;
+          const numbers = image.orderNumbers;
+          node.priceNanos = numbers[f]!;
+          node.quantity = numbers[f + 1]!;
+          node.filled = numbers[f + 2]!;
+          node.updatedAtUs = numbers[f + 3]!;
+          if (list.tail !== null && list.tail.updatedAtUs < node.updatedAtUs) throw new Error(`order ${n} of the image is out of order in its list`);
+          if (nodes.has(node.key)) throw new Error(`order ${n} of the image is there twice`);
+          nodes.set(node.key, node);
+          list.append(node, expected);
+        }
+      }
+      for (let k = 0; k < held.counts[2]; k++, m++) {
+        const f = m * IMAGE_FILL_NUMBERS;
+        const s = m * IMAGE_FILL_SMALL;
+        const n5 = image.fillNumbers;
+        reads.fills.push(new Fill(image.fillSmall[s]!, n5[f]!, n5[f + 1]!, image.fillIds.slice(m * ID_WORDS, (m + 1) * ID_WORDS), image.fillSmall[s + 1]!, n5[f + 2]!, n5[f + 3]!, image.fillSmall[s + 2]!, n5[f + 4]!));
+      }
+      const first = reads.open.head ?? reads.closed.head;
+      const some = first?.ids ?? reads.fills[0]?.ids;
+      if (some === undefined) continue; // a participant with nothing held is first seen again with the model's floors
+      const key = keyOf(some, PARTICIPANT_ID);
+      if (participants.has(key)) throw new Error('a participant is twice in the image');
+      participants.set(key, reads);
+    }
+    if (text !== image.clientOrderIds.byteLength) throw new Error(`the image's clientOrderIds hold ${image.clientOrderIds.byteLength} bytes, its orders ${text}`);
+    this.participants.clear();
+    this.nodes.clear();
+    for (const [key, reads] of participants) this.participants.set(key, reads);
+    for (const [key, node] of nodes) this.nodes.set(key, node);
+    this.floors = { orders: floorOf(image.floors.orders), fills: floorOf(image.floors.fills) };
   }
 
   private participant(ids: Int32Array): ParticipantReads {
@@ -399,6 +537,44 @@ export class OwnReads {
       occurredAt: occurredAtOf(fill.occurredAtUs),
     };
   }
+}
+
+/** Per order of an image: runNo, sessionNo, side, orderType, timeInForce, state, currency, list, clientOrderKnown, clientOrderId bytes (-1: none). */
+const IMAGE_ORDER_SMALL = 10;
+/** Per order of an image: priceNanos, quantity, filled, updatedAtUs. */
+const IMAGE_ORDER_NUMBERS = 4;
+/** Per fill of an image: shard, side, currency. */
+const IMAGE_FILL_SMALL = 3;
+/** Per fill of an image: sequence, tradeSequence, quantity, priceNanos, occurredAtUs. */
+const IMAGE_FILL_NUMBERS = 5;
+const ID_WORDS = 16;
+
+/** A floor as JSON can hold it: null for "nothing lacking". */
+type StoredFloor = number | null;
+const storedFloor = (floor: number): StoredFloor => (floor === NOTHING_LACKING ? null : floor);
+const floorOf = (stored: StoredFloor): number => (stored === null ? NOTHING_LACKING : stored);
+
+/**
+ * The model as columns (persistence/own-reads-snapshot.ts writes them): per participant
+ * its floors and how many open orders, closed orders and fills it holds, then every
+ * participant's open list, closed list (most recent first) and fills (oldest first).
+ */
+export interface OwnReadsImage {
+  window: number;
+  floors: { orders: StoredFloor; fills: StoredFloor };
+  participants: { open: StoredFloor; closed: StoredFloor; fills: StoredFloor; counts: [number, number, number] }[];
+  orderIds: Int32Array;
+  orderSmall: Int32Array;
+  orderNumbers: Float64Array;
+  clientOrderIds: Uint8Array;
+  fillIds: Int32Array;
+  fillSmall: Int32Array;
+  fillNumbers: Float64Array;
+}
+
+/** The columns' lengths an image of these counts has (a reader checks a file against them). */
+export function imageLengths(orders: number, fills: number): { orderIds: number; orderSmall: number; orderNumbers: number; fillIds: number; fillSmall: number; fillNumbers: number } {
+  return { orderIds: orders * ID_WORDS, orderSmall: orders * IMAGE_ORDER_SMALL, orderNumbers: orders * IMAGE_ORDER_NUMBERS, fillIds: fills * ID_WORDS, fillSmall: fills * IMAGE_FILL_SMALL, fillNumbers: fills * IMAGE_FILL_NUMBERS };
 }
 
 /** Most recently updated first, ties by orderId (the projector's keys compare as the ids' bytes do). */

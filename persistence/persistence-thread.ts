@@ -714,7 +714,7 @@ async function main(): Promise<void> {
   tapeView.markLoaded();
   await client.end();
   const redrive = projector.redrivePlan();
-  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, openOrders, phaseMs });
+  log('info', 'persistence loaded', { projectedBatches: caughtUp, pendingIntake: pending, toRedrive: projector.pendingCount, openOrders, ownReads: projector.ownReadsLoaded, phaseMs });
   parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches: caughtUp, pendingIds } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
   const journalDurable = await new Promise<number[]>((resolve) => {
     const onMessage = (message: { type: string; journalDurable?: number[] }) => {

@@ -29,6 +29,7 @@
 // with the journal after it replayed after a crash, or from order_lifecycle_state) so a
 // fill of a resting order knows whose it is.
 
+import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import {
@@ -126,6 +127,7 @@ import {
   type QuarantinedRow,
 } from './quarantine.ts';
 import { openOrdersCheckpointPath, readOpenOrders, writeOpenOrders, type OpenOrdersNote } from './open-orders-snapshot.ts';
+import { ownReadsPath, readOwnReads, writeOwnReads } from './own-reads-snapshot.ts';
 import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 import { OwnReads } from './own-reads.ts';
 
@@ -560,6 +562,7 @@ export class Projector {
         const read = readOpenOrders(saved.file, saved.token, this.projected);
         if (typeof read !== 'string') {
           this.resting = read;
+          this.ownReadsLoaded = this.restoreOwnReads(saved);
           return SAVED_AT_STOP;
         }
         why = read;
@@ -633,6 +636,21 @@ export class Projector {
     }
     this.own.lacksHistoryThrough(orders, fills, throughUs);
     this.lastTimestampUs = throughUs;
+  }
+
+  /** Where the own-reads model came from at start: the stop's file, or why not (its windows then start empty). */
+  ownReadsLoaded = 'nothing saved';
+
+  /** The own-reads model the stop saved beside the open orders, if it is whole and true where storage is. */
+  private restoreOwnReads(saved: { file: string; token: string }): string {
+    try {
+      const image = readOwnReads(ownReadsPath(path.dirname(saved.file)), saved.token, this.projected, this.own.window);
+      if (typeof image === 'string') return `empty windows (${image})`;
+      this.own.restore(image);
+      return `${SAVED_AT_STOP}: ${this.own.ordersHeld} orders and ${image.fillSmall.length / 3} fills`;
+    } catch (error) {
+      return `empty windows (${(error as Error).message})`;
+    }
   }
 
   /** What load() read, kept for takeLoadedOrders(). */
@@ -752,7 +770,9 @@ export class Projector {
       this.resting.forEach(visit);
       for (const order of this.live.values()) if (isOpen(order)) visit(order);
     });
-    return { count, bytes };
+    // The own-order windows beside them, under the same token (persistence/own-reads-snapshot.ts).
+    const ownBytes = writeOwnReads(ownReadsPath(path.dirname(file)), token, this.projected, this.own.image());
+    return { count, bytes: bytes + ownBytes };
   }
 
   /** The open order with this id (words[at..]), taken into `live` from the compact store on first touch. */

@@ -4,10 +4,14 @@
 // lacks could be in the answer: trimmed off its windows, or from before the start.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { STATE_CANCELLED, STATE_FILLED, STATE_OPEN, STATE_PARTIALLY_FILLED } from '../../core/codes.ts';
 import { formatUuid, idKey, uuidWords } from '../../core/uuid.ts';
 import { OwnReads, type OwnOrderChange } from '../../persistence/own-reads.ts';
+import { ownReadsPath, readOwnReads, writeOwnReads } from '../../persistence/own-reads-snapshot.ts';
 
 const PARTICIPANTS = ['a1000000-0000-4000-8000-00000000000a', 'b1000000-0000-4000-8000-00000000000b', 'c1000000-0000-4000-8000-00000000000c'];
 const INSTRUMENTS = ['10000000-0000-4000-8000-000000000001', '10000000-0000-4000-8000-000000000002'];
@@ -217,4 +221,55 @@ test('own reads: rows render as the API does, a clientOrderId the model was not 
   assert.equal(closed!.state, 'CANCELLED');
   assert.equal(closed!.remainingQuantity.units, '0');
   assert.deepEqual(reads.orders('current', [PARTICIPANTS[0]!], null, 5), []);
+});
+
+test('own reads kept across a graceful stop: the file restores every answer, and the restored model goes on as the original would', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'own-reads-'));
+  try {
+    const startUs = 1_700_000_000_000_000;
+    const known = { orders: new Map<string, Plain>(), fills: [] as PlainFill[] };
+    const before = new OwnReads(6, sessionNames); // small windows: trimmed lists, raised floors
+    before.lacksHistoryThrough(true, false, startUs - 10); // and a floor from a start on stored orders
+    drive(before, 5, 600, startUs, known);
+    const file = ownReadsPath(dir);
+    const watermarks = [120, 340];
+    assert.ok(writeOwnReads(file, 'token-1', watermarks, before.image()) > 0);
+
+    const image = readOwnReads(file, 'token-1', watermarks, 6);
+    assert.ok(typeof image !== 'string', String(image));
+    const after = new OwnReads(6, sessionNames);
+    after.restore(image);
+    assert.equal(after.ordersHeld, before.ordersHeld);
+    const asked = (reads: OwnReads) =>
+      [[PARTICIPANTS[0]!], [PARTICIPANTS[1]!, PARTICIPANTS[2]!], ['f0000000-0000-4000-8000-00000000000f']].flatMap((participants) =>
+        [null, INSTRUMENTS[1]!].flatMap((instrument) =>
+          [1, 4, 40].flatMap((limit) => [reads.orders('current', participants, instrument, limit), reads.orders('history', participants, instrument, limit), reads.fills(participants, instrument, limit)]),
+        ),
+      );
+    const answers = asked(before);
+    assert.ok(answers.some((rows) => rows !== null && rows.length > 0) && answers.some((rows) => rows === null), 'answers and declines both compared');
+    assert.deepEqual(asked(after), answers);
+    // The same orders change on: each is found again by its key (no order twice), the floors trim on.
+    const { answered } = drive(after, 6, 300, startUs + 10_000, known);
+    assert.ok(answered > 500, `${answered} answered after the restore`);
+
+    // Refused whole: another stop's file, other watermarks, another window, a damaged byte; the model is kept as it was.
+    assert.equal(readOwnReads(file, 'token-2', watermarks, 6), 'the file is not the one the database names');
+    assert.match(String(readOwnReads(file, 'token-1', [120, 341], 6)), /true at projections 120,340, storage holds 120,341/);
+    assert.match(String(readOwnReads(file, 'token-1', watermarks, 7)), /OWN_READS_WINDOW is 7/);
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 9]! ^= 1;
+    writeFileSync(file, bytes);
+    assert.equal(readOwnReads(file, 'token-1', watermarks, 6), 'a checksum mismatch');
+    assert.match(String(readOwnReads(path.join(dir, 'none.bin'), 'token-1', watermarks, 6)), /^no file/);
+    const held = after.ordersHeld;
+    const twice = after.image();
+    twice.participants[1] = { ...twice.participants[0]! }; // the first participant's orders claimed by the second as well
+    assert.throws(() => new OwnReads(6, sessionNames).restore(twice), /holds|twice|out of order|wrong list/);
+    const short = { ...after.image(), orderNumbers: new Float64Array(4) };
+    assert.throws(() => after.restore(short), /orderNumbers holds 4 values/);
+    assert.equal(after.ordersHeld, held);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
