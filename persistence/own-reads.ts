@@ -285,7 +285,8 @@ export class OwnReads {
   /**
    * The model becomes the image's (taken at a graceful stop, true at the storage position
    * the caller checked); throws, leaving the model as it was, if the image does not hold
-   * together (counts, lists, an order twice, a list out of order).
+   * together (counts past the window, an order twice, a list out of order, a row under
+   * another participant).
    */
   restore(image: OwnReadsImage): void {
     const participants = new Map<string, ParticipantReads>();
@@ -341,12 +342,20 @@ export class OwnReads {
         const f = m * IMAGE_FILL_NUMBERS;
         const s = m * IMAGE_FILL_SMALL;
         const n5 = image.fillNumbers;
-        reads.fills.push(new Fill(image.fillSmall[s]!, n5[f]!, n5[f + 1]!, image.fillIds.slice(m * ID_WORDS, (m + 1) * ID_WORDS), image.fillSmall[s + 1]!, n5[f + 2]!, n5[f + 3]!, image.fillSmall[s + 2]!, n5[f + 4]!));
+        const fill = new Fill(image.fillSmall[s]!, n5[f]!, n5[f + 1]!, image.fillIds.slice(m * ID_WORDS, (m + 1) * ID_WORDS), image.fillSmall[s + 1]!, n5[f + 2]!, n5[f + 3]!, image.fillSmall[s + 2]!, n5[f + 4]!);
+        const last = reads.fills[reads.fills.length - 1];
+        if (last !== undefined && newerFill(last, fill)) throw new Error(`fill ${m} of the image is out of order`);
+        reads.fills.push(fill);
       }
+      // What a participant holds is within the windows, and is all its own: a read never sees another's rows.
+      if (held.counts[0] > this.window || held.counts[1] > this.window || held.counts[2] > this.window) throw new Error(`a participant of the image holds more than the window of ${this.window}`);
       const first = reads.open.head ?? reads.closed.head;
       const some = first?.ids ?? reads.fills[0]?.ids;
       if (some === undefined) continue; // a participant with nothing held is first seen again with the model's floors
       const key = keyOf(some, PARTICIPANT_ID);
+      const foreign = (ids: Int32Array) => keyOf(ids, PARTICIPANT_ID) !== key;
+      for (const list of [reads.open, reads.closed]) for (let node = list.head; node !== null; node = node.next) if (foreign(node.ids)) throw new Error('an order of the image is under another participant');
+      if (reads.fills.some((fill) => foreign(fill.ids))) throw new Error('a fill of the image is under another participant');
       if (participants.has(key)) throw new Error('a participant is twice in the image');
       participants.set(key, reads);
     }

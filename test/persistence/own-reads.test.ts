@@ -283,6 +283,11 @@ test('own reads kept across a graceful stop: the file restores every answer, and
     assert.ok(twice.orderIds.length >= 32);
     twice.orderIds.copyWithin(16, 0, 16); // the second order of the image is the first again
     assert.throws(() => new OwnReads(6, sessionNames).restore(twice), /twice|out of order|wrong list|a participant/);
+    // Another participant's order among one participant's: it would show in the wrong participant's reads.
+    const mixed = many.image();
+    mixed.orderIds.set(orderIds(999, 1, 0), 16);
+    assert.throws(() => new OwnReads(3, sessionNames).restore(mixed), /under another participant/);
+    assert.throws(() => new OwnReads(2, sessionNames).restore(many.image()), /more than the window of 2/);
     const short = { ...after.image(), orderNumbers: new Float64Array(4) };
     assert.throws(() => after.restore(short), /orderNumbers holds 4 values/);
     assert.equal(after.ordersHeld, held);
