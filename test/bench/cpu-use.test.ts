@@ -283,18 +283,36 @@ test('waits for a core per answered command: a schedstat line read for its run-q
 });
 
 test("PostgreSQL's CPU by process: a child named in the map under its name, an unnamed one and the parent under 'other'", { timeout: 60_000 }, async () => {
-  const burn = (ms: number) =>
-    spawn(process.execPath, ['-e', `const end = Date.now() + ${ms}; let x = 0; while (Date.now() < end) x++; setTimeout(() => {}, 30_000);`], { stdio: 'ignore' });
-  const named = burn(400);
-  const unnamed = burn(0);
+  // The named child burns 400 ms of its own CPU (not of the clock: a busy machine would give it
+  // less), and only between the two samples: it starts on a line from us and says when it is done.
+  const named = spawn(
+    process.execPath,
+    ['-e', `process.stdin.once('data', () => { const end = process.cpuUsage().user + 400_000; let x = 0; while (process.cpuUsage().user < end) x++; process.stdout.write('burnt\\n'); }); process.stdout.write('ready\\n');`],
+    { stdio: ['pipe', 'pipe', 'ignore'] },
+  );
+  const unnamed = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000);'], { stdio: 'ignore' });
+  const line = (text: string) => new Promise<void>((resolve) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(text)) {
+        named.stdout!.off('data', onData);
+        resolve();
+      }
+    };
+    named.stdout!.on('data', onData);
+  });
   try {
-    for (let tries = 0; !childrenOf(process.pid).includes(unnamed.pid!) || !childrenOf(process.pid).includes(named.pid!); tries++) {
-      assert.ok(tries < 100, 'the two children started');
+    await line('ready');
+    for (let tries = 0; !childrenOf(process.pid).includes(unnamed.pid!); tries++) {
+      assert.ok(tries < 100, 'the unnamed child started');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const names = new Map([[named.pid!, 'venue-journal']]);
     const before = samplePostgresCpu(process.pid, names);
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // the named child burns its 400 ms meanwhile
+    const burnt = line('burnt');
+    named.stdin!.write('go\n');
+    await burnt;
     const after = samplePostgresCpu(process.pid, names);
     const journal = (after.get('venue-journal') ?? 0) - (before.get('venue-journal') ?? 0);
     assert.ok(journal >= 30, `the named child's CPU is under its name (${journal} ticks)`);
