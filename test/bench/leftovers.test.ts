@@ -63,11 +63,12 @@ async function gone(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
-test('a benchmark that dies of an uncaught exception stops its venue, the PostgreSQL servers and child processes it started, and removes their folders', { timeout: 120_000 }, async () => {
+test('a bench venue runs as npm start runs it; a benchmark that dies of an uncaught exception stops its venue, the PostgreSQL servers and child processes it started, and removes their folders', { timeout: 120_000 }, async () => {
   const { report, code } = await runFixture('throw');
   assert.equal(code, 1, 'the fixture ends with its uncaught exception');
   const pids = { venue: Number(report.venuePid), venuePostgres: Number(report.venuePostmaster), ownPostgres: Number(report.pgPostmaster), child: Number(report.sleeperPid) };
   for (const [name, pid] of Object.entries(pids)) assert.ok(pid > 0, `no pid for ${name}: ${JSON.stringify(report)}`);
+  assert.equal(report.venueHugePages, 'yes', 'a bench venue asks for huge pages as npm start does, however the bench was started');
   for (const [name, pid] of Object.entries(pids)) assert.ok(await gone(() => !running(pid), 10_000), `${name} (pid ${pid}) still runs after the benchmark ended`);
   for (const folder of [String(report.venueDir), String(report.pgDir)]) {
     assert.match(folder, /venue-bench-/);
