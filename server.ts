@@ -409,6 +409,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       limits: { journalBytesMax: config.persistenceBytesMax },
       heldBytesMax: config.rebuildHeldBytesMax,
       rebuildLockTimeoutMs: config.rebuildLockTimeoutMs,
+      projectionGroupMs: config.projectionGroupMs,
       logLevel: config.logLevel,
       adminPorts: adminChannels.map((channel) => channel.port2),
       ownReadPorts: ownReadChannels.map((channel) => channel.port2),

@@ -75,6 +75,8 @@ export interface VenueConfig {
   ownReadsWindow: number;
   /** How long a rebuild waits for its lock on order_lifecycle_state before it gives up (readers of the table queue behind that wait). */
   rebuildLockTimeoutMs: number;
+  /** Age at which tier 2 seals its open group: the most the projection tables lag the journal while storage keeps up. */
+  projectionGroupMs: number;
   /** How long an answer may wait for durability before it becomes a 503. */
   durableWaitMs: number;
   /** Largest JSON body of an operator route (settlement fact bundles). */
@@ -173,6 +175,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     rebuildHeldBytesMax: integer(env, 'REBUILD_HELD_BYTES_MAX', 256 * 1024 * 1024, 4096, 1 << 30),
     ownReadsWindow: integer(env, 'OWN_READS_WINDOW', 2000, 1, 1_000_000),
     rebuildLockTimeoutMs: integer(env, 'REBUILD_LOCK_TIMEOUT_MS', 30_000, 100, 600_000),
+    projectionGroupMs: integer(env, 'PROJECTION_GROUP_MS', 200, 1, 10_000),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
     adminMaxBodyBytes: integer(env, 'ADMIN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     competitionProfile: competition(env),

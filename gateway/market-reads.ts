@@ -27,10 +27,11 @@ const currencyText = (packed: number) => (packed === 0 ? '' : unpackCurrency(pac
 const behind = (): ReadAnswerBody => ({ status: 503, body: errorBody('UNAVAILABLE', 'the market data view is behind the journal; retry shortly') });
 
 /** Waits, bounded, until `reached()` is at least `target` (a turn of the event loop at a time, then 1 ms); false past the bound. */
-async function reaches(reached: () => number, target: number): Promise<boolean> {
+async function reaches(reached: () => number, target: number, waiting?: () => void): Promise<boolean> {
   const deadline = Date.now() + VIEW_WAIT_MS;
   for (let turns = 0; reached() < target; turns++) {
     if (Date.now() > deadline) return false;
+    waiting?.();
     await new Promise((resolve) => (turns < 16 ? setImmediate(resolve) : setTimeout(resolve, 1)));
   }
   return true;
@@ -83,7 +84,7 @@ export function snapshotAnswer(view: SnapshotView, instrumentId: string, project
 export async function tapeAnswer(view: TapeView, control: PersistenceControl, shardCount: number, instrumentId: string, limit: number, before: number | null): Promise<ReadAnswerBody | null> {
   const words = uuidWords(instrumentId);
   const shard = shardOf(words, 0, shardCount);
-  if (!(await reaches(() => control.projected(shard), control.journalCommitted(shard)))) return behind();
+  if (!(await reaches(() => control.projected(shard), control.journalCommitted(shard), () => control.requestSeal()))) return behind();
   const tape = view.read(words, limit, before);
   if (tape === null) return null;
   const rows = tape.map((row) => {

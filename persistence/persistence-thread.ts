@@ -49,7 +49,6 @@ export interface PersistenceLoaded {
  * holds (prepared plans, commit), so groups are made large on purpose. The lag this
  * adds is bounded by the age (reads that need the tables wait for it; depth does not).
  */
-const GROUP_AGE_MS = 20;
 const GROUP_COMMANDS_MAX = 4096;
 const GROUP_BYTES_MAX = 8 << 20;
 
@@ -68,6 +67,8 @@ export interface PersistenceThreadData {
   heldBytesMax: number;
   /** REBUILD_LOCK_TIMEOUT_MS: the rebuild's lock_timeout. */
   rebuildLockTimeoutMs: number;
+  /** PROJECTION_GROUP_MS: the open group is sealed at this age. */
+  projectionGroupMs: number;
   logLevel: string;
   /** One port per gateway thread, for operator requests. */
   adminPorts: MessagePort[];
@@ -431,7 +432,8 @@ async function writerLoop(writer: JournalWriter): Promise<void> {
 async function flusherLoop(): Promise<void> {
   for (;;) {
     const ageMs = projector.openSinceMs > 0 ? performance.now() - projector.openSinceMs : -1;
-    if (ageMs >= GROUP_AGE_MS || (writerDone && ageMs >= 0)) projector.seal();
+    const wanted = control.takeSealRequest(); // cleared even with no open group: the reader asks again while it waits
+    if (ageMs >= data.projectionGroupMs || (writerDone && ageMs >= 0) || (wanted && ageMs >= 0)) projector.seal();
     if (projector.sealedCount === 0) {
       if (writerDone && ingestQueue.length === 0 && projector.openSinceMs === 0) return;
       if (projectorLost && !stopping) {
@@ -440,7 +442,9 @@ async function flusherLoop(): Promise<void> {
       }
       await new Promise<void>((resolve) => {
         flusherWake = resolve;
-        setTimeout(resolve, ageMs >= 0 ? Math.max(1, GROUP_AGE_MS - ageMs) : 100);
+        const timeoutMs = ageMs >= 0 ? Math.max(1, data.projectionGroupMs - ageMs) : 100;
+        setTimeout(resolve, timeoutMs);
+        void control.sealRequested(timeoutMs).then(resolve);
       });
       flusherWake = null;
       continue;

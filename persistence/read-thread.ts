@@ -80,11 +80,14 @@ const principalIndex = new Map(data.principalIds.map((id, index) => [id, index])
  * Waits until every shard's projection covers what the journal held at arrival;
  * `reached` says how far a shard is (the tables, or the in-memory books).
  */
-async function readYourWrites(reached: (shard: number) => number = (shard) => control.projected(shard)): Promise<void> {
+async function readYourWrites(reached: ((shard: number) => number) | null = null): Promise<void> {
+  const tables = reached === null;
+  const reach = reached ?? ((shard: number) => control.projected(shard));
   const targets = Array.from({ length: data.shardCount }, (_, shard) => control.journalCommitted(shard));
   const deadline = Date.now() + PROJECTION_WAIT_MS;
-  while (targets.some((target, shard) => reached(shard) < target)) {
+  while (targets.some((target, shard) => reach(shard) < target)) {
     if (Date.now() > deadline) throw new StatedFailure('the projections are behind the journal; retry shortly');
+    if (tables) control.requestSeal();
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
