@@ -175,7 +175,7 @@ export function loadConfig(env: Env = process.env): VenueConfig {
     rebuildHeldBytesMax: integer(env, 'REBUILD_HELD_BYTES_MAX', 256 * 1024 * 1024, 4096, 1 << 30),
     ownReadsWindow: integer(env, 'OWN_READS_WINDOW', 2000, 1, 1_000_000),
     rebuildLockTimeoutMs: integer(env, 'REBUILD_LOCK_TIMEOUT_MS', 30_000, 100, 600_000),
-    projectionGroupMs: integer(env, 'PROJECTION_GROUP_MS', 200, 1, 10_000),
+    projectionGroupMs: integer(env, 'PROJECTION_GROUP_MS', 50, 1, 10_000),
     durableWaitMs: integer(env, 'DURABLE_WAIT_MS', 5_000, 10, 600_000),
     adminMaxBodyBytes: integer(env, 'ADMIN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     competitionProfile: competition(env),
