@@ -44,10 +44,10 @@ export interface PersistenceLoaded {
 }
 
 /**
- * Tier 2 seals its open group when it is this old, or holds this many commands or
+ * Tier 2 seals its open group at PROJECTION_GROUP_MS of age, at once when a read waits
+ * for the tables (PersistenceControl.requestSeal), or when it holds this many commands or
  * bytes: every transaction costs the server about the same fixed amount whatever it
- * holds (prepared plans, commit), so groups are made large on purpose. The lag this
- * adds is bounded by the age (reads that need the tables wait for it; depth does not).
+ * holds (prepared plans, commit), so groups are made large on purpose (docs/decisions/0042).
  */
 const GROUP_COMMANDS_MAX = 4096;
 const GROUP_BYTES_MAX = 8 << 20;
