@@ -21,15 +21,15 @@ import { pgClient } from './persistence/pg-client.ts';
 import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-thread.ts';
-import { engineSnapshotPath } from './core/engine-snapshot.ts';
+import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-messages.ts';
+import { engineSnapshotPath } from './persistence/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
 import { orderStoreBytes } from './core/order-store.ts';
-import { prefaultInTurns, type Prefaulting } from './core/prefault.ts';
-import { buildWorkers } from './core/worker-build.ts';
-import { spawnWorker } from './core/worker-spawn.ts';
+import { prefaultInTurns, type Prefaulting } from './runtime/prefault.ts';
+import { buildWorkers } from './runtime/worker-build.ts';
+import { spawnWorker } from './runtime/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
 import { claimPort } from './gateway/port-claim.ts';
@@ -85,10 +85,10 @@ import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.
 // before the first worker is spawned is enough.
 v8.setFlagsFromString('--initial-old-space-size=64');
 
-/** The worker threads' entries, compiled to JavaScript at start (core/worker-build.ts). */
+/** The worker threads' entries, compiled to JavaScript at start (runtime/worker-build.ts). */
 const WORKER_ENTRIES = {
   gateway: new URL('./gateway/gateway-thread.ts', import.meta.url),
-  shard: new URL('./core/shard-thread.ts', import.meta.url),
+  shard: new URL('./runtime/shard-thread.ts', import.meta.url),
   persistence: new URL('./persistence/persistence-thread.ts', import.meta.url),
   read: new URL('./persistence/read-thread.ts', import.meta.url),
 };
@@ -126,7 +126,7 @@ interface Venue {
   keyFilterCheckpoints: KeyFilterCheckpoints | null;
   /** Each shared table's stamp at the last save of the key filters: the next adds only the entries written since (rememberTableKeys). */
   tableSince: Partial<Record<ForgettingTable, number>>;
-  /** The command and order stores' pages faulted in after ready (core/prefault.ts); stopped by a stop. */
+  /** The command and order stores' pages faulted in after ready (runtime/prefault.ts); stopped by a stop. */
   prefaulting: Prefaulting | null;
 }
 
@@ -661,7 +661,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // After ready, not before: the first copies' buffers, room for the engine's state at start and as much again.
     checkpoints?.provide(shardsReady.map((ready) => 2 * ready.stateBytes));
     // And the rest of the fresh memory: the gateways' command stores and the shards' order
-    // stores, faulted in here a slice per turn of the event loop (core/prefault.ts): taken
+    // stores, faulted in here a slice per turn of the event loop (runtime/prefault.ts): taken
     // before ready, by the threads that use them, they cost a crash start 0.6 s a gateway and
     // 1.6-1.9 s a shard on two busy cores. A page a thread reaches first is faulted there.
     venue.prefaulting = prefaultInTurns([...memory.commandStores, ...orderMemory]);
@@ -732,7 +732,7 @@ async function stopVenue(venue: Venue): Promise<void> {
 }
 
 /**
- * Each stopped shard writes its engine (core/engine-snapshot.ts) and the stopped
+ * Each stopped shard writes its engine (persistence/engine-snapshot.ts) and the stopped
  * persistence thread the projector's open orders (persistence/open-orders-snapshot.ts),
  * all at once, under one token; null if any could not.
  */

@@ -2,7 +2,7 @@
 // then the Markdown summary (bench/results/SUMMARY.md and the README's table). Each
 // benchmark's wall time is printed, so a slow one is seen (the quick run must stay
 // under 2 minutes on the 2-core machine).
-import '../core/compiler-flags.mjs'; // first: the venue's V8 inlining budgets, so the core runs here as the venue compiles it
+import '../runtime/compiler-flags.mjs'; // first: the venue's V8 inlining budgets, so the core runs here as the venue compiles it
 import { runAllocationBench } from './allocation-bench.ts';
 import { runBookModelBench } from './book-model-bench.ts';
 import { runCoreBench } from './core-bench.ts';

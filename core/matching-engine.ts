@@ -23,7 +23,7 @@
 import * as commandSlot from './command-slot.ts';
 import { RejectCode } from './codes.ts';
 import * as codes from './codes.ts';
-import type { StateReader, StateWriter } from './engine-snapshot.ts';
+import type { EngineShape, StateReader, StateWriter } from './engine-state.ts';
 import { EventBuffer } from './event-buffer.ts';
 import * as eventBuffer from './event-buffer.ts';
 import { isValidPriceNanos, isValidQuantityUnits } from './fixed-point.ts';
@@ -134,14 +134,6 @@ export interface EngineOptions {
   orderMemory?: SharedArrayBuffer;
 }
 
-/** What a saved engine must match to be restored into (core/engine-snapshot.ts). */
-export interface EngineShape {
-  orderCapacity: number;
-  instrumentCapacity: number;
-  ownerCapacity: number;
-  hashSeed: number;
-}
-
 export const ORDER_CAPACITY_DEFAULT = 1 << 21;
 export const INSTRUMENT_CAPACITY_DEFAULT = 4096;
 export const OWNER_CAPACITY_DEFAULT = 65536;
@@ -196,7 +188,7 @@ export class MatchingEngine {
     return { orderCapacity: this.orders.capacity, instrumentCapacity: this.instrumentCapacity, ownerCapacity: this.owners.capacity, hashSeed: this.hashSeed };
   }
 
-  /** Everything that decides the engine's future events (core/engine-snapshot.ts); the event buffer is scratch. */
+  /** Everything that decides the engine's future events (persistence/engine-snapshot.ts); the event buffer is scratch. */
   saveState(out: StateWriter): void {
     out.number('sequence', this.sequence);
     out.number('sessionFloor', this.sessionFloor);

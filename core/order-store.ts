@@ -29,7 +29,7 @@
 // with independent loads the CPU overlaps.
 
 import { STATE_FREE } from './codes.ts';
-import type { StateReader, StateWriter } from './engine-snapshot.ts';
+import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
 export const ORDER_RECORD_BYTES = 64;
@@ -123,7 +123,7 @@ export class OrderStore {
   /**
    * `memory`: where the store lives, if given (orderStoreBytes(capacity) bytes, all zero):
    * a venue's main thread allocates it and faults it in after the venue is ready
-   * (core/prefault.ts); else the store allocates its own.
+   * (runtime/prefault.ts); else the store allocates its own.
    */
   constructor(capacity: number, seed = 0, memory?: SharedArrayBuffer) {
     this.seed = seed | 0;
@@ -326,7 +326,7 @@ export class OrderStore {
   }
 
   /**
-   * The store's state (core/engine-snapshot.ts): the records and engine numbers of the
+   * The store's state (persistence/engine-snapshot.ts): the records and engine numbers of the
    * slots ever handed out, the retired orders oldest first, and the index as laid out
    * (with this store's seed). The free slots are the ones past `used`.
    */

@@ -4,7 +4,7 @@
 // appearance, so a replay numbers them identically; they are never removed
 // (bounded by the capacity: an order from a new pair past it is rejected).
 
-import type { StateReader, StateWriter } from './engine-snapshot.ts';
+import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
 export const OWNER_WORDS = 8;
@@ -72,7 +72,7 @@ export class OwnerRegistry {
     return owner;
   }
 
-  /** The registry's state (core/engine-snapshot.ts): the pairs in owner order and the index as laid out. */
+  /** The registry's state (persistence/engine-snapshot.ts): the pairs in owner order and the index as laid out. */
   saveState(out: StateWriter): void {
     out.number('owners.count', this.ownerCount);
     out.array('owners.words', this.words.subarray(0, this.ownerCount * OWNER_WORDS));

@@ -18,7 +18,7 @@
 //                                     32 head[2] i32    W 8, 9  56 hash i32      W 14
 //                                                               60 (free)
 
-import type { StateReader, StateWriter } from './engine-snapshot.ts';
+import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
 
 export const LEVEL_RECORD_BYTES = 64;
@@ -235,7 +235,7 @@ export class PriceLevels {
   }
 
   /**
-   * The levels' state (core/engine-snapshot.ts): the record pool, its free stack and
+   * The levels' state (persistence/engine-snapshot.ts): the record pool, its free stack and
    * the index as they are (laid out with this seed), and each book side's heap.
    */
   saveState(out: StateWriter): void {

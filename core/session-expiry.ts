@@ -4,7 +4,7 @@
 // at most that many events), from slot `first` (core/matching-engine.ts, expire()).
 // The sender goes on from first + EXPIRY_SCAN_SLOTS while the leading event says slots
 // are left: the live roll from a gateway (gateway/session-roll.ts), and the start after a
-// roll the venue stopped in the middle of (core/shard-thread.ts).
+// roll the venue stopped in the middle of (runtime/shard-thread.ts).
 //
 // An EXPIRE command is nobody's client command: it has no intake record and no
 // command_log row; its commandId only marks it in the journal: the tag, the floor, the

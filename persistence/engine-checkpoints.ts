@@ -1,7 +1,7 @@
 // Checkpoints of the shards' engines while the venue runs, so that a start after a crash
 // replays only the journal written since the last one instead of the whole journal (with
 // a million resting orders that replay was 11.4 s of an 11.8 s start on the 2-core
-// machine, measured; a graceful stop saves the engines anyway, core/engine-snapshot.ts).
+// machine, measured; a graceful stop saves the engines anyway, persistence/engine-snapshot.ts).
 //
 // Every ENGINE_CHECKPOINT_COMMANDS commands a shard copies its engine between two
 // batches (the copy is the shard's only pause) and hands the copy to the main thread,
@@ -15,7 +15,7 @@
 //
 // At start, without a graceful stop's files: a shard whose note names a sequence the
 // stored journal reaches loads that file (token, shard, sequence, shape and crc checked
-// by core/engine-snapshot.ts) and replays the journal after it; anything else replays the
+// by persistence/engine-snapshot.ts) and replays the journal after it; anything else replays the
 // whole journal, as before. The note is not consumed: the next checkpoint replaces it.
 //
 // The copy goes into a SharedArrayBuffer the shard reuses while it is big enough: a fresh
@@ -37,9 +37,9 @@ import type { MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import { pgClient } from './pg-client.ts';
 import type { Logger } from 'pino';
-import { writeEngineCapture } from '../core/engine-snapshot.ts';
+import { writeEngineCapture } from './engine-snapshot.ts';
 import { SHARD_CHECKPOINT_WORD } from '../core/shard-runner.ts';
-import type { ShardCheckpoint } from '../core/shard-thread.ts';
+import type { ShardCheckpoint } from '../core/shard-messages.ts';
 import { MAIN_APPLICATION_NAME } from './connection-names.ts';
 
 /** Where a shard's checkpoint lives: two slots, alternating. */

@@ -30,7 +30,7 @@
 // the next start the full scan). The intake records after the noted mark must be kept
 // (no retention removes them today; one that does must keep those).
 //
-// File (core/snapshot-file.ts): "VKF1", the header (JSON: token, mark, names, bytes per
+// File (persistence/snapshot-file.ts): "VKF1", the header (JSON: token, mark, names, bytes per
 // filter), each filter's buffer in the header's order, crc32.
 //
 // storageMark and the note also serve the other things a graceful stop saves (the
@@ -41,7 +41,7 @@ import { randomUUID } from 'node:crypto';
 import { rename } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
-import { SnapshotFileReader, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
+import { SnapshotFileReader, writeSnapshotFileAsync } from './snapshot-file.ts';
 import { keyFilterBitsOf } from '../core/key-filter.ts';
 
 const MAGIC = 'VKF1';
@@ -50,7 +50,7 @@ const FILE_NAME = 'key-filters.bin';
 const NEXT_FILE_NAME = 'key-filters.next.bin';
 const SETTING = 'key_filter_snapshot';
 /**
- * The note of the shards' engines saved at a graceful stop (core/engine-snapshot.ts):
+ * The note of the shards' engines saved at a graceful stop (persistence/engine-snapshot.ts):
  * the same kind of note and storage position, one token for every shard's file.
  */
 export const BOOK_SNAPSHOT_SETTING = 'book_snapshot';

@@ -18,12 +18,12 @@
 // orderChanges). Checkpoints taken while running were measured and dropped: a capture
 // paused the persistence thread 0.8-2.5 s at 250,000 to 1,000,000 open orders.
 //
-// File (core/snapshot-file.ts): "VOO1", the header (JSON: token, count, watermarks),
+// File (persistence/snapshot-file.ts): "VOO1", the header (JSON: token, count, watermarks),
 // three columns of `count` orders (the id words, the small integers, the numbers), crc32.
 
 import path from 'node:path';
 import type pg from 'pg';
-import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from '../core/snapshot-file.ts';
+import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from './snapshot-file.ts';
 import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 
 const MAGIC = 'VOO1';

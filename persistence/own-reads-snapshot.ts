@@ -6,11 +6,11 @@
 // wrote it (the snapshot note is consumed); after a crash the model starts lacking, as
 // before.
 //
-// File (core/snapshot-file.ts): "VOR1", the header (JSON: token, watermarks, window,
+// File (persistence/snapshot-file.ts): "VOR1", the header (JSON: token, watermarks, window,
 // floors, per participant its floors and counts), then the image's seven columns, crc32.
 
 import path from 'node:path';
-import { bytesOf, SnapshotFileReader, writeSnapshotFile } from '../core/snapshot-file.ts';
+import { bytesOf, SnapshotFileReader, writeSnapshotFile } from './snapshot-file.ts';
 import { imageLengths, type OwnReadsImage } from './own-reads.ts';
 
 const MAGIC = 'VOR1';

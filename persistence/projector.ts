@@ -156,7 +156,7 @@ function lastCommandTimeUs(view: JournalView): number {
   return timeUs;
 }
 
-/** The wall clock in µs, as the shards stamp commands (core/shard-thread.ts). */
+/** The wall clock in µs, as the shards stamp commands (runtime/shard-thread.ts). */
 function wallClockUs(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 1000);
 }

@@ -4,8 +4,8 @@
 // "bare server listening on http://127.0.0.1:<port>".
 
 import net from 'node:net';
-import { buildWorkers } from '../../core/worker-build.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { buildWorkers } from '../../runtime/worker-build.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 
 const arg = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -19,7 +19,7 @@ const port = await new Promise<number>((resolve) => {
     probe.close(() => resolve(port));
   });
 });
-// Built once (core/worker-build.ts), as the venue and the load generator do theirs: no tsx loader per thread.
+// Built once (runtime/worker-build.ts), as the venue and the load generator do theirs: no tsx loader per thread.
 const source = new URL('./bare-worker.ts', import.meta.url);
 const entry = (await buildWorkers([source])).get(source.href)!;
 const workers = Array.from({ length: threads }, () => spawnWorker(entry, { port, bytes }));

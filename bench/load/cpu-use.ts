@@ -93,7 +93,7 @@ export function childrenOf(parent: number): number[] {
 }
 
 /**
- * The part a venue thread belongs to, by the name the venue gives it (core/worker-spawn.ts):
+ * The part a venue thread belongs to, by the name the venue gives it (runtime/worker-spawn.ts):
  * every thread it does not name (the main thread, V8's compiler and garbage-collector helpers,
  * libuv's pool) is "main and V8".
  */

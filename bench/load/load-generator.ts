@@ -9,8 +9,8 @@
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import type { Worker } from 'node:worker_threads';
-import { buildWorkers } from '../../core/worker-build.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { buildWorkers } from '../../runtime/worker-build.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 import type { WorkerOptions, WorkerReport } from './worker.ts';
 
 export interface LoadOptions {
@@ -128,7 +128,7 @@ export interface LoadResult {
 
 const WORKER = new URL('./worker.ts', import.meta.url);
 /**
- * The worker compiled once per process (core/worker-build.ts, as the venue does its own):
+ * The worker compiled once per process (runtime/worker-build.ts, as the venue does its own):
  * under tsx each thread compiled it through a loader of its own, 260-300 ms from spawn to
  * ready against 130-165 ms built, for every thread of every run.
  */

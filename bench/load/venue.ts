@@ -37,7 +37,7 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const dir = dataDir ?? scratchFolder('venue-bench-');
   stopPostgresAtExit(dir); // a caller's folder is kept, but not its PostgreSQL
   const started = performance.now();
-  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, 'core/venue-start.mjs'], { // as npm start runs it
+  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, 'runtime/venue-start.mjs'], { // as npm start runs it
     cwd: ROOT,
     // Huge pages as `npm start` asks for them (decision 0014), whatever started the bench: run
     // bare by tsx, the venue lost them and a crash start took 1-1.3 s longer loading its engines.

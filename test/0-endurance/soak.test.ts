@@ -46,7 +46,7 @@ test(`memory stays bounded and every queue reports its high-water mark under ${S
   // 300 s at 300 commands/s to wrap (RSS +0.5 MiB/s, the check below at the edge of its
   // margin); 4 MiB wraps within the first quarter (flat from 70 s on), so the check compares
   // warm memory with warm memory, and a real leak still shows. The main thread also faults
-  // the stores in after ready (core/prefault.ts); the small arena keeps this test
+  // the stores in after ready (runtime/prefault.ts); the small arena keeps this test
   // independent of that.
   // The venue's default key filters (the test venues' are smaller), so that the peak RSS
   // reported is the default configuration's but for the capacities set by VenueProcess.

@@ -1,5 +1,5 @@
-// core/compiler-flags.mjs: the venue's V8 inlining budgets, set by the module that
-// core/venue-start.mjs and bench/run.ts import first. V8 has no call that reads a flag
+// runtime/compiler-flags.mjs: the venue's V8 inlining budgets, set by the module that
+// runtime/venue-start.mjs and bench/run.ts import first. V8 has no call that reads a flag
 // back, so the probe is what the flags are for: a child node inlines a callee whose
 // bytecode is over V8's default budget for one function only when the module ran (its
 // --trace-turbo-inlining output says so), and not when node's command line names the
@@ -10,11 +10,11 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { COMPILER_FLAGS, compilerFlagsToSet } from '../../core/compiler-flags.mjs';
+import { COMPILER_FLAGS, compilerFlagsToSet } from '../../runtime/compiler-flags.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROBE = fileURLToPath(new URL('./fixtures/inlining-probe.mjs', import.meta.url));
-const MODULE = fileURLToPath(new URL('../../core/compiler-flags.mjs', import.meta.url));
+const MODULE = fileURLToPath(new URL('../../runtime/compiler-flags.mjs', import.meta.url));
 
 /** The probe's trace lines about `callee`: inlined into `caller`, and the bytecode size V8 saw. */
 function probe(nodeArgs: string[]): { inlined: boolean; trace: string } {
@@ -60,6 +60,6 @@ test('with the module imported first, V8 inlines a function over its default bud
 
 test('the venue and the benchmarks import the module before anything else', () => {
   const firstImport = (file: string) => /^import [^\n]*$/m.exec(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8'))?.[0];
-  assert.match(firstImport('core/venue-start.mjs') ?? '', /^import '\.\/compiler-flags\.mjs';/);
-  assert.match(firstImport('bench/run.ts') ?? '', /^import '\.\.\/core\/compiler-flags\.mjs';/);
+  assert.match(firstImport('runtime/venue-start.mjs') ?? '', /^import '\.\/compiler-flags\.mjs';/);
+  assert.match(firstImport('bench/run.ts') ?? '', /^import '\.\.\/runtime\/compiler-flags\.mjs';/);
 });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { STATE_OPEN, STATE_PARTIALLY_FILLED } from '../../core/codes.ts';
-import { captureEngine, readEngineSnapshot, writeEngineCapture, writeEngineSnapshot } from '../../core/engine-snapshot.ts';
+import { captureEngine, readEngineSnapshot, writeEngineCapture, writeEngineSnapshot } from '../../persistence/engine-snapshot.ts';
 import { MatchingEngine, type EngineOptions } from '../../core/matching-engine.ts';
 import { orderStoreBytes } from '../../core/order-store.ts';
 import { uuidWords } from '../../core/uuid.ts';

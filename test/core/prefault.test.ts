@@ -1,4 +1,4 @@
-// Fresh memory faulted in ahead of use (core/prefault.ts): every page mapped (the
+// Fresh memory faulted in ahead of use (runtime/prefault.ts): every page mapped (the
 // process's resident memory grows by the buffers' size), nothing anyone wrote changed,
 // the work spread over turns of the event loop, and stop() ends it early. faultPages
 // alone, over a store in use: test/gateway/command-store.test.ts.
@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { prefaultInTurns } from '../../core/prefault.ts';
+import { prefaultInTurns } from '../../runtime/prefault.ts';
 
 const MIB = 1 << 20;
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Doorbell } from '../../core/doorbell.ts';
 import { createRingBuffer, RingConsumer, RingProducer, ringMarks } from '../../core/ring.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 
 const SLOT = 16;
 

@@ -22,13 +22,14 @@ import {
 } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, type CommandInput } from '../../core/command-slot.ts';
 import { Doorbell } from '../../core/doorbell.ts';
-import { readEngineSnapshot, writeEngineSnapshot, type SnapshotHeader } from '../../core/engine-snapshot.ts';
+import type { SnapshotHeader } from '../../core/engine-state.ts';
+import { readEngineSnapshot, writeEngineSnapshot } from '../../persistence/engine-snapshot.ts';
 import { MatchingEngine } from '../../core/matching-engine.ts';
 import { ResultReader } from '../../core/result-reader.ts';
 import { RESULT_RECORD_BYTES, type ResultEvent } from '../../core/result-slot.ts';
 import { createRingBuffer, RingConsumer, RingProducer } from '../../core/ring.ts';
 import { SHARD_CONTROL_BYTES, ShardRunner } from '../../core/shard-runner.ts';
-import { bytesOf, writeSnapshotFile } from '../../core/snapshot-file.ts';
+import { bytesOf, writeSnapshotFile } from '../../persistence/snapshot-file.ts';
 import {
   ACCOUNT_1,
   EngineDriver,

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel } from 'node:worker_threads';
 import { Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import type { CommandInput } from '../../core/command-slot.ts';
-import type { ShardCheckpoint } from '../../core/shard-thread.ts';
+import type { ShardCheckpoint } from '../../core/shard-messages.ts';
 import { ACCOUNT_1, idOf, INSTRUMENT_A, PARTICIPANT_1 } from '../support/engine-driver.ts';
 import { ShardHarness } from '../support/shard-harness.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createSharedKeyTable, NOT_FOUND, SharedKeyTable } from '../../core/shared-key-table.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 import { createKeyFilter, KeyFilter } from '../../core/key-filter.ts';
 
 const keyOf = (n: number) => Int32Array.of(n, 0x5eed, n * 31, ~n);

@@ -1,4 +1,4 @@
-// The files saved for the next start (core/snapshot-file.ts): what is written reads back
+// The files saved for the next start (persistence/snapshot-file.ts): what is written reads back
 // whole, and a save while running hands its bytes to the disk as it goes (8 MiB at a time)
 // instead of leaving tens of MiB dirty for the kernel to write back in one burst later,
 // which PostgreSQL's WAL flushes would queue behind.
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
-import { SNAPSHOT_FLUSH_BYTES, SnapshotFileReader, writeSnapshotFileAsync } from '../../core/snapshot-file.ts';
+import { SNAPSHOT_FLUSH_BYTES, SnapshotFileReader, writeSnapshotFileAsync } from '../../persistence/snapshot-file.ts';
 
 /** Seeded bytes, so that a mix-up of sections or offsets shows. */
 function bytes(length: number, seed: number): Uint8Array {

@@ -118,7 +118,7 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   venue = await VenueProcess.start({ DATA_DIR: dir });
   await stopAfter(() => venue, async () => {
     assert.equal((await venue.get('/readyz')).status, 200);
-    // Both shards' engines came from the files saved at the stop (core/engine-snapshot.ts), not a replay:
+    // Both shards' engines came from the files saved at the stop (persistence/engine-snapshot.ts), not a replay:
     // everything below about priority, claims and matching is true of the restored engines.
     assert.match(venue.log, /"replayed":0,[^\n]*"books":\["saved at the last stop","saved at the last stop"\][^\n]*order books restored/);
     // And the projector's open orders from the file saved with them (persistence/open-orders-snapshot.ts).

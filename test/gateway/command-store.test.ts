@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { commandStoreBytes, CommandStore, RESULT, STATUS } from '../../gateway/command-store.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { faultPages } from '../../core/prefault.ts';
+import { faultPages } from '../../runtime/prefault.ts';
 
 function store(records: number, arenaBytes: number): CommandStore {
   return new CommandStore(new SharedArrayBuffer(commandStoreBytes(records, arenaBytes)), records);
@@ -118,7 +118,7 @@ function residentByMapping(): Map<string, number> {
   return resident;
 }
 
-test('faulting a store in (the main thread does, after ready: core/prefault.ts) maps every page of a fresh store and changes nothing in a used one', () => {
+test('faulting a store in (the main thread does, after ready: runtime/prefault.ts) maps every page of a fresh store and changes nothing in a used one', () => {
   // A fresh 80 MiB store: its pages are not resident until something writes them.
   const bytes = commandStoreBytes(1 << 16, 64 * 1024 * 1024);
   const fresh = new SharedArrayBuffer(bytes);

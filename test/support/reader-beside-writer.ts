@@ -1,7 +1,7 @@
 // A seqlock's test: a reader on this thread, one read per turn of the event loop, for as
 // long as a writer thread runs (and until one read found something).
 
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 
 /** Runs `read` beside the writer thread `worker` (given `data`); `read` says whether it found something to check. */
 export async function readBesideWriter(worker: URL, data: Record<string, unknown>, read: () => boolean): Promise<{ reads: number; exitCode: number }> {

@@ -9,8 +9,8 @@ import type { ResultEvent, ResultHeader } from '../../core/result-slot.ts';
 import { RESULT_RECORD_BYTES } from '../../core/result-slot.ts';
 import { createRingBuffer, RingProducer } from '../../core/ring.ts';
 import { SHARD_CONTROL_BYTES, SHARD_STOP_WORD } from '../../core/shard-runner.ts';
-import type { ShardThreadData } from '../../core/shard-thread.ts';
-import { spawnWorker } from '../../core/worker-spawn.ts';
+import type { ShardThreadData } from '../../core/shard-messages.ts';
+import { spawnWorker } from '../../runtime/worker-spawn.ts';
 
 export interface ResultGroup {
   header: ResultHeader;
@@ -70,7 +70,7 @@ export class ShardHarness {
       ...(options.checkpoint === undefined ? {} : { checkpointBufferWaitMs: options.checkpoint.bufferWaitMs }),
     };
     const transferList = data.checkpointBuffers === null ? [] : [data.checkpointBuffers];
-    this.worker = spawnWorker(new URL('../../core/shard-thread.ts', import.meta.url), { ...data }, { transferList });
+    this.worker = spawnWorker(new URL('../../runtime/shard-thread.ts', import.meta.url), { ...data }, { transferList });
     this.control = new Int32Array(control);
     this.commands = new RingProducer(commandRing, COMMAND_SLOT_BYTES);
     this.results = new ResultReader(resultRing);

@@ -77,7 +77,7 @@ export class VenueProcess {
   static async start(env: Record<string, string> = {}, options: { fileLimit?: number } = {}): Promise<VenueProcess> {
     const ownsDataDir = env.DATA_DIR === undefined && env.DATABASE_URL === undefined;
     const dataDir = env.DATA_DIR ?? (ownsDataDir ? VenueProcess.makeDataDir() : '');
-    const venueArgs = ['core/venue-start.mjs']; // as npm start runs it: server.ts compiled, no tsx in the venue's process
+    const venueArgs = ['runtime/venue-start.mjs']; // as npm start runs it: server.ts compiled, no tsx in the venue's process
     const [command, args] =
       options.fileLimit === undefined
         ? [process.execPath, venueArgs]

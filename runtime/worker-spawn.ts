@@ -1,5 +1,5 @@
 // Starts a worker thread running a module (through worker-bootstrap.mjs): TypeScript
-// through tsx, or JavaScript built by core/worker-build.ts.
+// through tsx, or JavaScript built by runtime/worker-build.ts.
 
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 

@@ -1,7 +1,7 @@
 // Entry of every worker thread: loads the real entry module, passed as workerData.entryUrl.
 // A TypeScript entry needs tsx's loader registered in the new thread first (spawnWorker
 // starts every worker without the tsx preload flags it would inherit from its parent);
-// the venue's own threads get JavaScript built at start (core/worker-build.ts) and skip
+// the venue's own threads get JavaScript built at start (runtime/worker-build.ts) and skip
 // it. Thread plumbing only, like ring.ts: no domain code.
 import './node-globals.mjs'; // first: before any package loads
 const { workerData } = await import('node:worker_threads');

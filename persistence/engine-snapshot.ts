@@ -11,7 +11,7 @@
 // engine order numbers and the owner numbers are all in it, and decide future events).
 // Only what is in use is written (the order records ever handed out, not the capacity).
 //
-// File (core/snapshot-file.ts): "VES1", the header (JSON: token, shard, sequence, the
+// File (persistence/snapshot-file.ts): "VES1", the header (JSON: token, shard, sequence, the
 // engine's shape, the scalars, and each section's name and length), the sections in
 // that order, crc32. Whether a file may be used (the
 // database's note, the journal position) is the caller's decision
@@ -19,38 +19,12 @@
 // of this engine's shape.
 
 import path from 'node:path';
-import { MatchingEngine, type EngineShape } from './matching-engine.ts';
+import type { EngineCapture, EngineShape, SnapshotHeader } from '../core/engine-state.ts';
+import { MatchingEngine } from '../core/matching-engine.ts';
 import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from './snapshot-file.ts';
 
 const MAGIC = 'VES1';
 const HEADER_BYTES_MAX = 64 * 1024;
-
-/** Where a part of the engine writes its state: scalars, and views of its typed arrays (not copied). */
-export interface StateWriter {
-  number(name: string, value: number): void;
-  array(name: string, view: ArrayBufferView): void;
-}
-
-/** Where a part reads it back, in the order it was written. */
-export interface StateReader {
-  /** The scalar `name`; `missing`, if given, when the state has none (a file written before the scalar existed), else an error. */
-  number(name: string, missing?: number): number;
-  /** The byte length of the next section, which must be `name`. */
-  length(name: string): number;
-  /** Fills `target` from the next section, which must be `name` and exactly as long. */
-  into(name: string, target: ArrayBufferView): void;
-}
-
-export interface SnapshotHeader {
-  token: string;
-  shard: number;
-  sequence: number;
-  /** The shard's last batch number (batch ids go on across a restart). */
-  batch: number;
-  shape: EngineShape;
-  numbers: Record<string, number>;
-  sections: [string, number][];
-}
 
 export function engineSnapshotPath(dataDir: string, shard: number): string {
   return path.join(dataDir, `shard-${shard}.bin`);
@@ -81,14 +55,6 @@ export function writeEngineSnapshot(file: string, engine: MatchingEngine, token:
   const { header, sections } = engineSections(engine, token, shard, batch);
   const bytes = writeSnapshotFile(file, MAGIC, header, sections);
   return { bytes, sequence: engine.sequence };
-}
-
-/** A copy of the engine's state taken between two commands, to be written elsewhere (writeEngineCapture) while the engine runs on. */
-export interface EngineCapture {
-  header: SnapshotHeader;
-  /** The sections, one after another, from byte 0 of `body`. */
-  body: ArrayBuffer | SharedArrayBuffer;
-  bytes: number;
 }
 
 /**

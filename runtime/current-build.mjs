@@ -1,12 +1,12 @@
-// Whether a build named by an index file (core/worker-build.ts: { folder, inputs }) is
+// Whether a build named by an index file (runtime/worker-build.ts: { folder, inputs }) is
 // current: its folder and modules there, and every input file with the hash it had when
-// built. Plain JavaScript: core/venue-start.mjs asks it before anything loads tsx, and
-// core/worker-build.ts asks it before it would build again.
+// built. Plain JavaScript: runtime/venue-start.mjs asks it before anything loads tsx, and
+// runtime/worker-build.ts asks it before it would build again.
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 
-/** The index of the venue's main module's build, in the build folder (core/worker-build.ts MAIN_BUILD). */
+/** The index of the venue's main module's build, in the build folder (runtime/worker-build.ts MAIN_BUILD). */
 export const MAIN_BUILD_NAME = 'main.json';
 /** The main module's file in its build's folder (the bundle of server.ts). */
 export const MAIN_MODULE = 'server.mjs';

@@ -1,5 +1,5 @@
 // Globals a newer Node defines, given to the venue's threads on Node 20. Imported first by
-// every thread's entry (core/venue-start.mjs, core/worker-bootstrap.mjs). Thread plumbing
+// every thread's entry (runtime/venue-start.mjs, runtime/worker-bootstrap.mjs). Thread plumbing
 // only, like ring.ts: no domain code.
 //
 // `navigator` (Node 21 and later define it, with `userAgent` "Node.js/<major>"): pg asks,

@@ -1,6 +1,6 @@
 // Compiles the venue's worker entries to JavaScript at start (when their sources changed),
 // so that worker threads load plain modules instead of running tsx's loader each (for a
-// TypeScript entry core/worker-bootstrap.mjs registers it per thread; core/worker-spawn.ts
+// TypeScript entry runtime/worker-bootstrap.mjs registers it per thread; runtime/worker-spawn.ts
 // keeps the tsx preload a worker would inherit out of their flags).
 //
 // Why: with tsx, every worker thread resolved and compiled its TypeScript through a
@@ -138,16 +138,16 @@ async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string
   return { urls: urlsIn(dir), inputs };
 }
 
-/** The venue's main module (the main thread's entry), which core/venue-start.mjs runs. */
+/** The venue's main module (the main thread's entry), which runtime/venue-start.mjs runs. */
 export const MAIN_ENTRY = new URL('../server.ts', import.meta.url);
-/** Where core/venue-start.mjs finds the built main module: a BuildIndex whose inputs also hold what decides the build but is not in the bundle. */
+/** Where runtime/venue-start.mjs finds the built main module: a BuildIndex whose inputs also hold what decides the build but is not in the bundle. */
 export const MAIN_BUILD = path.join(BUILD_DIR, MAIN_BUILD_NAME);
 
 /**
  * Builds server.ts (as the workers are, one bundle) and names it in MAIN_BUILD for
- * core/venue-start.mjs, which runs it when every input is unchanged and runs this (through
- * core/build-main.ts) otherwise. Besides the bundle's sources, the inputs hold tsconfig.json
- * and esbuild's package.json (a change of either builds again), and core/worker-build.ts
+ * runtime/venue-start.mjs, which runs it when every input is unchanged and runs this (through
+ * runtime/build-main.ts) otherwise. Besides the bundle's sources, the inputs hold tsconfig.json
+ * and esbuild's package.json (a change of either builds again), and runtime/worker-build.ts
  * itself is among the sources (so a change of the build options is too).
  */
 export async function buildMain(): Promise<URL> {

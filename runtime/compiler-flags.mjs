@@ -1,5 +1,5 @@
 // V8's inlining budgets for the venue's process, set before any of its code is optimized.
-// Imported first by core/venue-start.mjs (so every thread of the venue compiles with them:
+// Imported first by runtime/venue-start.mjs (so every thread of the venue compiles with them:
 // V8's flags are the process's, worker threads included) and by bench/run.ts (so the
 // benchmarks run the matching core as the venue compiles it). Plain JavaScript: it runs
 // before anything loads tsx.
@@ -16,7 +16,7 @@
 // pays: compilation in its first minute).
 //
 // Flags given on node's own command line win: a budget named there is not set here, so
-// `node --max-inlined-bytecode-size-cumulative=920 core/venue-start.mjs` runs with V8's
+// `node --max-inlined-bytecode-size-cumulative=920 runtime/venue-start.mjs` runs with V8's
 // default for it (how the venue's figures were compared with and without these).
 import v8 from 'node:v8';
 
