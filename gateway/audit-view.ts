@@ -3,7 +3,7 @@
 
 import { occurredAtOf } from '../core/outcome-format.ts';
 import type { AuditRecord } from '../core/storage-protocol.ts';
-import { PROCESSING_MODES } from './config.ts';
+import { PROCESSING_MODES } from '../core/config.ts';
 import type { Principals } from './principals.ts';
 import { ROUTES } from './status-view.ts';
 

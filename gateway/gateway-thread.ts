@@ -7,7 +7,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import pino from 'pino';
 import uWS from 'uWebSockets.js';
-import type { VenueConfig } from './config.ts';
+import type { VenueConfig } from '../core/config.ts';
 import { setCauseLog } from './error-catalog.ts';
 import { buildApp } from './http-server.ts';
 import { buildOpenApi } from './openapi.ts';

@@ -5,7 +5,7 @@
 
 import { isUtf8 } from 'node:buffer';
 import uWS from 'uWebSockets.js';
-import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
+import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from '../core/config.ts';
 import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, serverErrorBody, STATUS_LINES } from './error-catalog.ts';
 import type { OrderFlow, Reply } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';

@@ -64,7 +64,7 @@ import { shardOf } from '../core/shard-map.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
 import { formatUuid, isUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
 import { CommandStore, INTERNAL, RESULT, STATUS, type CommandSnapshot } from './command-store.ts';
-import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from './config.ts';
+import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from '../core/config.ts';
 import { renderEnvelope, renderPointer } from '../core/outcome-format.ts';
 import { SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type AuditRecord, type OwnReadAnswer, type OwnReadRequest, type PlaneRead, type ReadAnswer, type ReadAnswerBody, type ReadRequest, type StoredClientOrder, type StorageFailure, type StoredCommand } from '../core/storage-protocol.ts';
 import { DurabilityGate } from './durability.ts';

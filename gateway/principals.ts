@@ -7,7 +7,11 @@
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { isUuid } from '../core/uuid.ts';
+
+/** The development principals (their tokens are in the README), used when PRINCIPALS_FILE is unset; resolved in the main thread. */
+export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
 
 export type Role = 'trader' | 'operator' | 'viewer';
 export type Permission = 'orders' | 'own-reads' | 'command-status-own' | 'command-status-any' | 'market-data' | 'admin' | 'settlement' | 'public';

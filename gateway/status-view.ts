@@ -2,7 +2,7 @@
 // gateway's shared memory, or read back from storage).
 
 import { isFailureCode, rejectName, rejectReason } from '../core/codes.ts';
-import { PROCESSING_MODES } from './config.ts';
+import { PROCESSING_MODES } from '../core/config.ts';
 import { INTERNAL, INTERNAL_NAMES, RESULT, STATUS, STATUS_NAMES, type CommandSnapshot } from './command-store.ts';
 
 export const ROUTES = [

@@ -17,7 +17,7 @@ import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { TapeView } from '../core/tape-view.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
 import { commandStoreBytes } from './command-store.ts';
-import type { VenueConfig } from './config.ts';
+import type { VenueConfig } from '../core/config.ts';
 import { clientOrderDigest, wordsOf } from './keys.ts';
 
 /** Extra words per entry of each shared table. */

@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { BUILD_DIR, buildMain, buildWorkers, MAIN_BUILD, MAIN_ENTRY, workerBuilds } from '../../runtime/worker-build.ts';
 import { currentBuild, MAIN_MODULE } from '../../runtime/current-build.mjs';
 import { spawnWorker, withoutTsxPreload } from '../../runtime/worker-spawn.ts';
-import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
+import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/principals.ts';
 import { MIGRATIONS_DIR } from '../../persistence/migrations.ts';
 
 const ENTRY = new URL('./fixtures/module-urls.worker.ts', import.meta.url);
@@ -192,7 +192,7 @@ test('buildMain names the built server.ts for the launcher, with the sources, ts
   assert.equal(path.join(currentBuild(MAIN_BUILD, [MAIN_MODULE])!.dir, MAIN_MODULE), fileURLToPath(main));
   const inputs = Object.keys((JSON.parse(readFileSync(MAIN_BUILD, 'utf8')) as { inputs: Record<string, string> }).inputs);
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  for (const file of [fileURLToPath(MAIN_ENTRY), path.join(root, 'runtime/worker-build.ts'), path.join(root, 'gateway/config.ts'), path.join(root, 'tsconfig.json'), path.join(root, 'node_modules/esbuild/package.json')]) {
+  for (const file of [fileURLToPath(MAIN_ENTRY), path.join(root, 'runtime/worker-build.ts'), path.join(root, 'core/config.ts'), path.join(root, 'tsconfig.json'), path.join(root, 'node_modules/esbuild/package.json')]) {
     assert.ok(inputs.includes(file), `${file} is an input of the main build`);
   }
 });

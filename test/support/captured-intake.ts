@@ -8,7 +8,7 @@ import { COMMAND_SLOT_BYTES, encodeCommand, slotViews } from '../../core/command
 import { INTAKE_RECORD_BYTES, writeIntake } from '../../core/intake-record.ts';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
-import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/config.ts';
+import { DEFAULT_PRINCIPALS_FILE } from '../../gateway/principals.ts';
 import { payloadDigest, scopeDigest } from '../../gateway/keys.ts';
 import { Principals } from '../../gateway/principals.ts';
 import { ROUTE_SUBMIT } from '../../gateway/status-view.ts';
