@@ -34,9 +34,9 @@ export function eventIdWords(shard: number, sequence: number, target: Int32Array
   target[at + 3] = sequence >>> 0;
 }
 
-// The text of the last second formatted ("2026-11-22T03:00:00."): a tape read or an
-// envelope's events mostly fall in one second, and Date's toISOString was 7% of the
-// read thread's time answering tape reads (--cpu-prof, 50 trades a read).
+// The text of the last second formatted ("2026-11-22T03:00:00."): a tape read's or an
+// envelope's events mostly fall in one second, and Date's toISOString costs more than the
+// reuse (a CPU profile of tape reads shows it).
 let formattedSecond = Number.NaN;
 let secondText = '';
 
@@ -79,8 +79,8 @@ export interface RenderedOutcome {
  * formats (ids, timestamps, digits), a catalog text JSON-quoted once, or one of the
  * context's two strings, quoted per call. The key order is the schema's, and the
  * bytes are what JSON.stringify gives for the same object (test/core/outcome-format
- * checks this against that rendering): JSON.stringify of the nested objects was 3.9 µs
- * of a command with two executions and a trade, this is about a quarter of it.
+ * checks this against that rendering), at about a quarter of JSON.stringify's cost for
+ * a command with two executions and a trade.
  */
 export function renderEnvelope(context: RenderContext, header: ResultHeader, events: ResultEvent[]): RenderedOutcome {
   const { shard } = context;

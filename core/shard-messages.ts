@@ -37,9 +37,8 @@ export interface ShardThreadData {
   /**
    * The journal sequence a crash now would replay this shard from: that of the last
    * checkpoint the database names, 0 if none. The commands after it, replayed or restored at
-   * this start, count toward the next checkpoint: counted from the start instead, a venue
-   * restarted more often than every `checkpointCommands` commands never took one again, and
-   * each crash replayed more (a benchmark's third crash in a row, 463,000 commands).
+   * this start, count toward the next checkpoint, so that a venue restarted more often than
+   * every `checkpointCommands` commands still takes one and a crash never replays more.
    */
   checkpointFrom: number;
   /**
@@ -51,9 +50,8 @@ export interface ShardThreadData {
   /**
    * How long a checkpoint that falls due before a big enough buffer has come waits for one
    * (the shard matching on meanwhile) before it allocates its own (CHECKPOINT_BUFFER_WAIT_MS
-   * if unset): a fresh buffer's page faults pause the shard, 1.2-1.4 s for 83 MB on the
-   * 2-core machine, where a start whose replay filled the interval took its checkpoint as
-   * soon as it ran, before the buffer the main thread faults in after ready had arrived.
+   * if unset): a fresh buffer's page faults would pause the shard for a second or more at
+   * a million orders, and a start whose replay filled the interval is due at once.
    */
   checkpointBufferWaitMs?: number;
 }

@@ -87,10 +87,8 @@ async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string
     target: 'node20',
     packages: 'external',
     // Inline maps name the TypeScript sources in stack traces (worker-bootstrap.mjs enables
-    // them), without the sources' text: that was two thirds of each bundle (the gateway's
-    // 895 KB, 206 KB of it code), and every thread's start scanned, decoded and parsed it:
-    // 30-50 ms of CPU per thread (a bundle imported alone, 6 runs each), seven threads a
-    // start. A debugger reads the sources from their files.
+    // them) without the sources' text, which would be most of each bundle and tens of ms of
+    // parsing per thread at every start; a debugger reads the sources from their files.
     sourcemap: 'inline',
     sourcesContent: false,
     outdir: 'out',
