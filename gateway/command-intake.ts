@@ -1,11 +1,5 @@
 // Takes an order command after it was authenticated, validated and authorized: claims its
 // idempotency scope and commandId in the tables all gateways share, then hands it to its route.
-//
-//   claim the idempotency scope and the commandId (shared tables, all gateways)
-//     -> replay the original answer (or wait for it), or 409 for another payload
-//   resolve what the route needs (order directory, clientOrderId claims: order-routing.ts)
-//   write one 128-byte slot on the ring to the shard; ring full -> undo, 503 (command-dispatch.ts)
-//   async modes answer 202 once captured; sync-result and stream-ack on the result (result-delivery.ts)
 
 import { DB_DOWN, type PersistenceControl } from '../core/persistence-control.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
@@ -22,6 +16,15 @@ import { ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_SUBMIT } from './status-view.ts';
 import type { SubmitBody } from './validation.ts';
 import { recordRef, STORAGE_REF } from './venue-memory.ts';
 
+/**
+ * The path of a command:
+ *
+ *   claim the idempotency scope and the commandId (shared tables, all gateways)
+ *     -> replay the original answer (or wait for it), or 409 for another payload
+ *   resolve what the route needs (order directory, clientOrderId claims: order-routing.ts)
+ *   write one 128-byte slot on the ring to the shard; ring full -> undo, 503 (command-dispatch.ts)
+ *   async modes answer 202 once captured; sync-result and stream-ack on the result (result-delivery.ts)
+ */
 export class CommandIntake {
   private readonly gatewayId: number;
   private readonly control: PersistenceControl;

@@ -1,11 +1,5 @@
 // The order flow of one gateway thread: its parts created once at start and wired, and
 // the one surface the routes, the result loop and the session roll call.
-//
-//   command-intake.ts     idempotency and commandId claims, replays (replays.ts)
-//   order-routing.ts      order directory and clientOrderId claims, the shard
-//   command-dispatch.ts   the slot, intake record and body on the rings
-//   result-delivery.ts    results rendered, recorded, answered once durable (durable-answers.ts)
-//   command-reads.ts, plane-reads.ts, operator-reports.ts, session-expiry-commands.ts
 
 import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { Doorbell } from '../core/doorbell.ts';
@@ -40,6 +34,15 @@ export interface PersistencePorts {
   ownReads: import('node:worker_threads').MessagePort;
 }
 
+/**
+ * The parts, one job each:
+ *
+ *   command-intake.ts     idempotency and commandId claims, replays (replays.ts)
+ *   order-routing.ts      order directory and clientOrderId claims, the shard
+ *   command-dispatch.ts   the slot, intake record and body on the rings
+ *   result-delivery.ts    results rendered, recorded, answered once durable (durable-answers.ts)
+ *   command-reads.ts, plane-reads.ts, operator-reports.ts, session-expiry-commands.ts
+ */
 export class OrderFlow {
   private readonly config: VenueConfig;
   private readonly memory: VenueMemory;

@@ -1,9 +1,5 @@
 // Resolves what an order route needs before its slot is written: the order directory and
 // the clientOrderId claims (storage decides where the tables may have forgotten), the shard.
-//
-// Business rejections decided here (a duplicate clientOrderId, an unknown clientOrderId,
-// an orderId already used on another shard) are sent to a shard as a REJECT command, so
-// that they too are sequenced, canonical outcomes.
 
 import { packCurrency, packHeader } from '../core/command-slot.ts';
 import {
@@ -49,6 +45,11 @@ import type { WithoutId } from './storage-client.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
 import { recordRef, refGateway, refIndex, STORAGE_REF } from './venue-memory.ts';
 
+/**
+ * Business rejections decided here (a duplicate clientOrderId, an unknown clientOrderId,
+ * an orderId already used on another shard) are sent to a shard as a REJECT command, so
+ * that they too are sequenced, canonical outcomes.
+ */
 export class OrderRouting {
   private readonly gatewayId: number;
   private readonly shardCount: number;

@@ -1,8 +1,6 @@
-// The catalog of the API's JSON schemas, each defined in the module of its job: the
-// request schemas the gateway validates with (ajv compiles them ahead of time:
-// validators-build.ts writes validators.generated.ts, which a test keeps equal to what
-// these objects compile to) and every answer. The OpenAPI document (openapi.ts) is built
-// from the same objects, so the published contract and the enforced one cannot drift apart.
+// The catalog of the API's JSON schemas, each defined in the module of its job: those the
+// validators are compiled from (validators-build.ts) and every answer. The OpenAPI document
+// is built from the same objects, so the published and the enforced contract cannot drift.
 
 import { persistenceStatusSchema, rebuildStatusSchema, sessionRollAnswerSchema, sessionRollSchema, venueSessionSchema } from './admin-schemas.ts';
 import {
