@@ -2,7 +2,7 @@
 // look up, and the main thread to reload the tables from storage after a restart.
 
 import { hash } from 'node:crypto';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from './schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from './order-schemas.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from './status-view.ts';
 
 /** SHA-256 of the parts joined by NUL (one-shot crypto.hash: ~40% cheaper than createHash here). */

@@ -1,36 +1,33 @@
 // The OpenAPI 3.1 document, built from the same schema objects the gateway validates
-// with (schemas.ts). Served at GET /api/v1/openapi.json.
+// with (the *-schemas.ts modules schemas.ts lists). Served at GET /api/v1/openapi.json.
 
+import { persistenceStatusSchema, rebuildStatusSchema, sessionRollAnswerSchema, sessionRollSchema, venueSessionSchema } from './admin-schemas.ts';
 import {
   acceptedPointerSchema,
   cancelByClientOrderSchema,
   cancelOrderSchema,
   commandAuditSchema,
   commandStatusSchema,
-  errorSchema,
+  modifyOrderSchema,
+  resultEnvelopeSchema,
+  submitOrderSchema,
+} from './order-schemas.ts';
+import {
   availabilitySchema,
   barsSchema,
   depthSchema,
   fillsSchema,
-  modifyOrderSchema,
   ownOrdersSchema,
-  persistenceStatusSchema,
   projectorStatusSchema,
   QUERY_SCHEMAS,
   snapshotRefreshSchema,
   snapshotSchema,
   tapeSchema,
   type QueryName,
-  rebuildStatusSchema,
-  resultEnvelopeSchema,
-  sessionRollAnswerSchema,
-  sessionRollSchema,
-  submitOrderSchema,
-  venueSessionSchema,
   QUERY_SCHEMAS as QUERIES,
-  SETTLEMENT_BODY_SCHEMAS,
-  SETTLEMENT_RESPONSE_SCHEMAS,
-} from './schemas.ts';
+} from './read-schemas.ts';
+import { errorSchema } from './schema-shared.ts';
+import { SETTLEMENT_BODY_SCHEMAS, SETTLEMENT_RESPONSE_SCHEMAS } from './settlement-schemas.ts';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown) => ({ 'application/json': { schema } });

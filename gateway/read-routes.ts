@@ -1,6 +1,6 @@
 // The read plane's HTTP routes: market data, own orders and fills, the availability
 // inventory and the snapshot loop's status. Each route authenticates, checks the role,
-// validates its query (ajv schemas in schemas.ts, then ranges), and hands a typed
+// validates its query (ajv schemas in read-schemas.ts, then ranges), and hands a typed
 // request to the order flow's readPlane: depth, stored snapshots and the tape's recent
 // pages are answered from shared memory in this thread (market-reads.ts), the rest by
 // the read thread from PostgreSQL. Nothing here touches a shard: reads never stall matching.
@@ -11,7 +11,7 @@ import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval
 import { storageError } from './storage-client.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
-import type { QueryName } from './schemas.ts';
+import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
 
 export const DEPTH_LEVELS_DEFAULT = 5;

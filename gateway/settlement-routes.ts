@@ -10,7 +10,7 @@ import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
 import { storageError } from './storage-client.ts';
 import { errorBody, type ErrorDetail } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
-import type { SettlementBodyName } from './schemas.ts';
+import type { SettlementBodyName } from './settlement-schemas.ts';
 import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
 import type { RequestValidator } from './validation.ts';
 

@@ -1,4 +1,4 @@
-// Request validation: the schemas of schemas.ts, compiled ahead of time by ajv
+// Request validation: the request schemas schemas.ts lists, compiled ahead of time by ajv
 // (gateway/validators-build.ts writes validators.generated.ts; a test keeps it equal to the
 // schemas), then the checks a schema cannot express (exact price and quantity ranges
 // through the fixed-point parser). Every failure becomes a 400 with field-level details.
@@ -7,14 +7,15 @@ import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parseErrorReason, parsePriceNanos, parseQuantityUnits } from '../core/fixed-point.ts';
 import type { ErrorDetail } from './error-catalog.ts';
-import { QUERY_SCHEMAS, SETTLEMENT_BODY_SCHEMAS, type QueryName, type SettlementBodyName } from './schemas.ts';
+import { QUERY_SCHEMAS, type QueryName } from './read-schemas.ts';
+import { SETTLEMENT_BODY_SCHEMAS, type SettlementBodyName } from './settlement-schemas.ts';
 import { FORMATS_MODULE, requestFormats } from './validator-formats.ts';
 import { createValidators } from './validators.generated.ts';
 
 const require = createRequire(import.meta.url);
 
 /**
- * The compiled validators, by export name (validators-build.ts validatorSchemas). Their
+ * The compiled validators, by export name (schemas.ts validatorSchemas). Their
  * code requires ajv's small runtime helpers (ucs2length) and FORMATS_MODULE, given here
  * the same formats the compiler was given.
  */

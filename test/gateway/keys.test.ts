@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { clientOrderDigest, payloadDigest, scopeDigest } from '../../gateway/keys.ts';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/order-schemas.ts';
 import { ROUTE_CANCEL, ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_MODIFY, ROUTE_SUBMIT } from '../../gateway/status-view.ts';
 
 /** The canonical form written out independently: route, NUL, then every own key in sorted order as key:length:value NUL. */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildOpenApi } from '../../gateway/openapi.ts';
-import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, SETTLEMENT_BODY_SCHEMAS, submitOrderSchema } from '../../gateway/schemas.ts';
+import { cancelByClientOrderSchema, cancelOrderSchema, modifyOrderSchema, submitOrderSchema } from '../../gateway/order-schemas.ts';
+import { SETTLEMENT_BODY_SCHEMAS } from '../../gateway/settlement-schemas.ts';
 
 const doc = buildOpenApi() as any;
 

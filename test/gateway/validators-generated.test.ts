@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { requestFormats } from '../../gateway/validator-formats.ts';
-import { GENERATED_FILE, generateValidatorsModule, validatorSchemas } from '../../gateway/validators-build.ts';
+import { validatorSchemas } from '../../gateway/schemas.ts';
+import { GENERATED_FILE, generateValidatorsModule } from '../../gateway/validators-build.ts';
 import { loadValidators, RequestValidator, type OrderRoute } from '../../gateway/validation.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
