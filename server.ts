@@ -15,20 +15,21 @@
 
 import { randomInt, randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
-import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { pgClient } from './persistence/pg-client.ts';
-import pino from 'pino';
 import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryAnswer, RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-messages.ts';
+import type { RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-messages.ts';
 import { engineSnapshotPath } from './persistence/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
 import { orderStoreBytes } from './core/order-store.ts';
-import { prefaultInTurns, type Prefaulting } from './runtime/prefault.ts';
+import { prefaultInTurns } from './runtime/prefault.ts';
 import { buildWorkers } from './runtime/worker-build.ts';
+import { ask, once, pipelinedAsker, until } from './runtime/thread-messages.ts';
+import { logger, WORKER_ENTRIES, type Venue } from './runtime/venue.ts';
 import { spawnWorker } from './runtime/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
@@ -45,7 +46,6 @@ import {
   VENUE_CONNECTION_LIMIT_WORD,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
-  type ForgettingTable,
   type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
@@ -85,16 +85,7 @@ import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.
 // before the first worker is spawned is enough.
 v8.setFlagsFromString('--initial-old-space-size=64');
 
-/** The worker threads' entries, compiled to JavaScript at start (runtime/worker-build.ts). */
-const WORKER_ENTRIES = {
-  gateway: new URL('./gateway/gateway-thread.ts', import.meta.url),
-  shard: new URL('./runtime/shard-thread.ts', import.meta.url),
-  persistence: new URL('./persistence/persistence-thread.ts', import.meta.url),
-  read: new URL('./persistence/read-thread.ts', import.meta.url),
-};
-
 const SHUTDOWN_TIMEOUT_MS = 30_000;
-const RECOVERY_TIMEOUT_MS = 300_000;
 /**
  * The most recent stored commands the shared tables learn at start (at most the tables'
  * keeps; the orders' part stays tableKeeps). A command the tables hold from storage
@@ -105,98 +96,6 @@ const RECOVERY_TIMEOUT_MS = 300_000;
  * with a million resting orders (docs/decisions/0013-start-learns-recent-commands.md).
  */
 const START_RECENT_COMMANDS = 16_384;
-
-interface Venue {
-  config: VenueConfig;
-  memory: VenueMemory;
-  shards: Worker[];
-  gateways: Worker[];
-  persistence: Worker | null;
-  read: Worker | null;
-  port: number;
-  databaseUrl: string;
-  stopDatabase: () => Promise<void>;
-  /** The connection guard's count (gateway/connection-guard.ts), stopped when the venue drains. */
-  guardTimer: NodeJS.Timeout | null;
-  /** When each step of the start ended, in ms since the process started (logged with "venue listening"). */
-  startedMs: Record<string, number>;
-  /** The engines' checkpoints while running; null without DATA_DIR or with ENGINE_CHECKPOINT_COMMANDS=0. */
-  checkpoints: EngineCheckpoints | null;
-  /** The key filters' saves while running (persistence/key-filter-snapshot.ts); null until ready, or without DATA_DIR. */
-  keyFilterCheckpoints: KeyFilterCheckpoints | null;
-  /** Each shared table's stamp at the last save of the key filters: the next adds only the entries written since (rememberTableKeys). */
-  tableSince: Partial<Record<ForgettingTable, number>>;
-  /** The command and order stores' pages faulted in after ready (runtime/prefault.ts); stopped by a stop. */
-  prefaulting: Prefaulting | null;
-}
-
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
-
-function once<T>(worker: Worker, accept: (message: T) => boolean, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onMessage = (message: T) => {
-      if (!accept(message)) return;
-      cleanup();
-      resolve(message);
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(new Error(`${what}: ${error.message}`));
-    };
-    const onExit = (code: number) => {
-      cleanup();
-      reject(new Error(`${what}: the thread exited with code ${code}`));
-    };
-    const cleanup = () => {
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-  });
-}
-
-/**
- * A shard's recovery port asked several requests at a time: answers come in the order of
- * the requests (the shard answers each before it reads the next), so each goes to the
- * oldest request waiting. `close` stops listening (ask() may then be used again).
- */
-function pipelinedAsker(port: MessagePort): { ask: (request: RecoveryRequest, transfer?: ArrayBuffer[]) => Promise<Exclude<RecoveryAnswer, { type: 'failed' }>>; close: () => void } {
-  const waiting: { resolve: (answer: Exclude<RecoveryAnswer, { type: 'failed' }>) => void; reject: (error: Error) => void }[] = [];
-  const onMessage = (answer: RecoveryAnswer) => {
-    const waiter = waiting.shift();
-    if (waiter === undefined) return;
-    if (answer.type === 'failed') waiter.reject(new Error(answer.message));
-    else waiter.resolve(answer);
-  };
-  port.on('message', onMessage);
-  return {
-    ask: (request, transfer = []) =>
-      new Promise((resolve, reject) => {
-        waiting.push({ resolve, reject });
-        port.postMessage(request, transfer);
-      }),
-    close: () => port.off('message', onMessage),
-  };
-}
-
-/** One request to a shard's recovery port, one answer. */
-function ask(port: MessagePort, request: RecoveryRequest, transfer: ArrayBuffer[] = []): Promise<Exclude<RecoveryAnswer, { type: 'failed' }>> {
-  return new Promise((resolve, reject) => {
-    port.once('message', (answer: RecoveryAnswer) => (answer.type === 'failed' ? reject(new Error(answer.message)) : resolve(answer)));
-    port.postMessage(request, transfer);
-  });
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`recovery timed out: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }): Promise<Venue> {
   verifyShardMap();
