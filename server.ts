@@ -28,8 +28,11 @@ import { PersistenceControl } from './core/persistence-control.ts';
 import { orderStoreBytes } from './core/order-store.ts';
 import { prefaultInTurns } from './runtime/prefault.ts';
 import { buildWorkers } from './runtime/worker-build.ts';
+import { sizeKeyFilters } from './runtime/key-filter-sizing.ts';
+import { chooseRestorePoint } from './runtime/restore-point.ts';
+import { openStorage, startStorage, type OpenedSession } from './runtime/storage-start.ts';
 import { ask, once, pipelinedAsker, until } from './runtime/thread-messages.ts';
-import { logger, WORKER_ENTRIES, type Venue } from './runtime/venue.ts';
+import { logger, WORKER_ENTRIES, type ThreadEntry, type Venue } from './runtime/venue.ts';
 import { spawnWorker } from './runtime/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
@@ -51,17 +54,12 @@ import {
 import { SessionRegistry } from './gateway/sessions.ts';
 import { relaySessionRolls } from './gateway/session-roll.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
-import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
-import { PostgresSupervisor, type SupervisorReport } from './persistence/postgres-supervisor.ts';
-import { publishEmbeddedStorage } from './gateway/storage-state.ts';
-import { migrate } from './persistence/migrations.ts';
 import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
-import { adoptSavedEngines, checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
+import { adoptSavedEngines, EngineCheckpoints } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
 import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
-import { openSession } from './persistence/venue-sessions.ts';
-import { checkSettings, commandsById, intakeKeysSince, knownOrders, ordersById, readJournal, recentCommands, storedCommandKeys, storedKeyEstimate, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
+import { commandsById, intakeKeysSince, knownOrders, ordersById, readJournal, recentCommands, storedCommandKeys, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import {
   BOOK_SNAPSHOT_SETTING,
   intakeCommit,
@@ -70,11 +68,9 @@ import {
   loadKeyFilters,
   noteSnapshot,
   saveKeyFilters,
-  savedFilterBits,
   storageMark,
-  takeSnapshotNote,
 } from './persistence/key-filter-snapshot.ts';
-import { filterBitsFor, KeyFilterFeed, ratedLoadWatch } from './core/key-filter.ts';
+import { KeyFilterFeed, ratedLoadWatch } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -108,64 +104,20 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   built.catch(() => undefined); // its failure is reported where it is awaited
 
   // -- storage --
-  let databaseUrl = config.databaseUrl;
-  let stopDatabase = async (): Promise<void> => undefined;
-  let databaseReady = (): void => undefined;
-  /** What the embedded server's supervisor last reported, published to the gateways once their memory exists. */
-  let storageReport: SupervisorReport | null = null;
-  let publishStorage = (_report: SupervisorReport): void => undefined;
-  if (databaseUrl === '') {
-    const pgLog = (message: string) => logger.info(message);
-    const server = await startEmbeddedPostgres(config.dataDir, pgLog, { template: config.embeddedPostgresTemplate });
-    const supervisor = new PostgresSupervisor(
-      server,
-      () => startEmbeddedPostgres(config.dataDir, pgLog, { port: server.port }),
-      config.embeddedPostgresRestarts,
-      (report) => {
-        storageReport = report;
-        publishStorage(report);
-      },
-      (level, message, fields) => logger[level](fields ?? {}, message),
-    );
-    storageReport = supervisor.report;
-    databaseUrl = server.url;
-    stopDatabase = () => supervisor.stop();
-    databaseReady = () => supervisor.ready();
-    logger.info({ dataDir: server.dataDir, port: server.port }, 'embedded PostgreSQL is up');
-  }
+  const storage = await startStorage(config);
+  const { databaseUrl, stopDatabase, databaseReady } = storage;
   const startedMs: Record<string, number> = { database: Math.round(performance.now()) };
   const started = (step: string) => (startedMs[step] = Math.round(performance.now()));
   const client = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
   await client.connect();
-  let session: Awaited<ReturnType<typeof openSession>>;
-  let entry: (name: keyof typeof WORKER_ENTRIES) => URL;
-  let filterBits: ReturnType<typeof filterBitsFor>;
+  let session: OpenedSession;
+  let entry: ThreadEntry;
+  let filterBits: Awaited<ReturnType<typeof sizeKeyFilters>>;
   try {
     const urls = await built; // a failed build stops the database started above, like a failed migration
     entry = (name) => urls.get(WORKER_ENTRIES[name].href)!;
-    const applied = await migrate(client);
-    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-    await checkSettings(client, { matching_shards: String(config.matchingShards) });
-    session = await openSession(client, { runId: config.venueRunId, venueSessionId: config.venueSessionId });
-    if (session.resumed && (session.active.runId !== config.venueRunId || session.active.venueSessionId !== config.venueSessionId)) {
-      logger.warn({ open: session.active, configured: { runId: config.venueRunId, venueSessionId: config.venueSessionId } }, 'the open venue session continues; a restart does not start a new one');
-    }
-    // The key filters must hold every stored key: sized for what storage holds now, with
-    // room for as many again before their false positives grow (core/key-filter.ts).
-    // Never smaller than the filters the last graceful stop saved (up to the maximum), so
-    // that an estimate a little lower than the last start's does not cost a scan.
-    const storedKeys = await storedKeyEstimate(client);
-    const saved = config.dataDir === '' ? null : savedFilterBits(config.dataDir);
-    const floorBits = Math.max(config.keyFilterBits, Math.min(saved ?? 0, config.keyFilterBitsMax));
-    filterBits = filterBitsFor(storedKeys, floorBits, config.keyFilterBitsMax);
-    if (filterBits.bits !== config.keyFilterBits || filterBits.short) {
-      logger[filterBits.short ? 'warn' : 'info'](
-        { storedKeys, keyFilterBits: filterBits.bits, savedBits: saved, KEY_FILTER_BITS: config.keyFilterBits, KEY_FILTER_BITS_MAX: config.keyFilterBitsMax },
-        filterBits.short
-          ? 'the key filters are at KEY_FILTER_BITS_MAX and rated for less than twice the stored keys: past their rated load more new commands are checked in storage'
-          : 'key filters sized for the stored keys at half their rated load (and no smaller than those the last stop saved)',
-      );
-    }
+    session = await openStorage(client, config);
+    filterBits = await sizeKeyFilters(client, config);
   } catch (error) {
     await client.end().catch(() => undefined);
     await stopDatabase();
@@ -173,8 +125,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   }
 
   const memory = createVenueMemory(config, filterBits.bits);
-  publishStorage = (report) => publishEmbeddedStorage(new Int32Array(memory.venueControl), report);
-  if (storageReport !== null) publishStorage(storageReport);
+  storage.publishTo(memory.venueControl);
   started('migrated');
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null };
   venueRef.venue = venue;
@@ -240,24 +191,8 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     }, GUARD_INTERVAL_MS);
     started('listening');
 
-    // The shards' engines and the projector's open orders saved at the last graceful stop serve
-    // this start if storage is still where it was then (the note is consumed: one start per
-    // save); else the projector reads the open orders' table and each shard replays its
-    // journal: after its last checkpoint if the database names one the journal reaches
-    // (persistence/engine-checkpoints.ts), else all of it.
-    const books = config.dataDir === '' ? 'no DATA_DIR' : await takeSnapshotNote(client, BOOK_SNAPSHOT_SETTING, config.matchingShards);
-    const checkpointNotes = config.dataDir === '' ? [] : await readCheckpointNotes(client, config.matchingShards);
-    const journalEnd = typeof books === 'string' ? journalSequences(await storageMark(client, config.matchingShards)) : journalSequences(books.mark);
-    // The checkpoint the database names for a shard, if the journal reaches it: what a crash would start from.
-    const usableCheckpoint = (shardId: number) => {
-      const note = checkpointNotes[shardId];
-      return note === null || note === undefined || note.sequence > journalEnd[shardId]! ? null : note;
-    };
-    const shardSnapshot = (shardId: number): ShardThreadData['snapshot'] => {
-      if (typeof books !== 'string') return { file: engineSnapshotPath(config.dataDir, shardId), token: books.token, sequence: journalEnd[shardId]!, source: 'stop' };
-      const note = usableCheckpoint(shardId);
-      return note === null ? null : { file: checkpointPath(config.dataDir, shardId, note.slot), token: note.token, sequence: note.sequence, source: 'checkpoint' };
-    };
+    const restore = await chooseRestorePoint(client, config);
+    const { books, checkpointNotes, journalEnd } = restore;
     // Each shard's order store, allocated here and faulted in by this thread after ready
     // (below): the shard fills only what its restored engine holds.
     const orderMemory = Array.from({ length: config.matchingShards }, () => new SharedArrayBuffer(orderStoreBytes(config.orderCapacity)));
@@ -279,10 +214,9 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         journalDoorbell: memory.persistenceDoorbell,
         control: memory.shardControls[shardId]!,
         recoveryPort: recoveryChannels[shardId]!.port2,
-        snapshot: shardSnapshot(shardId),
+        snapshot: restore.snapshot(shardId),
         checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
-        // A stop's saved engine becomes the shard's checkpoint once loaded (adoptSavedEngines).
-        checkpointFrom: typeof books === 'string' ? (usableCheckpoint(shardId)?.sequence ?? 0) : journalEnd[shardId]!,
+        checkpointFrom: restore.checkpointFrom(shardId),
         checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
       };
       const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
@@ -316,7 +250,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
       depthView: memory.depthView,
       tapeView: memory.tapeView,
       queueMarks: memory.queueMarks,
-      openOrders: typeof books === 'string' ? null : { file: openOrdersPath(config.dataDir), token: books.token },
+      openOrders: restore.openOrders,
       openOrdersDir: config.dataDir === '' ? null : config.dataDir,
     };
     const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
