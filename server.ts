@@ -13,35 +13,34 @@
 // durability), the shards drain and stop, the persistence thread commits what is left,
 // the database stops, exit 0.
 
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
-import { MessageChannel, type Worker } from 'node:worker_threads';
+import { type Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { pgClient } from './persistence/pg-client.ts';
-import { QUEUE_SLOTS, QueueMarks } from './core/queue-marks.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryRequest, ShardCheckpoint, ShardHalted, ShardReady, ShardSave, ShardSaved, ShardThreadData } from './core/shard-messages.ts';
+import type { RecoveryRequest, ShardCheckpoint, ShardReady, ShardSave, ShardSaved } from './core/shard-messages.ts';
 import { engineSnapshotPath } from './persistence/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
-import { orderStoreBytes } from './core/order-store.ts';
 import { prefaultInTurns } from './runtime/prefault.ts';
 import { buildWorkers } from './runtime/worker-build.ts';
+import { gatewaysListen, spawnGateways } from './runtime/gateway-threads.ts';
+import { connectionGuard, watchWhileRunning } from './runtime/running-watch.ts';
+import { spawnShards } from './runtime/shard-threads.ts';
+import { handOverJournal, spawnPersistence, spawnRead } from './runtime/storage-threads.ts';
 import { sizeKeyFilters } from './runtime/key-filter-sizing.ts';
 import { chooseRestorePoint } from './runtime/restore-point.ts';
 import { openStorage, startStorage, type OpenedSession } from './runtime/storage-start.ts';
 import { ask, once, pipelinedAsker, until } from './runtime/thread-messages.ts';
 import { logger, WORKER_ENTRIES, type ThreadEntry, type Venue } from './runtime/venue.ts';
-import { spawnWorker } from './runtime/worker-spawn.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
-import { ConnectionGuard, fileLimit, GUARD_INTERVAL_MS, openFiles } from './gateway/connection-guard.ts';
 import { claimPort } from './gateway/port-claim.ts';
-import type { GatewayMessage, GatewayThreadData } from './gateway/gateway-thread.ts';
+import type { GatewayMessage } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
 import {
   attachForgotten,
-  namedKeyFilters,
   createVenueMemory,
   rememberTableKeys,
   StoredMemory,
@@ -49,15 +48,12 @@ import {
   VENUE_CONNECTION_LIMIT_WORD,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
-  type VenueMemory,
 } from './gateway/venue-memory.ts';
 import { SessionRegistry } from './gateway/sessions.ts';
-import { relaySessionRolls } from './gateway/session-roll.ts';
 import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
-import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceSave, PersistenceSaved } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { adoptSavedEngines, EngineCheckpoints } from './persistence/engine-checkpoints.ts';
-import type { ReadThreadData } from './persistence/read-thread.ts';
 import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
 import { commandsById, intakeKeysSince, knownOrders, ordersById, readJournal, recentCommands, storedCommandKeys, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import {
@@ -70,7 +66,7 @@ import {
   saveKeyFilters,
   storageMark,
 } from './persistence/key-filter-snapshot.ts';
-import { KeyFilterFeed, ratedLoadWatch } from './core/key-filter.ts';
+import { KeyFilterFeed } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -130,151 +126,26 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
   const venue: Venue = { config, memory, shards: [], gateways: [], persistence: null, read: null, port, databaseUrl, stopDatabase, guardTimer: null, startedMs, checkpoints: null, keyFilterCheckpoints: null, tableSince: {}, prefaulting: null };
   venueRef.venue = venue;
   try {
-    const guard = connectionGuard(config, memory, venue);
-    // The gateways listen first (/healthz answers, /readyz and the order routes say
-    // "starting"); then every other thread starts at once and the phases that depend on
-    // nothing overlap (a start with a million resting orders is bounded by the slowest of
-    // them, not their sum):
-    //   shards: each rebuilds its book from its journal, both read in parallel
-    //   persistence: loads the open orders and the intake still waiting, projects what the
-    //     projections lack, names the commands to re-drive; then takes the journal positions
-    //     the replay reached and starts writing
-    //   read thread: loads its books
-    // then the re-drive, then the gateways' tables learn what storage holds.
-    const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
-    const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
-    const ownReadChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
-    for (let gatewayId = 0; gatewayId < config.gatewayThreads; gatewayId++) {
-      const data: GatewayThreadData = {
-        gatewayId,
-        port,
-        config,
-        memory,
-        session: session.active,
-        knownSessions: session.known,
-        readPort: readChannels[gatewayId]!.port1,
-        adminPort: adminChannels[gatewayId]!.port1,
-        ownReadPort: ownReadChannels[gatewayId]!.port1,
-      };
-      venue.gateways.push(spawnWorker(entry('gateway'), { ...data }, { transferList: [data.readPort, data.adminPort, data.ownReadPort] }, `gateway-${gatewayId}`));
-    }
-    relaySessionRolls(venue.gateways);
-    // Listening first: /healthz answers (and /readyz says "starting") during the whole recovery.
-    // The port's claim is let go when the first gateway is about to listen (its `bind`), not
-    // before the threads start: the port is free only for a message's round trip.
-    await Promise.all(
-      venue.gateways.map(async (worker, gatewayId) => {
-        const asked = await once<GatewayMessage>(worker, (m) => m.type === 'bind' || m.type === 'error', `gateway ${gatewayId}`);
-        if (asked.type === 'error') throw new Error(asked.message);
-        await claim.release();
-        worker.postMessage({ type: 'listen' });
-        logger.debug({ gatewayId }, 'the port claim let go: the gateway listens');
-        const message = await once<GatewayMessage>(worker, (m) => m.type === 'ready' || m.type === 'error', `gateway ${gatewayId}`);
-        if (message.type === 'error') throw new Error(message.message);
-      }),
-    );
-    // Past its rated load a key filter's false positives grow (core/key-filter.ts), and each
-    // sends a new command to a storage check: said once per filter, when it happens (at the
-    // start's scan of storage or later, as the tables forget keys).
-    const filterWatch = ratedLoadWatch(
-      namedKeyFilters(memory),
-      (filter, added, ratedKeys) =>
-        logger.warn(
-          { filter, added, ratedKeys },
-          'a key filter holds more keys than it is rated for: more new commands are checked in storage (each waits for the projections); the next start sizes the filters for the stored keys, up to KEY_FILTER_BITS_MAX',
-        ),
-    );
-    venue.guardTimer = setInterval(() => {
-      guard.update(openFiles());
-      filterWatch();
-      venue.keyFilterCheckpoints?.poll();
-    }, GUARD_INTERVAL_MS);
+    // The gateways listen first; then every other thread starts at once and the phases that
+    // depend on nothing overlap (a start with a million resting orders is bounded by the
+    // slowest of them, not their sum): the shards' books, the persistence thread's load and
+    // catch-up, the read thread's books, the tables' learning of storage.
+    const guard = connectionGuard(config, memory, venue.gateways);
+    const gatewayPorts = spawnGateways({ config, memory, session, port, entry }, venue.gateways);
+    await gatewaysListen(venue.gateways, claim);
+    venue.guardTimer = watchWhileRunning(venue, guard);
     started('listening');
 
     const restore = await chooseRestorePoint(client, config);
     const { books, checkpointNotes, journalEnd } = restore;
-    // Each shard's order store, allocated here and faulted in by this thread after ready
-    // (below): the shard fills only what its restored engine holds.
-    const orderMemory = Array.from({ length: config.matchingShards }, () => new SharedArrayBuffer(orderStoreBytes(config.orderCapacity)));
-    const recoveryChannels = Array.from({ length: config.matchingShards }, () => new MessageChannel());
-    const checkpointing = config.dataDir !== '' && config.engineCheckpointCommands > 0;
-    const bufferChannels = Array.from({ length: checkpointing ? config.matchingShards : 0 }, () => new MessageChannel());
-    for (let shardId = 0; shardId < config.matchingShards; shardId++) {
-      const data: ShardThreadData = {
-        shardId,
-        orderCapacity: config.orderCapacity,
-        orderMemory: orderMemory[shardId]!,
-        hashSeed: randomInt(0x7fffffff),
-        batchMax: config.shardBatchMax,
-        commandRings: memory.commandRings.map((perShard) => perShard[shardId]!),
-        resultRings: memory.resultRings[shardId]!,
-        doorbell: memory.shardDoorbells[shardId]!,
-        gatewayDoorbells: memory.gatewayDoorbells,
-        journalRing: memory.journalRings[shardId]!,
-        journalDoorbell: memory.persistenceDoorbell,
-        control: memory.shardControls[shardId]!,
-        recoveryPort: recoveryChannels[shardId]!.port2,
-        snapshot: restore.snapshot(shardId),
-        checkpointCommands: checkpointing ? config.engineCheckpointCommands : 0,
-        checkpointFrom: restore.checkpointFrom(shardId),
-        checkpointBuffers: checkpointing ? bufferChannels[shardId]!.port2 : null,
-      };
-      const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
-      const shard = spawnWorker(entry('shard'), { ...data }, { transferList }, `shard-${shardId}`);
-      shard.on('message', (message: { type: string }) => {
-        if (message.type === 'halted') logger.fatal({ shard: shardId, err: (message as ShardHalted).message }, 'an internal check failed in a shard: it halted; its commands fail SHARD_HALTED until the venue is restarted');
-      });
-      venue.shards.push(shard);
-    }
-    const recovery = recoveryChannels.map((channel) => channel.port1);
-
+    const { orderMemory, recovery, checkpointing, bufferPorts } = spawnShards(config, memory, entry, restore, venue.shards);
     const control = new PersistenceControl(memory.persistenceControl);
-    const persistenceData: PersistenceThreadData = {
-      databaseUrl,
-      shardCount: config.matchingShards,
-      intakeRings: memory.intakeRings,
-      bodyRings: memory.bodyRings,
-      journalRings: memory.journalRings,
-      doorbell: memory.persistenceDoorbell,
-      gatewayDoorbells: memory.gatewayDoorbells,
-      control: memory.persistenceControl,
-      principalIds,
-      limits: { journalBytesMax: config.persistenceBytesMax },
-      heldBytesMax: config.rebuildHeldBytesMax,
-      rebuildLockTimeoutMs: config.rebuildLockTimeoutMs,
-      projectionGroupMs: config.projectionGroupMs,
-      logLevel: config.logLevel,
-      adminPorts: adminChannels.map((channel) => channel.port2),
-      ownReadPorts: ownReadChannels.map((channel) => channel.port2),
-      ownReadsWindow: config.ownReadsWindow,
-      depthView: memory.depthView,
-      tapeView: memory.tapeView,
-      queueMarks: memory.queueMarks,
-      openOrders: restore.openOrders,
-      openOrdersDir: config.dataDir === '' ? null : config.dataDir,
-    };
-    const persistence = spawnWorker(entry('persistence'), { ...persistenceData }, {
-      transferList: [...persistenceData.adminPorts, ...persistenceData.ownReadPorts],
-    }, 'persistence');
+    const threads = { config, memory, databaseUrl, principalIds, entry, ports: gatewayPorts };
+    const { worker: persistence, loaded } = spawnPersistence({ ...threads, restore });
     venue.persistence = persistence;
-    const loaded = once<PersistenceLoaded>(persistence, (m) => m.type === 'loaded', 'persistence');
-
-    const readData: ReadThreadData = {
-      databaseUrl,
-      shardCount: config.matchingShards,
-      control: memory.persistenceControl,
-      principalIds,
-      ports: readChannels.map((channel) => channel.port2),
-      logLevel: config.logLevel,
-      marketDataProjector: { enabled: config.marketDataProjectorEnabled, intervalMs: config.marketDataProjectorIntervalMs },
-      snapshotView: memory.snapshotView,
-      depthView: memory.depthView,
-      competitionProfile: config.competitionProfile,
-      projectionNamesPerPrincipal: config.marketDataProjectionNamesPerPrincipal,
-      plannerStatisticsIntervalMs: config.plannerStatisticsIntervalMs,
-    };
-    venue.read = spawnWorker(entry('read'), { ...readData }, { transferList: readData.ports }, 'read');
-    const readReady = once<{ type: string }>(venue.read, (m) => m.type === 'ready', 'read');
+    const read = spawnRead(threads);
+    venue.read = read.worker;
+    const readReady = read.ready;
 
     // -- the gateways' tables learn what storage holds: four scans, four connections at once --
     const keeps = tableKeeps(memory);
@@ -414,8 +285,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     // -- persistence: once loaded and caught up, it takes the journal positions and starts writing --
     const { redrive, pendingIds } = await loaded;
     started('persistenceLoaded');
-    persistence.postMessage({ type: 'journal', journalDurable: [...journalDurable] });
-    await once<{ type: string }>(persistence, (m) => m.type === 'ready', 'persistence');
+    await handOverJournal(persistence, journalDurable);
 
     // -- re-drive what was captured (maybe acknowledged) but never journaled --
     let redriven = 0;
@@ -462,7 +332,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
         journalCommitted: (shard) => control.journalCommitted(shard),
         notes: checkpointNotes,
         logger,
-        buffers: bufferChannels.map((channel) => channel.port1),
+        buffers: bufferPorts,
       });
       venue.checkpoints = checkpoints;
       for (const worker of venue.shards) worker.on('message', (message: ShardCheckpoint) => message.type === 'checkpoint' && checkpoints!.take(message));
@@ -504,26 +374,6 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     await client.end().catch(() => undefined);
     throw error;
   }
-}
-
-/**
- * The bound on open connections (gateway/connection-guard.ts): counted from the files open
- * now, before the gateways listen; the gateways stop and start accepting when it says.
- */
-function connectionGuard(config: VenueConfig, memory: VenueMemory, venue: Venue): ConnectionGuard {
-  const marks = new QueueMarks(memory.queueMarks);
-  const slot = QUEUE_SLOTS.connections(config.gatewayThreads);
-  const guard = new ConnectionGuard(
-    { maxConnections: config.maxConnections, fileLimit: fileLimit(), baseline: openFiles() },
-    (accepting, connections) => {
-      if (accepting) logger.info({ connections, limit: guard.limit }, 'open connections fell below the limit: accepting new connections again');
-      else logger.warn({ connections, limit: guard.limit }, 'open connections reached the limit: new connections are refused until some close');
-      for (const worker of venue.gateways) worker.postMessage({ type: 'accepting', accepting });
-    },
-    (connections) => marks.note(slot, connections),
-  );
-  Atomics.store(new Int32Array(memory.venueControl), VENUE_CONNECTION_LIMIT_WORD, guard.limit);
-  return guard;
 }
 
 async function stopVenue(venue: Venue): Promise<void> {
