@@ -16,16 +16,19 @@
 import { randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
 import { type Worker } from 'node:worker_threads';
-import pg from 'pg';
 import { pgClient } from './persistence/pg-client.ts';
 import { SHARD_STOP_WORD } from './core/shard-runner.ts';
-import type { RecoveryRequest, ShardCheckpoint, ShardReady, ShardSave, ShardSaved } from './core/shard-messages.ts';
+import type { RecoveryRequest, ShardCheckpoint, ShardSave, ShardSaved } from './core/shard-messages.ts';
 import { engineSnapshotPath } from './persistence/engine-snapshot.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import { Doorbell } from './core/doorbell.ts';
 import { PersistenceControl } from './core/persistence-control.ts';
 import { prefaultInTurns } from './runtime/prefault.ts';
 import { buildWorkers } from './runtime/worker-build.ts';
+import { restoreBooks } from './runtime/journal-replay.ts';
+import { redriveCaptured } from './runtime/redrive.ts';
+import { finishSessionRoll } from './runtime/session-roll-finish.ts';
+import { learnStorage } from './runtime/table-learning.ts';
 import { gatewaysListen, spawnGateways } from './runtime/gateway-threads.ts';
 import { connectionGuard, watchWhileRunning } from './runtime/running-watch.ts';
 import { spawnShards } from './runtime/shard-threads.ts';
@@ -33,40 +36,31 @@ import { handOverJournal, spawnPersistence, spawnRead } from './runtime/storage-
 import { sizeKeyFilters } from './runtime/key-filter-sizing.ts';
 import { chooseRestorePoint } from './runtime/restore-point.ts';
 import { openStorage, startStorage, type OpenedSession } from './runtime/storage-start.ts';
-import { ask, once, pipelinedAsker, until } from './runtime/thread-messages.ts';
+import { ask, once } from './runtime/thread-messages.ts';
 import { logger, WORKER_ENTRIES, type ThreadEntry, type Venue } from './runtime/venue.ts';
 import { loadConfig, type VenueConfig } from './gateway/config.ts';
 import { claimPort } from './gateway/port-claim.ts';
 import type { GatewayMessage } from './gateway/gateway-thread.ts';
 import { Principals } from './gateway/principals.ts';
 import {
-  attachForgotten,
   createVenueMemory,
   rememberTableKeys,
-  StoredMemory,
-  tableKeeps,
   VENUE_CONNECTION_LIMIT_WORD,
   VENUE_DRAINING_WORD,
   VENUE_READY_WORD,
 } from './gateway/venue-memory.ts';
-import { SessionRegistry } from './gateway/sessions.ts';
-import { clientOrderDigest, wordsOf } from './gateway/keys.ts';
 import type { PersistenceSave, PersistenceSaved } from './persistence/persistence-thread.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
-import { adoptSavedEngines, EngineCheckpoints } from './persistence/engine-checkpoints.ts';
+import { EngineCheckpoints } from './persistence/engine-checkpoints.ts';
 import { MAIN_APPLICATION_NAME } from './persistence/connection-names.ts';
-import { commandsById, intakeKeysSince, knownOrders, ordersById, readJournal, recentCommands, storedCommandKeys, storedOrderIds, type KnownOrder } from './persistence/recovery.ts';
 import {
   BOOK_SNAPSHOT_SETTING,
-  intakeCommit,
   journalSequences,
   KeyFilterCheckpoints,
-  loadKeyFilters,
   noteSnapshot,
   saveKeyFilters,
   storageMark,
 } from './persistence/key-filter-snapshot.ts';
-import { KeyFilterFeed } from './core/key-filter.ts';
 
 // Every worker isolate created from here on starts with a 64 MB old-generation budget.
 // With V8's default (grown from a few MB by a factor near 1.1), the persistence thread,
@@ -78,16 +72,6 @@ import { KeyFilterFeed } from './core/key-filter.ts';
 v8.setFlagsFromString('--initial-old-space-size=64');
 
 const SHUTDOWN_TIMEOUT_MS = 30_000;
-/**
- * The most recent stored commands the shared tables learn at start (at most the tables'
- * keeps; the orders' part stays tableKeeps). A command the tables hold from storage
- * answers a retry by a read of storage, as one the key filters flag does, so holding more
- * of them spares no read: only an Idempotency-Key reused with another payload is refused
- * without one. The orders are what spares a cancel or modify its storage question. Reading
- * 2 × SHARED_TABLE_BUCKETS commands instead costs PostgreSQL about a CPU-second of a start
- * with a million resting orders (docs/decisions/0013-start-learns-recent-commands.md).
- */
-const START_RECENT_COMMANDS = 16_384;
 
 async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }): Promise<Venue> {
   verifyShardMap();
@@ -137,7 +121,7 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     started('listening');
 
     const restore = await chooseRestorePoint(client, config);
-    const { books, checkpointNotes, journalEnd } = restore;
+    const { checkpointNotes } = restore;
     const { orderMemory, recovery, checkpointing, bufferPorts } = spawnShards(config, memory, entry, restore, venue.shards);
     const control = new PersistenceControl(memory.persistenceControl);
     const threads = { config, memory, databaseUrl, principalIds, entry, ports: gatewayPorts };
@@ -147,176 +131,20 @@ async function startVenue(config: VenueConfig, venueRef: { venue: Venue | null }
     venue.read = read.worker;
     const readReady = read.ready;
 
-    // -- the gateways' tables learn what storage holds: four scans, four connections at once --
-    const keeps = tableKeeps(memory);
-    const registry = new SessionRegistry(session.active, session.known);
-    const withReader = async <T>(read: (reader: pg.Client) => Promise<T>): Promise<T> => {
-      const reader = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
-      await reader.connect();
-      try {
-        return await read(reader);
-      } finally {
-        await reader.end();
-      }
-    };
-    const learnOrder = (stored: StoredMemory, order: KnownOrder) =>
-      stored.order(order.ids, order.shard, order.participantId, order.clientOrderId, order.clientOrderId === null ? [0, 0] : registry.numbersOf(order.runId, order.venueSessionId));
-    // Commands in storage that no saved key filter file covers: the next save comes when
-    // KEY_FILTER_CHECKPOINT_COMMANDS more than these were taken (intake records committed) since the start.
-    let uncovered = 0;
-    const learnStorage = async () => {
-      const stored = new StoredMemory(memory);
-      // Every stored command's keys (and order's id) go into the filters of forgotten keys: a later miss
-      // in the tables for one of them is checked in storage; any other miss is new, with no storage read.
-      // The filters saved at a storage mark (a graceful stop, or a checkpoint while running: persistence/
-      // key-filter-snapshot.ts) hold every key up to it, the intake records after it the rest; else
-      // every stored command and order is scanned. Loaded before the tables, whose loading may evict into the filters.
-      const saved = config.dataDir === '' ? 'no DATA_DIR' : await withReader((reader) => loadKeyFilters(config.dataDir, reader, memory.forgotten));
-      // Fed in groups: millions of keys, each a cache miss (core/key-filter.ts addMany).
-      const scopes = new KeyFilterFeed(attachForgotten(memory, 'idempotency'));
-      const commandIds = new KeyFilterFeed(attachForgotten(memory, 'commandIds'));
-      const orderIds = new KeyFilterFeed(attachForgotten(memory, 'orderDirectory'));
-      const clientOrders = new KeyFilterFeed(attachForgotten(memory, 'clientOrders'));
-      const scanned = typeof saved === 'string';
-      const [remembered, , storedKeys, storedOrders, takenAfter] = await Promise.all([
-        withReader((reader) => recentCommands(reader, Math.min(keeps, START_RECENT_COMMANDS), (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId))),
-        withReader((reader) => knownOrders(reader, keeps, (order) => learnOrder(stored, order))),
-        !scanned
-          ? -1
-          : withReader((reader) =>
-              storedCommandKeys(reader, (scope, commandId) => {
-                scopes.push(scope, 0);
-                commandIds.push(commandId, 0);
-              }),
-            ),
-        !scanned
-          ? -1
-          : withReader((reader) =>
-              storedOrderIds(
-                reader,
-                (orderId) => orderIds.push(orderId, 0),
-                (participantId, clientOrderId) => clientOrders.push(wordsOf(clientOrderDigest(participantId, clientOrderId)), 0),
-              ),
-            ),
-        scanned
-          ? -1
-          : withReader((reader) =>
-              intakeKeysSince(reader, intakeCommit(saved.mark), (keys) => {
-                scopes.push(keys.scope, 0);
-                commandIds.push(keys.commandId, 0);
-                if (keys.orderId !== null) orderIds.push(keys.orderId, 0);
-                if (keys.clientOrder !== null) clientOrders.push(wordsOf(clientOrderDigest(keys.clientOrder.participantId, keys.clientOrder.clientOrderId)), 0);
-              }),
-            ),
-      ]);
-      for (const feed of [scopes, commandIds, orderIds, clientOrders]) feed.flush();
-      uncovered = scanned ? storedKeys : takenAfter;
-      logger.info(
-        { remembered, storedKeys, storedOrders, takenAfter, keyFilters: scanned ? `scanned (${saved})` : `saved at ${saved.mark}` },
-        'shared tables reloaded with the most recent commands; the key filters hold every stored one',
-      );
-    };
-    // What storage held at start, read beside the replay. The commands taken but not yet in the
-    // command log (a crash) enter storage during the start, as the persistence thread projects
-    // what the journal holds and the re-drive below the rest: the tables learn those by id once
-    // they are in (and their orders, as stored), not by a second pass over all of storage (2.7-
-    // 3.0 s with a million stored orders, measured in a crash under load), nor by holding this
-    // pass until the projections caught up (they first load the open orders: 2.5-4 s). What
-    // the tables hold needs no filter: a key they evict goes into it.
-    const learnedAtStart = learnStorage();
-    learnedAtStart.catch(() => undefined); // awaited below, where its failure fails the start
-    const learnPending = async (ids: { commandIds: string[]; orderIds: string[] }) => {
-      const stored = new StoredMemory(memory);
-      const commands = await withReader((reader) => commandsById(reader, ids.commandIds, (scope, payloadHead, commandId) => stored.command(scope, payloadHead, commandId)));
-      const orders = await withReader((reader) => ordersById(reader, ids.orderIds, (order) => learnOrder(stored, order)));
-      logger.info({ commands, orders }, 'the commands the start put in storage, and their orders, learned by the shared tables');
-    };
+    const tables = learnStorage(config, memory, databaseUrl, session);
 
-    // -- shards: restored from the last stop, or each book rebuilt from its journal, every shard at once, each on its own connection --
-    const shardsReady = await Promise.all(venue.shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
-    let replayed = 0;
-    started('shardsLoaded');
-    const replayMs = recovery.map(() => 0);
-    const journalDurable = await Promise.all(
-      recovery.map(async (port, shard) => {
-        const replayStarted = performance.now();
-        const held = shardsReady[shard]!.restored === null ? 0 : shardsReady[shard]!.sequence;
-        if (held === journalEnd[shard]) return held;
-        const reader = pgClient({ connectionString: databaseUrl, application_name: MAIN_APPLICATION_NAME });
-        await reader.connect();
-        const replay = pipelinedAsker(port);
-        try {
-          return await readJournal(reader, shard, held, async (payload, bytes, lastSequence) => {
-            const answer = await replay.ask({ type: 'replay', payload, bytes }, [payload]);
-            if (answer.type !== 'replayed') throw new Error(`shard ${shard} answered a replay with ${answer.type}`);
-            if (answer.sequence !== lastSequence) throw new Error(`shard ${shard} replayed up to ${answer.sequence}, the journal holds ${lastSequence}`);
-            replayed += answer.commands;
-            return answer.payload; // the page's buffer, back for the next page
-          });
-        } finally {
-          replay.close();
-          replayMs[shard] = Math.round(performance.now() - replayStarted);
-          await reader.end();
-        }
-      }),
-    );
-    started('books');
-    if (checkpointing && typeof books !== 'string') {
-      const saved = shardsReady.filter((ready) => ready.restored === 'stop').map((ready) => ({ shard: ready.shardId, file: engineSnapshotPath(config.dataDir, ready.shardId), token: books.token, sequence: journalEnd[ready.shardId]! }));
-      await adoptSavedEngines(client, config.dataDir, saved, checkpointNotes, logger);
-    }
-    logger.info(
-      {
-        replayed,
-        journalDurable,
-        loadMs: shardsReady.map((ready) => ready.loadMs),
-        replayMs,
-        books: shardsReady.map((ready) =>
-          ready.restored === 'stop'
-            ? 'saved at the last stop'
-            : ready.restored === 'checkpoint'
-              ? `checkpoint at ${ready.sequence}, then the journal to ${journalDurable[ready.shardId]}`
-              : `replayed (${ready.why ?? (checkpointNotes[ready.shardId] ? `the checkpoint at ${checkpointNotes[ready.shardId]!.sequence} is past the journal's end` : (books as string))})`,
-        ),
-      },
-      'order books restored',
-    );
+    // -- shards: restored, then each book brought to its journal's end --
+    const { shardsReady, journalDurable } = await restoreBooks({ config, databaseUrl, client, shards: venue.shards, recovery, restore, checkpointing, started });
 
     // -- persistence: once loaded and caught up, it takes the journal positions and starts writing --
     const { redrive, pendingIds } = await loaded;
     started('persistenceLoaded');
     await handOverJournal(persistence, journalDurable);
 
-    // -- re-drive what was captured (maybe acknowledged) but never journaled --
-    let redriven = 0;
-    for (const { shard, slots, count } of redrive) {
-      const answer = await ask(recovery[shard]!, { type: 'redrive', slots }, [slots]);
-      if (answer.commands !== count) throw new Error(`shard ${shard} re-drove ${answer.commands} of ${count} commands`);
-      journalDurable[shard] = answer.sequence;
-      redriven += count;
-    }
-    if (redriven > 0) {
-      await until(
-        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
-        're-driven commands did not become durable',
-      );
-      logger.info({ commands: redriven }, 'captured commands re-driven to a terminal status');
-    }
-    // -- a session roll the venue stopped in the middle of (or before its expiry began): finished before ready --
-    const expiries = await Promise.all(recovery.map((port) => ask(port, { type: 'expire', floor: session.active.sessionNo })));
-    if (expiries.some((answer) => answer.type !== 'expired')) throw new Error('a shard answered the expiry with something else');
-    if (expiries.some((answer) => answer.commands > 0)) {
-      expiries.forEach((answer, shard) => {
-        if (answer.commands > 0) journalDurable[shard] = answer.sequence;
-      });
-      await until(
-        () => journalDurable.every((sequence, shard) => control.journalCommitted(shard) >= sequence && control.projected(shard) >= sequence),
-        'the ended session\'s expiry did not become durable',
-      );
-      logger.info({ orders: expiries.map((answer) => (answer.type === 'expired' ? answer.orders : 0)), session: session.active }, 'the DAY orders of ended sessions expired (a roll the venue stopped during)');
-    }
-    await learnedAtStart;
-    if (pendingIds.commandIds.length > 0) await learnPending(pendingIds); // after the pass: these are the newest
+    await redriveCaptured(redrive, recovery, journalDurable, control);
+    await finishSessionRoll(session.active, recovery, journalDurable, control);
+    const uncovered = await tables.learnedAtStart;
+    if (pendingIds.commandIds.length > 0) await tables.learnPending(pendingIds); // after the pass: these are the newest
     started('tables');
 
     await client.end();
