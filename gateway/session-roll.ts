@@ -14,7 +14,7 @@
 //      fails SESSION_ENDED: nothing of it is carried out (command status FAILED).
 //
 // The answer comes after step 3. If the venue stops before, the next start finishes the
-// expiry (server.ts); a retry naming the new pair re-runs steps 2 and 3 (idempotent)
+// expiry (runtime/session-roll-finish.ts); a retry naming the new pair re-runs steps 2 and 3 (idempotent)
 // and answers as the first roll would have.
 
 import type { Worker } from 'node:worker_threads';

@@ -4,7 +4,7 @@
 // own, in a start after a crash that is CPU-bound on two cores, measured).
 //
 // Saved at a graceful stop and, while the venue runs, every KEY_FILTER_CHECKPOINT_COMMANDS
-// commands taken (intake records committed; server.ts): first the storage mark is read (storageMark: the last intake
+// commands taken (intake records committed; runtime/go-live.ts): first the storage mark is read (storageMark: the last intake
 // commit and each shard's last journaled sequence), then the keys the shared tables hold
 // are added to the filters (rememberTableKeys), then the filters are written to
 // DATA_DIR/key-filters.bin with that mark, and the mark and a random token are noted in

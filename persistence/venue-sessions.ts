@@ -8,7 +8,7 @@
 // rollSession is the operator's POST /admin/v1/venue/sessions: it ends the open
 // session and opens the next in one transaction. The expiry of the ended session's DAY
 // orders follows on the shards' streams (gateway/session-roll.ts; completed at the next
-// start if the venue stops first: server.ts).
+// start if the venue stops first: runtime/session-roll-finish.ts).
 
 import type pg from 'pg';
 import type { NumberedSession, SessionRoll } from '../core/storage-protocol.ts';

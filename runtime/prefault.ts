@@ -4,7 +4,7 @@
 // several times that on two busy cores. Taken during a start they cost the shards' order
 // stores 1.6-1.9 s each and the gateways' command stores 0.6 s each in a start after a
 // crash with a million resting orders, so the main thread takes them after ready
-// (server.ts), a slice per turn of its event loop (docs/decisions/0012-page-faults-after-ready.md).
+// (runtime/go-live.ts), a slice per turn of its event loop (docs/decisions/0012-page-faults-after-ready.md).
 
 const PAGE_WORDS = 4096 / 4;
 /**
@@ -26,7 +26,7 @@ export function faultPages(words: Int32Array, fromWord = 0, toWord = words.lengt
 export interface Prefaulting {
   /** Settles when every page was faulted in, or the work was stopped: the milliseconds it ran. */
   done: Promise<number>;
-  /** Stops after the current turn (a venue that stops: server.ts). */
+  /** Stops after the current turn (a venue that stops: runtime/graceful-stop.ts). */
   stop(): void;
 }
 
