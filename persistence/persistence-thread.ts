@@ -21,7 +21,10 @@ import { failureOf, SEALED_GROUPS_MAX, type AdminAnswer, type AdminRequest, type
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { JOURNAL_APPLICATION_NAME, PROJECTOR_APPLICATION_NAME, REBUILD_APPLICATION_NAME, SESSION_ROLL_APPLICATION_NAME, START_APPLICATION_NAME } from './connection-names.ts';
 import { rollSession } from './venue-sessions.ts';
-import { Projector, PROJECTOR_SESSION_SQL, SAVED_AT_STOP, type BookUpdate, type RedriveShard } from './projector.ts';
+import { Projector, type BookUpdate } from './projector.ts';
+import type { RedriveShard } from './pending-intake.ts';
+import { PROJECTOR_SESSION_SQL } from './projection-group.ts';
+import { SAVED_AT_STOP } from './projector-load.ts';
 import { noteOpenOrders, openOrdersCheckpointPath, readOpenOrdersNote, writeOpenOrdersInBackground, type OpenOrdersNote } from './open-orders-snapshot.ts';
 import { BookModel } from './book-model.ts';
 import { loadTapeView } from './market-data.ts';
