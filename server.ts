@@ -55,7 +55,7 @@ import { startEmbeddedPostgres } from './persistence/embedded-postgres.ts';
 import { PostgresSupervisor, type SupervisorReport } from './persistence/postgres-supervisor.ts';
 import { publishEmbeddedStorage } from './gateway/storage-state.ts';
 import { migrate } from './persistence/migrations.ts';
-import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceSave, PersistenceSaved, PersistenceThreadData } from './persistence/persistence-messages.ts';
 import { openOrdersPath } from './persistence/open-orders-snapshot.ts';
 import { adoptSavedEngines, checkpointPath, EngineCheckpoints, readCheckpointNotes } from './persistence/engine-checkpoints.ts';
 import type { ReadThreadData } from './persistence/read-thread.ts';
