@@ -1,12 +1,5 @@
-// Worker entry of the persistence thread: the journal writer (tier 1) and, right
-// behind it, the projector (tier 2), each on its own connection. It also answers the
-// operator's requests and the gateways' own-order reads.
-//
-// Start (persistence-start.ts): load the projections' watermarks, open orders and the
-// intake records still waiting for an outcome, materialize whatever the journal holds
-// beyond the watermarks (a crash may have left the projections behind), then say loaded,
-// with the commands that were taken but never sequenced (the main thread re-drives them),
-// and, once told where the journal stands, start taking the rings (persistence-pipeline.ts).
+// Worker entry of the persistence thread: wires the journal writer (tier 1), the projector
+// (tier 2) and the request handlers, loads storage, says loaded, then runs the pipeline.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';

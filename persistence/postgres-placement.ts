@@ -1,11 +1,5 @@
 // Where the embedded PostgreSQL runs from: its binaries (the platform package's), and as
 // root the postgres user that runs them and folders it can reach for them and the cluster.
-//
-// PostgreSQL refuses to run as root, so as root it runs as the postgres user, which must
-// be able to enter every folder on the way to its binaries and its data. A checkout in a
-// 0700 home (many containers) is out of its reach: the binaries are then run from a copy
-// in the temporary folder, and the cluster lives in CLUSTERS_ROOT/<key of DATA_DIR>, its
-// place noted in DATA_DIR/postgres.location (which embeddedUrl and the tests follow).
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -64,6 +58,12 @@ export async function exists(file: string): Promise<boolean> {
     () => false,
   );
 }
+
+// PostgreSQL refuses to run as root, so as root it runs as the postgres user, which must
+// be able to enter every folder on the way to its binaries and its data. A checkout in a
+// 0700 home (many containers) is out of its reach: the binaries are then run from a copy
+// in the temporary folder, and the cluster lives in CLUSTERS_ROOT/<key of DATA_DIR>, its
+// place noted in DATA_DIR/postgres.location (which embeddedUrl and the tests follow).
 
 /** Where clusters live whose DATA_DIR the postgres user cannot reach. */
 export const CLUSTERS_ROOT = '/var/lib/venue-postgres';

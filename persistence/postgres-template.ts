@@ -1,16 +1,5 @@
 // A new cluster's data folder: an initdb of its own, or a copy of a template initialised
 // once per machine, binaries and owner (EMBEDDED_POSTGRES_TEMPLATE), kept bounded on disk.
-//
-// `template` (EMBEDDED_POSTGRES_TEMPLATE, for tests and benchmarks that start many fresh
-// venues): a new cluster is a copy of one initialised once per machine, binaries and
-// owner (<tmpdir>/venue-postgres-template-<key>): a copy starts faster than an initdb of
-// its own. Such clusters share the template's password and system identifier, and the
-// copy is not fsynced (initdb syncs): fine for throwaway data, so the default (initdb for
-// each) stays for a venue's own. Bounded on disk: a template's key changes with its
-// binaries (each `npm ci` makes a new one), so whenever a start makes one, or finds its
-// own unused for an hour, it removes this user's other templates (and builds cut short)
-// unused for a day: each start that uses a template marks it used (its folder's mtime) at
-// most once an hour.
 
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -44,6 +33,17 @@ export async function initialise(bin: Binaries, owner: RunAs, root: string, log:
   }
   await writeFile(path.join(root, 'postgres.password'), password, { mode: 0o600 });
 }
+
+// `template` (EMBEDDED_POSTGRES_TEMPLATE, for tests and benchmarks that start many fresh
+// venues): a new cluster is a copy of one initialised once per machine, binaries and
+// owner (<tmpdir>/venue-postgres-template-<key>): a copy starts faster than an initdb of
+// its own. Such clusters share the template's password and system identifier, and the
+// copy is not fsynced (initdb syncs): fine for throwaway data, so the default (initdb for
+// each) stays for a venue's own. Bounded on disk: a template's key changes with its
+// binaries (each `npm ci` makes a new one), so whenever a start makes one, or finds its
+// own unused for an hour, it removes this user's other templates (and builds cut short)
+// unused for a day: each start that uses a template marks it used (its folder's mtime) at
+// most once an hour.
 
 /**
  * The template cluster for these binaries and this owner, initialised on first use: built in
