@@ -284,7 +284,7 @@ async function walSinceCheckpoint(databaseUrl: string): Promise<{ bytes: number;
  * and the load stops.
  */
 export async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBenchVenue>>, walFraction: number, loadMsMax: number, seed: number) {
-  // A start after a crash asks for its PostgreSQL's checkpoint once ready (persistence/embedded-postgres.ts,
+  // A start after a crash asks for its PostgreSQL's checkpoint once ready (persistence/postgres-recovery.ts,
   // recoverAsStandby): until it completes, the WAL since the last one is still the crashed run's.
   // The load starts after it, so that each crash comes after a load, as the first did.
   const waitStarted = performance.now();

@@ -8,13 +8,14 @@
 // since the start, closed orders and fills trimmed off, history from before the start)
 // was last updated at or before it. A read is answered here when `limit` rows above the
 // floors match it (or nothing is lacking); otherwise it is not (null), and the read
-// thread answers it from PostgreSQL, exactly as before (docs/decisions/0038).
+// thread answers it from PostgreSQL (docs/decisions/0038).
 
 import { ORDER_STATE_NAMES, ORDER_TYPE_NAMES, SIDE_NAMES, STATE_OPEN, STATE_PARTIALLY_FILLED, TIME_IN_FORCE_NAMES } from '../core/codes.ts';
 import { unpackCurrency } from '../core/command-slot.ts';
 import { eventIdWords, occurredAtOf } from '../core/outcome-format.ts';
 import type { OwnOrdersView } from '../core/storage-protocol.ts';
 import { formatUuid, idKey as keyOf, parseUuidInto } from '../core/uuid.ts';
+import { Fill, newerFill, OrderNode, ParticipantReads } from './own-reads-lists.ts';
 import type { RestingOrder } from './resting-orders.ts';
 
 const ORDER_ID = 0;
@@ -58,119 +59,6 @@ export interface FillRow {
   quantity: { units: string };
   executionPrice: { nanos: string; currency: string };
   occurredAt: string;
-}
-
-class OrderNode {
-  prev: OrderNode | null = null;
-  next: OrderNode | null = null;
-  /** 0: in no list, 1: the open list, 2: the closed list. */
-  list = 0;
-  ids: Int32Array;
-  runNo = 0;
-  sessionNo = 0;
-  side = 0;
-  orderType = 0;
-  timeInForce = 0;
-  state = 0;
-  priceNanos = 0;
-  quantity = 0;
-  filled = 0;
-  currency = 0;
-  updatedAtUs = 0;
-  clientOrderId: Uint8Array | null = null;
-  clientOrderKnown = true;
-
-  constructor(
-    readonly key: string,
-    ids: Int32Array,
-  ) {
-    this.ids = ids;
-  }
-}
-
-/** Most recently updated first (ties: any order; a read sorts them by orderId). */
-class OrderList {
-  head: OrderNode | null = null;
-  tail: OrderNode | null = null;
-  size = 0;
-
-  /** Inserted before the first node updated no later: at the head, unless the shards' clocks crossed. */
-  insert(node: OrderNode, list: number): void {
-    let after: OrderNode | null = null;
-    let at = this.head;
-    while (at !== null && at.updatedAtUs > node.updatedAtUs) {
-      after = at;
-      at = at.next;
-    }
-    node.prev = after;
-    node.next = at;
-    if (after === null) this.head = node;
-    else after.next = node;
-    if (at === null) this.tail = node;
-    else at.prev = node;
-    node.list = list;
-    this.size++;
-  }
-
-  /** Appended after the tail (a restore, which gives the nodes most recent first). */
-  append(node: OrderNode, list: number): void {
-    node.prev = this.tail;
-    node.next = null;
-    if (this.tail === null) this.head = node;
-    else this.tail.next = node;
-    this.tail = node;
-    node.list = list;
-    this.size++;
-  }
-
-  remove(node: OrderNode): void {
-    if (node.prev === null) this.head = node.next;
-    else node.prev.next = node.next;
-    if (node.next === null) this.tail = node.prev;
-    else node.next.prev = node.prev;
-    node.prev = null;
-    node.next = null;
-    node.list = 0;
-    this.size--;
-  }
-}
-
-class Fill {
-  constructor(
-    readonly shard: number,
-    readonly sequence: number,
-    readonly tradeSequence: number,
-    readonly ids: Int32Array,
-    readonly side: number,
-    readonly quantity: number,
-    readonly priceNanos: number,
-    readonly currency: number,
-    readonly occurredAtUs: number,
-  ) {}
-}
-
-/** The fills API order: most recent first, then shard ascending, then sequence descending. */
-function newerFill(a: Fill, b: Fill): boolean {
-  if (a.occurredAtUs !== b.occurredAtUs) return a.occurredAtUs > b.occurredAtUs;
-  if (a.shard !== b.shard) return a.shard < b.shard;
-  return a.sequence > b.sequence;
-}
-
-class ParticipantReads {
-  readonly open = new OrderList();
-  readonly closed = new OrderList();
-  /** Oldest first; `first` is where the kept ones start (the array is compacted now and then). */
-  fills: Fill[] = [];
-  first = 0;
-  openFloorUs: number;
-  closedFloorUs: number;
-  fillsFloorUs: number;
-
-  constructor(floors: { orders: number; fills: number }) {
-    this.openFloorUs = floors.orders;
-    this.closedFloorUs = floors.orders;
-    this.fillsFloorUs = floors.fills;
-  }
 }
 
 /** Whether `instrument` (four words) is the instrument of ids[INSTRUMENT_ID..]. */

@@ -7,7 +7,7 @@
 // tape read (`ORDER BY tape_sequence DESC LIMIT 50` of one instrument) sorted every
 // trade of the instrument: 1.5 ms of PostgreSQL's CPU per read after 4 s of load and
 // 37 ms at the median in a full benchmark run, against 0.2 ms on fresh statistics.
-// So the start analyzes what it plans on (persistence-thread.ts), and the read thread
+// So the start analyzes what it plans on (persistence-start.ts), and the read thread
 // keeps the tables its reads use analyzed as they grow (keepAnalyzed).
 
 import type pg from 'pg';

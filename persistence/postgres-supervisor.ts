@@ -1,7 +1,7 @@
 // The supervisor of the embedded PostgreSQL: the venue started the server, so the venue owns
 // its life. When it exits without being asked (killed, crashed), it is started again on
 // the same data, port and socket after a bounded back-off; PostgreSQL's own crash recovery
-// runs (embedded-postgres.ts, recoverAsStandby), and the venue's threads reconnect by
+// runs (postgres-recovery.ts, recoverAsStandby), and the venue's threads reconnect by
 // themselves, as they do when an external server comes back. Tries count until the server
 // has stayed up for STABLE_MS; after `maxTries` in a row the supervisor gives up and says so
 // (log, /readyz, the persistence status), and the venue answers 503 until an operator

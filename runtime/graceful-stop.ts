@@ -12,7 +12,7 @@ import { MAIN_APPLICATION_NAME } from '../persistence/connection-names.ts';
 import { engineSnapshotPath } from '../persistence/engine-snapshot.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, noteSnapshot, saveKeyFilters, storageMark } from '../persistence/key-filter-snapshot.ts';
 import { openOrdersPath } from '../persistence/open-orders-snapshot.ts';
-import type { PersistenceSave, PersistenceSaved } from '../persistence/persistence-thread.ts';
+import type { PersistenceSave, PersistenceSaved } from '../persistence/persistence-messages.ts';
 import { pgClient } from '../persistence/pg-client.ts';
 import { once } from './thread-messages.ts';
 import { logger, venueThreads, type Venue } from './venue.ts';

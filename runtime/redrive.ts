@@ -3,7 +3,7 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { PersistenceControl } from '../core/persistence-control.ts';
-import type { PersistenceLoaded } from '../persistence/persistence-thread.ts';
+import type { PersistenceLoaded } from '../persistence/persistence-messages.ts';
 import { ask, untilDurable } from './thread-messages.ts';
 import { logger } from './venue.ts';
 

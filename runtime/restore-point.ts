@@ -8,7 +8,7 @@ import { checkpointPath, readCheckpointNotes, type CheckpointNote } from '../per
 import { engineSnapshotPath } from '../persistence/engine-snapshot.ts';
 import { BOOK_SNAPSHOT_SETTING, journalSequences, storageMark, takeSnapshotNote } from '../persistence/key-filter-snapshot.ts';
 import { openOrdersPath } from '../persistence/open-orders-snapshot.ts';
-import type { PersistenceThreadData } from '../persistence/persistence-thread.ts';
+import type { PersistenceThreadData } from '../persistence/persistence-messages.ts';
 
 export interface RestorePoint {
   /** The note of the files the last graceful stop saved, if they serve this start; else why not. */

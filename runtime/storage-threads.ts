@@ -4,7 +4,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { VenueConfig } from '../core/config.ts';
 import type { VenueMemory } from '../gateway/venue-memory.ts';
-import type { PersistenceLoaded, PersistenceThreadData } from '../persistence/persistence-thread.ts';
+import type { PersistenceLoaded, PersistenceThreadData } from '../persistence/persistence-messages.ts';
 import type { ReadThreadData } from '../persistence/read-thread.ts';
 import type { GatewayPorts } from './gateway-threads.ts';
 import type { RestorePoint } from './restore-point.ts';

@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { statState } from '../load/cpu-use.ts';
-import { clusterRootOf } from '../../persistence/embedded-postgres.ts';
+import { clusterRootOf } from '../../persistence/postgres-placement.ts';
 
 const children = new Set<ChildProcess>();
 /** Folder → whether to remove it (else only the PostgreSQL running on it is stopped). */

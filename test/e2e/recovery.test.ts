@@ -220,7 +220,7 @@ const CONCURRENCY = 24;
 
 for (const [index, mode] of MODES.entries()) {
   // Every other mode kills the venue's PostgreSQL too: its start then recovers it from the WAL
-  // as a standby and promotes it (persistence/embedded-postgres.ts, recoverAsStandby).
+  // as a standby and promotes it (persistence/postgres-recovery.ts, recoverAsStandby).
   const database = index % 2 === 1;
   test(`kill -9 in the middle of a burst (${mode}${database ? ', its PostgreSQL killed too' : ''}), then a restart on the same data`, async (t) => {
     const dir = dataDir();

@@ -10,7 +10,7 @@ import { renameSync } from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { postmasterIn } from '../../bench/lib/leftovers.ts';
-import { clusterRootOf } from '../../persistence/embedded-postgres.ts';
+import { clusterRootOf } from '../../persistence/postgres-placement.ts';
 import { withClient } from '../support/database.ts';
 import { dataDirs, stopAfter, storageUrl, submitBody, TOKENS, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 

@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { postmasterIn, running } from '../../bench/lib/leftovers.ts';
-import { CLUSTERS_ROOT, clusterRootOf, embeddedUrl, freePort, reachableBy, runAs, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { embeddedUrl, freePort, startEmbeddedPostgres, type EmbeddedServer } from '../../persistence/embedded-postgres.ts';
+import { CLUSTERS_ROOT, clusterRootOf, reachableBy, runAs } from '../../persistence/postgres-placement.ts';
 import { withClient } from '../support/database.ts';
 
 /** The client address the server sees for a connection made with `url` (null: a Unix socket). */
