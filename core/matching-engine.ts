@@ -24,12 +24,14 @@
 // functions of its parts, kept monomorphic: core/matching-loop.ts, core/cancel-modify.ts,
 // core/expire-orders.ts and core/engine-events.ts (the events each writes).
 
+import { assert } from './assert.ts';
 import { cancel, modify } from './cancel-modify.ts';
 import * as commandSlot from './command-slot.ts';
 import { RejectCode } from './codes.ts';
 import * as codes from './codes.ts';
 import { beginAccepted, finishAccepted, reject } from './engine-events.ts';
 import type { EngineShape, StateReader, StateWriter } from './engine-state.ts';
+import { checkLoadedBooks, checkLoadedOrders } from './engine-state-checks.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { expire, restingDayOrdersBefore } from './expire-orders.ts';
 import { isValidPriceNanos, isValidQuantityUnits } from './fixed-point.ts';
@@ -175,21 +177,25 @@ export class MatchingEngine {
 
   /** Takes the state saveState wrote into this engine, which must be fresh and of the same shape. */
   loadState(input: StateReader): void {
-    if (this.bookCount !== 0 || this.sequence !== 0) throw new Error('loadState() needs a fresh engine');
+    assert(this.bookCount === 0 && this.sequence === 0, 'loadState() needs a fresh engine');
     const books = input.number('books');
-    if (books < 0 || books > this.instrumentCapacity) throw new RangeError(`engine state holds ${books} books of ${this.instrumentCapacity}`);
+    assert(Number.isInteger(books) && books >= 0 && books <= this.instrumentCapacity, `engine state holds ${books} books of ${this.instrumentCapacity}`);
     input.into('books.instrument', this.instrument.subarray(0, books * 4));
     input.into('books.currency', this.currency.subarray(0, books));
     input.into('books.table', this.bookTable);
+    checkLoadedBooks(this.instrument, this.currency, books, this.bookTable, this.hashSeed);
     this.orders.loadState(input);
     this.levels.loadState(input);
     this.owners.loadState(input);
-    this.bookCount = books;
-    this.lastBook = 0;
-    this.sequence = input.number('sequence');
+    const sequence = input.number('sequence');
+    assert(Number.isSafeInteger(sequence) && sequence >= 0, `engine state holds sequence ${sequence}`);
     // A state written before session expiry existed has no floor: no session had ended.
     const sessionFloor = input.number('sessionFloor', 0);
-    if (sessionFloor < 0) throw new RangeError(`engine state holds session floor ${sessionFloor}`);
+    assert(Number.isSafeInteger(sessionFloor) && sessionFloor >= 0, `engine state holds session floor ${sessionFloor}`);
+    checkLoadedOrders(this.orders, this.levels, this.owners.count, books, sequence);
+    this.bookCount = books;
+    this.lastBook = 0;
+    this.sequence = sequence;
     this.sessionFloor = sessionFloor;
   }
 
