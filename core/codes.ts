@@ -21,7 +21,7 @@ export const OPCODE_QUERY = 5;
  * Mutating: the session roll (POST /admin/v1/venue/sessions) sends it to every shard
  * to expire the open DAY orders of the sessions that ended. The session word carries
  * the new session floor, the argument word the first order slot to scan; one command
- * scans at most EXPIRY_SCAN_SLOTS slots (core/matching-engine.ts, expire()), and its
+ * scans at most EXPIRY_SCAN_SLOTS slots (core/expire-orders.ts, expire()), and its
  * leading event's code says how many slots are left (core/session-expiry.ts).
  */
 export const OPCODE_EXPIRE = 6;

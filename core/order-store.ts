@@ -28,7 +28,8 @@
 // batch will read (index buckets and named records; not the lines it only writes),
 // with independent loads the CPU overlaps.
 
-import { STATE_FREE } from './codes.ts';
+import { assert, fail } from './assert.ts';
+import { STATE_EXPIRED, STATE_FILLED, STATE_FREE } from './codes.ts';
 import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
@@ -343,19 +344,80 @@ export class OrderStore {
 
   /** Takes the state saveState wrote into this store, which must be fresh and of the same capacity and seed. */
   loadState(input: StateReader): void {
-    if (this.used !== 0) throw new Error('loadState() needs a fresh order store');
+    assert(this.used === 0, 'loadState() needs a fresh order store');
     const used = input.number('orders.used');
-    if (used < 0 || used > this.capacity) throw new RangeError(`order store state holds ${used} slots of ${this.capacity}`);
+    assert(Number.isInteger(used) && used >= 0 && used <= this.capacity, `order store state holds ${used} slots of ${this.capacity}`);
     input.into('orders.records', this.bytes.subarray(0, used * ORDER_RECORD_BYTES));
     input.into('orders.engineNo', this.engineNo.subarray(0, used));
     const retiredCount = input.length('orders.retired') / 4;
-    if (!Number.isInteger(retiredCount) || retiredCount > used) throw new RangeError(`order store state retires ${retiredCount} of ${used} slots`);
+    assert(Number.isInteger(retiredCount) && retiredCount <= used, `order store state retires ${retiredCount} of ${used} slots`);
     input.into('orders.retired', this.retired.subarray(0, retiredCount));
     input.into('orders.table', this.table);
+    this.checkLoaded(used, retiredCount);
     this.used = used;
     this.retiredHead = 0;
     this.retiredCount = retiredCount;
     this.missBucket = -1;
+  }
+
+  /**
+   * What a loaded state must satisfy, checked once at load (O(slots in use + buckets)): each
+   * slot in use holds a resting or a terminal order; the retired list is the terminal ones,
+   * each once; the index holds each slot in use once, where a probe for its id reaches it.
+   */
+  private checkLoaded(used: number, retiredCount: number): void {
+    const bytes = this.bytes;
+    const words = this.words;
+    // Each id's hash, taken in slot order (the records read in order), for the index's check
+    // below to read from a small array rather than from the records.
+    const hashes = new Int32Array(used);
+    let terminal = 0;
+    for (let slot = 0; slot < used; slot++) {
+      const state = bytes[(slot << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE]!;
+      if (state === STATE_FREE || state > STATE_EXPIRED) fail(`order store state: slot ${slot} holds state ${state}`);
+      if (state >= STATE_FILLED) terminal++;
+      const at = slot << ORDER_WORD_SHIFT;
+      hashes[slot] = hashWords(words[at]! ^ this.seed, words[at + 1]!, words[at + 2]!, words[at + 3]!);
+    }
+    assert(terminal === retiredCount, `order store state: ${terminal} terminal orders but ${retiredCount} retired`);
+    const seen = new Uint8Array(used);
+    for (let k = 0; k < retiredCount; k++) {
+      const slot = this.retired[k]!;
+      if (slot < 0 || slot >= used) fail(`order store state: retired entry ${k} names slot ${slot} of ${used}`);
+      if (seen[slot] !== 0) fail(`order store state: slot ${slot} is retired twice`);
+      if (bytes[(slot << ORDER_BYTE_SHIFT) + ORDER_STATE_BYTE]! < STATE_FILLED) fail(`order store state: retired slot ${slot} holds a resting order`);
+      seen[slot] = 1;
+    }
+    // The index holds each slot in use once, under its id's hash, and a probe from that hash
+    // reaches it past no empty bucket and no other slot of the same id.
+    seen.fill(0);
+    const table = this.table;
+    const mask = this.mask;
+    let indexed = 0;
+    for (let bucket = 0; bucket <= mask; bucket++) {
+      const entry = table[bucket * 2 + 1]!;
+      if (entry === 0) continue;
+      const slot = entry - 1;
+      if (slot < 0 || slot >= used) fail(`order store state: index bucket ${bucket} names slot ${slot} of ${used}`);
+      if (seen[slot] !== 0) fail(`order store state: slot ${slot} is indexed twice`);
+      seen[slot] = 1;
+      indexed++;
+      const hash = hashes[slot]!;
+      if (table[bucket * 2] !== hash) fail(`order store state: index bucket ${bucket} keeps a hash that is not slot ${slot}'s id's`);
+      for (let probe = hash & mask; probe !== bucket; probe = (probe + 1) & mask) {
+        const other = table[probe * 2 + 1]!;
+        if (other === 0) fail(`order store state: slot ${slot} lies past an empty bucket of its probe`);
+        if (table[probe * 2] === hash && this.sameId(other - 1, slot)) fail(`order store state: slots ${other - 1} and ${slot} hold the same id`);
+      }
+    }
+    assert(indexed === used, `order store state: ${indexed} slots indexed of ${used} in use`);
+  }
+
+  private sameId(a: number, b: number): boolean {
+    const words = this.words;
+    const x = a << ORDER_WORD_SHIFT;
+    const y = b << ORDER_WORD_SHIFT;
+    return words[x] === words[y] && words[x + 1] === words[y + 1] && words[x + 2] === words[y + 2] && words[x + 3] === words[y + 3];
   }
 
   /** Removes a slot from the index (backward-shift deletion keeps probes short). */

@@ -4,6 +4,7 @@
 // appearance, so a replay numbers them identically; they are never removed
 // (bounded by the capacity: an order from a new pair past it is rejected).
 
+import { assert, fail } from './assert.ts';
 import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashWords, powerOfTwoAtLeast } from './hash.ts';
 
@@ -81,13 +82,41 @@ export class OwnerRegistry {
 
   /** Takes the state saveState wrote into this registry, which must be fresh and of the same capacity and seed. */
   loadState(input: StateReader): void {
-    if (this.ownerCount !== 0) throw new Error('loadState() needs a fresh owner registry');
+    assert(this.ownerCount === 0, 'loadState() needs a fresh owner registry');
     const count = input.number('owners.count');
-    if (count < 0 || count > this.capacity) throw new RangeError(`owner state holds ${count} owners of ${this.capacity}`);
+    assert(Number.isInteger(count) && count >= 0 && count <= this.capacity, `owner state holds ${count} owners of ${this.capacity}`);
     input.into('owners.words', this.words.subarray(0, count * OWNER_WORDS));
     input.into('owners.table', this.table);
+    this.checkLoaded(count);
     this.ownerCount = count;
     this.lastOwner = 0;
+  }
+
+  /**
+   * What a loaded state must satisfy, checked once at load: the index holds each owner
+   * once, where a probe for its pair reaches it, and no other owner of the same pair before it.
+   */
+  private checkLoaded(count: number): void {
+    const table = this.table;
+    const mask = this.mask;
+    const seen = new Uint8Array(count);
+    let indexed = 0;
+    for (let bucket = 0; bucket <= mask; bucket++) {
+      const entry = table[bucket]!;
+      if (entry === 0) continue;
+      const owner = entry - 1;
+      if (owner < 0 || owner >= count) fail(`owner state: index bucket ${bucket} names owner ${owner} of ${count}`);
+      if (seen[owner] !== 0) fail(`owner state: owner ${owner} is indexed twice`);
+      seen[owner] = 1;
+      indexed++;
+      const at = owner * OWNER_WORDS;
+      for (let probe = this.hash(this.words, at, at + 4) & mask; probe !== bucket; probe = (probe + 1) & mask) {
+        const other = table[probe]!;
+        if (other === 0) fail(`owner state: owner ${owner} lies past an empty bucket of its probe`);
+        if (other - 1 < count && this.matches(other - 1, this.words, at, at + 4)) fail(`owner state: owners ${other - 1} and ${owner} are the same pair`);
+      }
+    }
+    assert(indexed === count, `owner state: ${indexed} owners indexed of ${count}`);
   }
 
   /** True when owner's pair equals the pair in source. */

@@ -18,6 +18,7 @@
 //                                     32 head[2] i32    W 8, 9  56 hash i32      W 14
 //                                                               60 (free)
 
+import { assert, fail } from './assert.ts';
 import type { StateReader, StateWriter } from './engine-state.ts';
 import { hashPrice, powerOfTwoAtLeast } from './hash.ts';
 
@@ -260,35 +261,37 @@ export class PriceLevels {
 
   /** Takes the state saveState wrote into these levels, which must be fresh and of the same shape and seed. */
   loadState(input: StateReader): void {
-    if (this.liveCount !== 0) throw new Error('loadState() needs fresh price levels');
+    assert(this.liveCount === 0, 'loadState() needs fresh price levels');
     const capacity = input.number('levels.capacity');
-    if (capacity < 1 || capacity > this.capacityMax) throw new RangeError(`price level state holds ${capacity} records of at most ${this.capacityMax}`);
+    assert(Number.isInteger(capacity) && capacity >= 1 && capacity <= this.capacityMax, `price level state holds ${capacity} records of at most ${this.capacityMax}`);
     const buffer = new ArrayBuffer(capacity * LEVEL_RECORD_BYTES);
     input.into('levels.records', new Uint8Array(buffer));
     const freeTop = input.length('levels.free') / 4;
-    if (!Number.isInteger(freeTop) || freeTop > capacity) throw new RangeError(`price level state frees ${freeTop} of ${capacity} records`);
+    assert(Number.isInteger(freeTop) && freeTop <= capacity, `price level state frees ${freeTop} of ${capacity} records`);
     const freeStack = new Int32Array(capacity);
     input.into('levels.free', freeStack.subarray(0, freeTop));
     // 'levels.index' (hash, level + 1 pairs) replaced 'levels.table' (level + 1 only):
     // a file of the older layout fails here by its section's name and the shard
     // replays its journal instead.
     const buckets = input.length('levels.index') / 8;
-    if (buckets < 2 || (buckets & (buckets - 1)) !== 0 || buckets > powerOfTwoAtLeast(this.capacityMax * 2)) {
-      throw new RangeError(`price level state has an index of ${buckets} buckets`);
-    }
+    assert(
+      Number.isInteger(buckets) && buckets >= 2 && (buckets & (buckets - 1)) === 0 && buckets <= powerOfTwoAtLeast(this.capacityMax * 2),
+      `price level state has an index of ${buckets} buckets`,
+    );
     const table = new Int32Array(buckets * 2);
     input.into('levels.index', table);
     input.into('levels.heapSize', this.heapSize);
     let live = 0;
     for (let side = 0; side < this.heapSize.length; side++) {
-      if (this.heapSize[side]! < 0) throw new RangeError(`price level state has a heap of ${this.heapSize[side]} levels`);
+      assert(this.heapSize[side]! >= 0, `price level state has a heap of ${this.heapSize[side]} levels`);
       live += this.heapSize[side]!;
     }
-    if (live !== capacity - freeTop) throw new RangeError(`price level state has ${live} levels in heaps and ${capacity - freeTop} in use`);
+    assert(live === capacity - freeTop, `price level state has ${live} levels in heaps and ${capacity - freeTop} in use`);
     const heapLevels = new Int32Array(live);
     const heapKeys = new Float64Array(live);
     input.into('levels.heapLevels', heapLevels);
     input.into('levels.heapKeys', heapKeys);
+    checkLoadedLevels(new Int32Array(buffer), new Float64Array(buffer), freeStack.subarray(0, freeTop), table, this.heapSize, heapLevels, heapKeys, this.seed);
     for (let side = 0, at = 0; side < this.heapSize.length; side++) {
       const size = this.heapSize[side]!;
       if (size > this.heapLevels[side]!.length) {
@@ -437,6 +440,71 @@ export class PriceLevels {
     levels[position] = level;
     keys[position] = key;
     words[(level << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
+  }
+}
+
+/**
+ * What loaded levels must satisfy, checked once at load (O(records + buckets)): free
+ * records are distinct and empty; the index holds each live level once, under its key's
+ * hash, where a probe for its key reaches it; each side's heap holds that side's live
+ * levels once, in heap order, each knowing its position.
+ */
+function checkLoadedLevels(
+  words: Int32Array,
+  floats: Float64Array,
+  free: Int32Array,
+  table: Int32Array,
+  heapSize: Int32Array,
+  heapLevels: Int32Array,
+  heapKeys: Float64Array,
+  seed: number,
+): void {
+  const capacity = words.length >> LEVEL_WORD_SHIFT;
+  const live = capacity - free.length;
+  // Per record: 0 unseen, 1 free, 2 indexed, 3 in a heap.
+  const mark = new Uint8Array(capacity);
+  for (let k = 0; k < free.length; k++) {
+    const level = free[k]!;
+    if (level < 0 || level >= capacity) fail(`price level state: free entry ${k} names level ${level} of ${capacity}`);
+    if (mark[level] !== 0) fail(`price level state: level ${level} is free twice`);
+    mark[level] = 1;
+    const w = (level << LEVEL_WORD_SHIFT) + LEVEL_COUNT_WORD;
+    if (words[w] !== 0 || words[w + 1] !== 0) fail(`price level state: free level ${level} holds orders`);
+  }
+  const buckets = table.length >> 1;
+  const mask = buckets - 1;
+  assert(live * 2 <= buckets, `price level state: ${live} live levels in an index of ${buckets} buckets`);
+  let indexed = 0;
+  for (let bucket = 0; bucket < buckets; bucket++) {
+    const entry = table[bucket * 2 + 1]!;
+    if (entry === 0) continue;
+    const level = entry - 1;
+    if (level < 0 || level >= capacity) fail(`price level state: index bucket ${bucket} names level ${level} of ${capacity}`);
+    if (mark[level] !== 0) fail(`price level state: index bucket ${bucket} names level ${level}, free or indexed before`);
+    mark[level] = 2;
+    indexed++;
+    const w = level << LEVEL_WORD_SHIFT;
+    const hash = hashPrice(floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT]!, words[w + LEVEL_BOOK_SIDE_WORD]! ^ seed);
+    if (words[w + LEVEL_HASH_WORD] !== hash || table[bucket * 2] !== hash) fail(`price level state: level ${level} keeps a hash that is not its key's`);
+    for (let probe = hash & mask; probe !== bucket; probe = (probe + 1) & mask) {
+      if (table[probe * 2 + 1] === 0) fail(`price level state: level ${level} lies past an empty bucket of its probe`);
+    }
+  }
+  assert(indexed === live, `price level state: ${indexed} levels indexed of ${live} live`);
+  for (let side = 0, at = 0; side < heapSize.length; side++) {
+    const size = heapSize[side]!;
+    for (let position = 0; position < size; position++, at++) {
+      const level = heapLevels[at]!;
+      if (level < 0 || level >= capacity || mark[level] !== 2) fail(`price level state: heap of book side ${side} names level ${level}, not live or in a heap before`);
+      mark[level] = 3;
+      const w = level << LEVEL_WORD_SHIFT;
+      if (words[w + LEVEL_BOOK_SIDE_WORD] !== side) fail(`price level state: level ${level} of book side ${words[w + LEVEL_BOOK_SIDE_WORD]} is in the heap of side ${side}`);
+      if (words[w + LEVEL_HEAP_POS_WORD] !== position) fail(`price level state: level ${level} is at heap position ${position}, not ${words[w + LEVEL_HEAP_POS_WORD]}`);
+      const price = floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_PRICE_FLOAT]!;
+      if (heapKeys[at] !== ((side & 1) === 0 ? -price : price)) fail(`price level state: level ${level} has heap key ${heapKeys[at]} for price ${price}`);
+      if (position > 0 && heapKeys[at - position + ((position - 1) >> 1)]! > heapKeys[at]!) fail(`price level state: the heap of book side ${side} is out of order at position ${position}`);
+      if (words[w + LEVEL_COUNT_WORD] === 0 && words[w + LEVEL_COUNT_WORD + 1] === 0) fail(`price level state: live level ${level} holds no order`);
+    }
   }
 }
 

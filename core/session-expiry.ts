@@ -1,7 +1,7 @@
 // The session roll's commands to a shard (POST /admin/v1/venue/sessions): EXPIRE, which
 // raises the shard's session floor and expires the resting DAY orders stamped with a
 // session below it, over EXPIRY_SCAN_SLOTS order slots at a time (a bounded command:
-// at most that many events), from slot `first` (core/matching-engine.ts, expire()).
+// at most that many events), from slot `first` (core/expire-orders.ts, expire()).
 // The sender goes on from first + EXPIRY_SCAN_SLOTS while the leading event says slots
 // are left: the live roll from a gateway (gateway/session-roll.ts), and the start after a
 // roll the venue stopped in the middle of (runtime/shard-thread.ts).

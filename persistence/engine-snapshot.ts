@@ -160,6 +160,9 @@ function readSnapshotInto(
       });
     } catch (error) {
       if (error instanceof SnapshotMismatch) return error.message;
+      // The state broke one of its checks (core/assert.ts). A damaged file breaks them too:
+      // then its checksum, read to the end, is the reason given.
+      if (!reader.verifyRest()) return 'a checksum mismatch';
       throw error;
     }
     if (next !== header.sections.length) return `${header.sections.length - next} sections left unread`;

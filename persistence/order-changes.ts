@@ -132,7 +132,7 @@ export function orderChanges(
 
 /**
  * Calls `each` with the offset of every order an EXPIRE command (the session roll's,
- * core/matching-engine.ts) expired: the events after its leading one, `firstAt` to `next`.
+ * core/expire-orders.ts) expired: the events after its leading one, `firstAt` to `next`.
  */
 export function forEachExpired(view: JournalView, firstAt: number, next: number, each: (e: number) => void): void {
   for (let e = firstAt + RESULT_RECORD_BYTES; e < next; e += RESULT_RECORD_BYTES) {

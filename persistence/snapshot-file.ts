@@ -180,6 +180,16 @@ export class SnapshotFileReader {
     return readSync(this.fd, tail, 0, 4, this.at) === 4 && tail.readUInt32LE(0) === this.crc >>> 0;
   }
 
+  /** verify() for a caller that stopped reading early: reads what is left of the sections first. */
+  verifyRest(): boolean {
+    const end = this.size - 4;
+    const scratch = Buffer.allocUnsafe(Math.max(0, Math.min(CHUNK_BYTES, end - this.at)));
+    while (this.at < end) {
+      if (!this.read(scratch.subarray(0, Math.min(scratch.byteLength, end - this.at)))) return false;
+    }
+    return this.verify();
+  }
+
   close(): void {
     closeSync(this.fd);
   }
