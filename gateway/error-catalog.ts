@@ -6,6 +6,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { ErrorCode, ErrorDetail, Failure } from '../core/error-codes.ts';
+import type { PlaneAnswer } from '../core/storage-protocol.ts';
 
 export type { ErrorCode, ErrorDetail } from '../core/error-codes.ts';
 
@@ -53,6 +54,19 @@ export function failureStatus(failure: Failure): number {
 /** The body of a thread's refusal. */
 export function failureBody(failure: Failure): string {
   return errorBody(failure.code, failure.message, failure.details);
+}
+
+/** Every 503 tells the client when to come back. */
+export const RETRY_HEADERS: Record<string, string> = { 'Content-Type': 'application/json', 'Retry-After': '1' };
+
+/** Writes a read-plane answer: its 200, or its refusal with the code's status and body (a 503 with Retry-After). */
+export function sendPlaneAnswer(answer: PlaneAnswer, send: (status: number, body: string, headers?: Record<string, string>) => void): void {
+  if (answer.ok) {
+    send(200, answer.body);
+    return;
+  }
+  const status = failureStatus(answer.error);
+  send(status, failureBody(answer.error), status === 503 ? RETRY_HEADERS : undefined);
 }
 
 export type ServerErrorCode = 'OVERLOADED' | 'UNAVAILABLE';

@@ -7,9 +7,9 @@
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
-import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead } from '../core/storage-protocol.ts';
+import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
 import { storageError } from './storage-client.ts';
-import { errorBody, type ErrorDetail } from './error-catalog.ts';
+import { type ErrorDetail, invalidBody, RETRY_HEADERS, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
@@ -23,14 +23,12 @@ export const OWN_LIMIT_MAX = 1000;
 export const BARS_DEFAULT_COUNT = 60;
 export const BARS_MAX_COUNT = 1440;
 
-const RETRY_HEADERS = { 'Content-Type': 'application/json', 'Retry-After': '1' };
-
 export interface ReadRouteDependencies {
   validator: RequestValidator;
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   /** Writes a whole answer (corked). */
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
-  read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
+  read: (read: PlaneRead) => Promise<PlaneAnswer>;
 }
 
 /** A query string as a flat object; a repeated parameter is a 400 of its own. */
@@ -75,14 +73,14 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
       for (let index = 0; path.split(':').length - 1 > index; index++) params.push(req.getParameter(index) ?? '');
       const read = details.length === 0 ? build(query, (index) => params[index]!, principal, details) : null;
       if (read === null || details.length > 0) {
-        deps.send(res, 400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        deps.send(res, 400, invalidBody(details));
         return;
       }
       const aborted = { value: false };
       res.onAborted(() => (aborted.value = true));
       deps.read(read).then(
         (answer) => {
-          if (!aborted.value) deps.send(res, answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : undefined);
+          if (!aborted.value) sendPlaneAnswer(answer, (status, body, headers) => deps.send(res, status, body, headers));
         },
         (error: Error) => {
           if (!aborted.value) deps.send(res, 503, storageError(error), RETRY_HEADERS);

@@ -5,16 +5,15 @@
 // thread (persistence/settlement-store.ts).
 
 import type uWS from 'uWebSockets.js';
-import type { PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import type { PlaneAnswer, PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
 import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
 import { storageError } from './storage-client.ts';
-import { errorBody, type ErrorDetail } from './error-catalog.ts';
+import { errorBody, type ErrorDetail, invalidBody, RETRY_HEADERS, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './settlement-schemas.ts';
 import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
 import type { RequestValidator } from './validation.ts';
 
-const RETRY_HEADERS = { 'Content-Type': 'application/json', 'Retry-After': '1' };
 const RUN_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 export interface SettlementRouteDependencies {
@@ -23,7 +22,7 @@ export interface SettlementRouteDependencies {
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
   readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
-  read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
+  read: (read: PlaneRead) => Promise<PlaneAnswer>;
   adminMaxBodyBytes: number;
   /** COMPETITION_PROFILE set: the public leaderboard is served. */
   competition: boolean;
@@ -86,7 +85,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
   const { validator, admit } = deps;
   const forward = (res: uWS.HttpResponse, read: PlaneRead, answer: (status: number, body: string, headers?: Record<string, string>) => void) =>
     deps.read(read).then(
-      (result) => answer(result.status, result.body),
+      (result) => sendPlaneAnswer(result, answer),
       (error: Error) => answer(503, storageError(error), RETRY_HEADERS),
     );
 
@@ -103,7 +102,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
         const details = validator.validateSettlementBody(name, body);
         const request = details.length === 0 ? adminRequest(name, body, details) : null;
         if (request === null || details.length > 0) {
-          answer(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+          answer(400, invalidBody(details));
           return;
         }
         void forward(res, { kind: 'settlement-admin', admin: request }, answer);
@@ -136,7 +135,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       // The schema's date-time lets through what rfc3339Micros cannot place (a leap second, an offset of "+01"): refused, not read as "now".
       if (details.length === 0 && query.asOf !== undefined && rfc3339Micros(query.asOf) === null) details.push({ field: 'asOf', message: 'asOf must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss[.fraction] with Z or ±hh:mm)' });
       if (details.length > 0) {
-        deps.send(res, 400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        deps.send(res, 400, invalidBody(details));
         return;
       }
       const asOfUs = query.asOf === undefined ? null : rfc3339Micros(query.asOf);

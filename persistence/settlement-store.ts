@@ -6,17 +6,16 @@
 
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { refusal, type Failure, type Outcome } from '../core/error-codes.ts';
-import type { ReadAnswerBody, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import { refusal, type Outcome } from '../core/error-codes.ts';
+import { answered, refusedWith, type Answered, type PlaneAnswer, type SettlementAdmin, type SettlementRead } from '../core/storage-protocol.ts';
 import { factContent, PROFILE_OPS, PROFILES, type Fact, type FactInput } from '../core/settlement/facts.ts';
 import { applyFact, emptyState, replay, type SettlementState } from '../core/settlement/state.ts';
 import { exceptionsView, factsView, leaderboardView, ledgerView, obligationsView, proofView, scoreView } from '../core/settlement/views.ts';
 import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, type ResolvedProfile, type TradeForSettlement } from '../core/settlement/workflow.ts';
 
-const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.stringify(value) });
-const STATUS = { NOT_FOUND: 404, FACT_CONFLICT: 409, VALIDATION_FAILED: 400 } as Record<string, number>;
-const fail = (error: Failure): ReadAnswerBody => ({ status: STATUS[error.code]!, body: JSON.stringify({ error: error.message, code: error.code }) });
-const answer = (outcome: Outcome<unknown>): ReadAnswerBody => (outcome.ok ? ok(outcome.value) : fail(outcome.error));
+const ok = (value: unknown): Answered => answered(JSON.stringify(value));
+/** An operation's answer: its result, or its refusal's code and message as they are. */
+const answer = (outcome: Outcome<unknown>): PlaneAnswer => (outcome.ok ? ok(outcome.value) : refusedWith(outcome.error));
 
 function contentHash(scenarioRunId: string, fact: FactInput): Buffer {
   return createHash('sha256').update(scenarioRunId).update('\u0000').update(factContent(fact)).digest();
@@ -129,7 +128,7 @@ async function runTrades(client: pg.ClientBase, scenarioRunId: string): Promise<
 const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
 
 /** An operator request (`/admin/v1/settlement/...`). */
-export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): Promise<ReadAnswerBody> {
+export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): Promise<PlaneAnswer> {
   switch (request.action) {
     case 'facts':
       return answer(await appendBundle(pool, request.scenarioRunId, request.facts));
@@ -261,7 +260,7 @@ export function readCacheSize(): { runs: number; facts: number; names: string[] 
 }
 
 /** A settlement read (`/api/v1/settlement/...`); `participants` null for operators. */
-export async function settlementRead(pool: pg.Pool, request: SettlementRead, competitionProfile: string): Promise<ReadAnswerBody> {
+export async function settlementRead(pool: pg.Pool, request: SettlementRead, competitionProfile: string): Promise<Answered> {
   const state = await runState(pool as unknown as pg.ClientBase, request.scenarioRunId);
   const visible = request.participants === null ? null : new Set(request.participants);
   switch (request.view) {
