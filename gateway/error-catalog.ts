@@ -5,7 +5,7 @@
 // 5xx body adds the "requestId" its cause is logged under.
 
 import { randomUUID } from 'node:crypto';
-import type { ErrorCode, ErrorDetail, Failure } from '../core/error-codes.ts';
+import type { ErrorCode, ErrorDetail } from '../core/error-codes.ts';
 import type { PlaneAnswer } from '../core/storage-protocol.ts';
 
 export type { ErrorCode, ErrorDetail } from '../core/error-codes.ts';
@@ -41,32 +41,22 @@ export function errorBody(code: ErrorCode, message: string = ERRORS[code].messag
   return JSON.stringify(details === undefined ? { error: message, code } : { error: message, code, details });
 }
 
-/** The 400 of a request with these problems. */
-export function invalidBody(details: ErrorDetail[]): string {
-  return errorBody('VALIDATION_FAILED', ERRORS.VALIDATION_FAILED.message, details);
-}
-
-/** The status of a thread's refusal. */
-export function failureStatus(failure: Failure): number {
-  return ERRORS[failure.code].status;
-}
-
-/** The body of a thread's refusal. */
-export function failureBody(failure: Failure): string {
-  return errorBody(failure.code, failure.message, failure.details);
-}
-
 /** Every 503 tells the client when to come back. */
 export const RETRY_HEADERS: Record<string, string> = { 'Content-Type': 'application/json', 'Retry-After': '1' };
 
-/** Writes a read-plane answer: its 200, or its refusal with the code's status and body (a 503 with Retry-After). */
-export function sendPlaneAnswer(answer: PlaneAnswer, send: (status: number, body: string, headers?: Record<string, string>) => void): void {
-  if (answer.ok) {
-    send(200, answer.body);
-    return;
-  }
-  const status = failureStatus(answer.error);
-  send(status, failureBody(answer.error), status === 503 ? RETRY_HEADERS : undefined);
+/** How a route writes a whole answer; `headers` undefined: the JSON content type alone. */
+export type Send = (status: number, body: string, headers?: Record<string, string>) => void;
+
+/** Writes an error answer: the code's status and body (`message` defaults to the code's own); a 503 with Retry-After. */
+export function sendError(send: Send, code: ErrorCode, message?: string, details?: ErrorDetail[]): void {
+  const status = ERRORS[code].status;
+  send(status, errorBody(code, message, details), status === 503 ? RETRY_HEADERS : undefined);
+}
+
+/** Writes a read-plane answer: its 200, or its refusal mapped through the catalog. */
+export function sendPlaneAnswer(answer: PlaneAnswer, send: Send): void {
+  if (answer.ok) send(200, answer.body);
+  else sendError(send, answer.error.code, answer.error.message, answer.error.details);
 }
 
 export type ServerErrorCode = 'OVERLOADED' | 'UNAVAILABLE';

@@ -9,7 +9,7 @@ import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
 import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
 import { storageError } from './storage-client.ts';
-import { type ErrorDetail, invalidBody, RETRY_HEADERS, sendPlaneAnswer } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
@@ -66,6 +66,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     app[method](path, (res, req) => {
       const principal = admit(res, req, permission);
       if (principal === null) return;
+      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
       const { query, details } = parseQuery(req.getQuery());
       if (queryName !== null) details.push(...validator.validateQuery(queryName, query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });
@@ -73,17 +74,17 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
       for (let index = 0; path.split(':').length - 1 > index; index++) params.push(req.getParameter(index) ?? '');
       const read = details.length === 0 ? build(query, (index) => params[index]!, principal, details) : null;
       if (read === null || details.length > 0) {
-        deps.send(res, 400, invalidBody(details));
+        sendError(send, 'VALIDATION_FAILED', undefined, details);
         return;
       }
       const aborted = { value: false };
       res.onAborted(() => (aborted.value = true));
       deps.read(read).then(
         (answer) => {
-          if (!aborted.value) sendPlaneAnswer(answer, (status, body, headers) => deps.send(res, status, body, headers));
+          if (!aborted.value) sendPlaneAnswer(answer, send);
         },
         (error: Error) => {
-          if (!aborted.value) deps.send(res, 503, storageError(error), RETRY_HEADERS);
+          if (!aborted.value) send(503, storageError(error), RETRY_HEADERS);
         },
       );
     });
