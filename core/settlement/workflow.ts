@@ -87,7 +87,8 @@ function written(state: SettlementState, nowUs: number, work: (writer: Writer) =
 /**
  * One obligation per trade not yet materialized (gross per trade), in the order given.
  * Under instant-post-trade-v1 each obligation's chain runs to its end (settled, broken
- * or clearing-rejected) before the next trade's. Returns the facts appended.
+ * or clearing-rejected) before the next trade's. Returns the facts appended, or the refusal
+ * of a fact id it would write that the trail holds already.
  */
 export function materialize(state: SettlementState, trades: readonly TradeForSettlement[], profileOf: (trade: TradeForSettlement) => ResolvedProfile, nowUs: number): Decision {
   return written(state, nowUs, (writer) => {
