@@ -1,6 +1,8 @@
 // The messages between the gateway threads and the storage threads (read thread,
-// persistence thread), and the names and shapes they share. Types and constants only:
-// gateway/ imports core/, never persistence/ (ARCHITECTURE.md, folders).
+// persistence thread), and the names and shapes they share: types, constants and the
+// builders of a read's answer. gateway/ imports core/, never persistence/ (ARCHITECTURE.md, folders).
+
+import type { ErrorCode, Failure } from './error-codes.ts';
 
 /** A venue session: the pair every accepted order is stamped with. */
 export interface VenueSession {
@@ -24,11 +26,22 @@ export const DEPTH_PROJECTION = 'market-data-depth';
 export const BAR_INTERVALS = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600 } as const;
 export type BarInterval = keyof typeof BAR_INTERVALS;
 
-export interface ReadAnswerBody {
-  status: number;
-  body: string;
-}
+/** The read's 200 body, as JSON text. */
+export type Answered = { ok: true; body: string; error: null };
+/** A read refused: a code and the venue's words (the gateway gives it its status). */
+export type Refused = { ok: false; body: null; error: Failure };
+/**
+ * A read-plane answer. Both forms have the same keys in the same order: one shape
+ * where the gateway answers reads from shared memory.
+ */
+export type PlaneAnswer = Answered | Refused;
 
+export const answered = (body: string): Answered => ({ ok: true, body, error: null });
+export const refusedWith = (error: Failure): Refused => ({ ok: false, body: null, error });
+export const refused = (code: ErrorCode, message: string): Refused => refusedWith({ code, message });
+
+/** The refusal of a snapshot that was never produced under its name (from memory or storage alike). */
+export const SNAPSHOT_NOT_FOUND = 'market data snapshot not found';
 
 export type OwnOrdersView = 'current' | 'history';
 
@@ -178,7 +191,7 @@ export type ReadAnswer =
       ok: true;
       command: StoredCommand | null;
       match?: 'scope' | 'commandId';
-      answer?: ReadAnswerBody;
+      answer?: PlaneAnswer;
       shard?: number | null;
       clientOrder?: StoredClientOrder | null;
       audit?: AuditRecord | null;
@@ -248,5 +261,5 @@ export type AdminAnswer =
   | { id: number; ok: true; type: 'status'; payload: PersistenceStatus }
   | { id: number; ok: true; type: 'audit-pending'; payload: AuditRecord | null }
   | { id: number; ok: true; type: 'roll-session'; payload: SessionRoll }
-  /** `conflict`: the request names a pair the venue ran before (a 409); else storage failed (a 503). */
-  | ({ id: number; ok: false; conflict?: boolean } & StorageFailure);
+  /** `code`: a refusal (the request names a pair the venue ran before); without one, storage failed (a 503). */
+  | ({ id: number; ok: false; code?: 'SESSION_CONFLICT' } & StorageFailure);

@@ -2,7 +2,7 @@
 // storage 503 answers each of its parts sends (never after the client went away).
 
 import type { StorageFailure } from '../core/storage-protocol.ts';
-import { errorBody, type ErrorCode, ERRORS, serverErrorBody } from './error-catalog.ts';
+import { errorBody, type ErrorCode, type ErrorDetail, ERRORS, serverErrorBody } from './error-catalog.ts';
 
 /** How a request is answered; implemented over a uWebSockets.js response. */
 export interface Reply {
@@ -21,8 +21,15 @@ export function send(reply: Reply, status: number, body: string | Uint8Array, he
   reply.send(status, body, headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...headers });
 }
 
-export function fail(reply: Reply, code: ErrorCode, message: string, headers?: Record<string, string>): void {
-  send(reply, ERRORS[code].status, errorBody(code, message), headers);
+/** An error answer: the code's status and body (`message` defaults to the code's own); a 503 says when to retry. */
+export function fail(reply: Reply, code: ErrorCode, message?: string, headers?: Record<string, string>): void {
+  const status = ERRORS[code].status;
+  send(reply, status, errorBody(code, message), status !== 503 ? headers : headers === undefined ? RETRY_AFTER : { ...headers, ...RETRY_AFTER });
+}
+
+/** The 400 of a request with these problems. */
+export function invalid(reply: Reply, details: ErrorDetail[]): void {
+  send(reply, ERRORS.VALIDATION_FAILED.status, errorBody('VALIDATION_FAILED', undefined, details));
 }
 
 /** A 503 for a question storage failed: its message, its cause logged under the answer's request id. */

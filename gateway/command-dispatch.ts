@@ -27,7 +27,7 @@ import type { QueueMarks } from '../core/queue-marks.ts';
 import { RingProducer } from '../core/ring.ts';
 import { SHARD_HALTED_WORD } from '../core/shard-runner.ts';
 import type { SharedKeyTable } from '../core/shared-key-table.ts';
-import { fail, RETRY_AFTER } from './answers.ts';
+import { fail } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import { PROCESSING_MODES, type VenueConfig } from '../core/config.ts';
 import { answerWhenDurable, recordPointer, type ResultDeadlines } from './durable-answers.ts';
@@ -111,7 +111,7 @@ export class CommandDispatch {
       undoClaims();
       if (pending.orderDirectoryKey !== null) this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
       if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
-      if (pending.reply !== null) fail(pending.reply, 'UNAVAILABLE', `shard ${pending.shard} halted after an internal check failed; nothing was accepted; retry once the venue is restarted`, RETRY_AFTER);
+      if (pending.reply !== null) fail(pending.reply, 'UNAVAILABLE', `shard ${pending.shard} halted after an internal check failed; nothing was accepted; retry once the venue is restarted`);
       return;
     }
     const ring = this.rings[pending.shard]!;
@@ -124,7 +124,7 @@ export class CommandDispatch {
       undoClaims();
       if (pending.orderDirectoryKey !== null) this.orderDirectory.remove(pending.orderDirectoryKey, 0, pending.shard);
       if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
-      if (pending.reply !== null) fail(pending.reply, 'OVERLOADED', 'the venue is at capacity; retry with the same Idempotency-Key', RETRY_AFTER);
+      if (pending.reply !== null) fail(pending.reply, 'OVERLOADED', 'the venue is at capacity; retry with the same Idempotency-Key');
       return;
     }
     const ringIndex = this.write(ring, pending, command);

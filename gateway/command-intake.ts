@@ -5,7 +5,7 @@ import { DB_DOWN, type PersistenceControl } from '../core/persistence-control.ts
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
 import type { KeyFilter } from '../core/key-filter.ts';
 import { formatUuid, uuidWords } from '../core/uuid.ts';
-import { fail, RETRY_AFTER, storageFailed, storageSilent, type Reply } from './answers.ts';
+import { fail, storageFailed, storageSilent, type Reply } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import { PROCESSING_MODES } from '../core/config.ts';
 import { sameWords, snapshotOf, type ClaimTables, type IntakeInfo, type OrderRequest, type ReadClient } from './flow-records.ts';
@@ -15,6 +15,9 @@ import type { Replays } from './replays.ts';
 import { ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_SUBMIT } from './status-view.ts';
 import type { SubmitBody } from './validation.ts';
 import { recordRef, STORAGE_REF } from './venue-memory.ts';
+
+/** The 409 of a commandId another command holds (the code's own message is for a reused Idempotency-Key). */
+const COMMAND_ID_TAKEN = 'this commandId is already used by another command';
 
 /**
  * The path of a command:
@@ -63,7 +66,7 @@ export class CommandIntake {
   handle(request: OrderRequest): void {
     const { body, route, reply } = request;
     if (this.control.databaseState === DB_DOWN) {
-      fail(reply, 'UNAVAILABLE', 'storage is unavailable: nothing was accepted; retry with the same Idempotency-Key', RETRY_AFTER);
+      fail(reply, 'UNAVAILABLE', 'storage is unavailable: nothing was accepted; retry with the same Idempotency-Key');
       return;
     }
     const payload = payloadDigest(route, body as unknown as Record<string, unknown>);
@@ -103,7 +106,7 @@ export class CommandIntake {
     if (existing !== NOT_FOUND) {
       this.store.void(index);
       if (!sameWords(existingPayload, payloadWords)) {
-        fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+        fail(reply, 'IDEMPOTENCY_CONFLICT');
         return;
       }
       if (existing === STORAGE_REF) this.replays.replayFromStorage(reply, scopeBytes, payload);
@@ -143,18 +146,18 @@ export class CommandIntake {
     const holder = holderRef === STORAGE_REF ? null : snapshotOf(this.stores, holderRef, commandId);
     if (holder !== null) {
       if (holder.principal !== principal.index || holder.clientId !== request.clientId || holder.idempotencyKey !== request.idempotencyKey) {
-        return fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+        return fail(reply, 'IDEMPOTENCY_CONFLICT', COMMAND_ID_TAKEN);
       }
-      if (holder.payloadHash !== Buffer.from(payload).toString('hex')) return fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+      if (holder.payloadHash !== Buffer.from(payload).toString('hex')) return fail(reply, 'IDEMPOTENCY_CONFLICT');
       return this.replays.replayOrWait(reply, holderRef, commandId, scope, payload);
     }
     // Its scope was not in the table: new, or forgotten (then the filter has it).
-    if (!this.forgottenScopes.mightContain(wordsOf(scope), 0)) return fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+    if (!this.forgottenScopes.mightContain(wordsOf(scope), 0)) return fail(reply, 'IDEMPOTENCY_CONFLICT', COMMAND_ID_TAKEN);
     this.reads.request({ type: 'claims', scopeDigest: Buffer.from(scope.subarray(0, 16)).toString('hex'), commandId: formatUuid(commandId, 0) }).then(
       (answer) => {
         if (!answer.ok) return storageFailed(reply, answer);
         if (answer.command !== null && answer.match === 'scope') return this.replays.answerStoredReplay(reply, answer.command, payload);
-        fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+        fail(reply, 'IDEMPOTENCY_CONFLICT', COMMAND_ID_TAKEN);
       },
       (error: unknown) => storageSilent(reply, error),
     );
@@ -176,7 +179,7 @@ export class CommandIntake {
         }
         if (answer.command === null) return proceed();
         undoClaims();
-        if (answer.match === 'commandId') return fail(reply, 'IDEMPOTENCY_CONFLICT', 'this commandId is already used by another command');
+        if (answer.match === 'commandId') return fail(reply, 'IDEMPOTENCY_CONFLICT', COMMAND_ID_TAKEN);
         this.replays.answerStoredReplay(reply, answer.command, payload);
       },
       (error: unknown) => {

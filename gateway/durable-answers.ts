@@ -2,7 +2,7 @@
 // its deadline the client gets a 503 and the answer is still recorded for the retry.
 
 import { renderPointer } from '../core/outcome-format.ts';
-import { fail, RETRY_AFTER, send, STORAGE_LATE, type Reply } from './answers.ts';
+import { fail, send, STORAGE_LATE, type Reply } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import type { ProcessingMode } from '../core/config.ts';
 import type { DurabilityGate } from './durability.ts';
@@ -36,7 +36,7 @@ export function answerWhenDurable(
     () => {
       if (late) return;
       late = true;
-      fail(reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
+      fail(reply, 'UNAVAILABLE', STORAGE_LATE);
     },
   );
 }
@@ -84,7 +84,7 @@ export class ResultDeadlines {
       this.head++;
       if (waiting && !pending.late && pending.reply !== null) {
         pending.late = true;
-        fail(pending.reply, 'UNAVAILABLE', STORAGE_LATE, RETRY_AFTER);
+        fail(pending.reply, 'UNAVAILABLE', STORAGE_LATE);
       }
     }
     if (this.head === queue.length) {

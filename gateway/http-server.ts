@@ -7,7 +7,7 @@ import { isUtf8 } from 'node:buffer';
 import uWS from 'uWebSockets.js';
 import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from '../core/config.ts';
 import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, serverErrorBody, STATUS_LINES } from './error-catalog.ts';
-import type { Reply } from './answers.ts';
+import { fail, invalid, type Reply } from './answers.ts';
 import type { OrderFlow } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
@@ -25,6 +25,8 @@ const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const REBUILD_FAILED = 'the rebuild did not finish; retry later';
 const STATUS_FAILED = 'the persistence thread did not answer; retry shortly';
 const HEADER_VALUE_MAX = 128;
+const NO_SUCH_COMMAND = 'no such command';
+const bodyTooLarge = (maxBytes: number) => `the body may not exceed ${maxBytes} bytes`;
 
 export interface HttpDependencies {
   config: VenueConfig;
@@ -94,13 +96,14 @@ function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: R
 /** Every 503 tells the client when to come back. */
 const RETRY_HEADERS: Record<string, string> = { ...JSON_HEADERS, 'Retry-After': '1' };
 
-function failNow(res: uWS.HttpResponse, code: ErrorCode, message: string, details?: ErrorDetail[]): void {
+/** An error answer written at once: the code's status and body (`message` defaults to the code's own). */
+function failNow(res: uWS.HttpResponse, code: ErrorCode, message?: string, details?: ErrorDetail[]): void {
   const status = ERRORS[code].status;
   sendNow(res, status, errorBody(code, message, details), status === 503 ? RETRY_HEADERS : JSON_HEADERS);
 }
 
 /** A catch-all answer (404, 405). HEAD gets the status line and headers only (RFC 9110): a body would desynchronize a keep-alive client. */
-function refuse(res: uWS.HttpResponse, req: uWS.HttpRequest, code: ErrorCode, message: string): void {
+function refuse(res: uWS.HttpResponse, req: uWS.HttpRequest, code: ErrorCode, message?: string): void {
   if (req.getMethod() === 'head') sendNow(res, ERRORS[code].status, '');
   else failNow(res, code, message);
 }
@@ -120,7 +123,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   const admit = (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission): Principal | null => {
     const principal = principals.authenticate(req.getHeader('authorization'));
     if (principal === null) {
-      failNow(res, 'UNAUTHENTICATED', 'a valid Authorization: Bearer token is required');
+      failNow(res, 'UNAUTHENTICATED');
       return null;
     }
     if (!principal.permissions.has(permission)) {
@@ -153,7 +156,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       const lengthHeader = req.getHeader('content-length');
       const declaredLength = Number(lengthHeader || '0');
       if (declaredLength > config.maxBodyBytes) {
-        failNow(res, 'PAYLOAD_TOO_LARGE', `the body may not exceed ${config.maxBodyBytes} bytes`);
+        failNow(res, 'PAYLOAD_TOO_LARGE', bodyTooLarge(config.maxBodyBytes));
         return;
       }
       const reply = new UwsReply(res);
@@ -161,18 +164,18 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
-          reply.send(400, errorBody('VALIDATION_FAILED', parsed.message));
+          fail(reply, 'VALIDATION_FAILED', parsed.message);
           return;
         }
         const result = validator.validate<SubmitBody | TargetBody | CancelByClientOrderBody>(route, parsed.value);
         const details = [...headerProblems, ...(result.ok ? [] : result.details)];
         if (!result.ok || details.length > 0) {
-          reply.send(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+          invalid(reply, details);
           return;
         }
         const forbidden = authorizationProblem(principal, result.body);
         if (forbidden !== null) {
-          reply.send(403, errorBody('FORBIDDEN', forbidden));
+          fail(reply, 'FORBIDDEN', forbidden);
           return;
         }
         flow.handle({
@@ -198,7 +201,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (principal === null) return;
     const reply = new UwsReply(res);
     flow.statusView(req.getParameter(0), principal, principal.permissions.has('command-status-any')).then(
-      (view) => (view === null ? reply.send(404, errorBody('NOT_FOUND', 'no such command')) : reply.send(200, view)),
+      (view) => (view === null ? fail(reply, 'NOT_FOUND', NO_SUCH_COMMAND) : reply.send(200, view)),
       (error: Error) => reply.send(503, storageError(error), { ...JSON_HEADERS, 'Retry-After': '1' }),
     );
   });
@@ -207,7 +210,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (admit(res, req, 'admin') === null) return;
     const reply = new UwsReply(res);
     flow.audit(req.getParameter(0) ?? '').then(
-      (record) => (record === null ? reply.send(404, errorBody('NOT_FOUND', 'no such command')) : reply.send(200, renderAudit(record, principals))),
+      (record) => (record === null ? fail(reply, 'NOT_FOUND', NO_SUCH_COMMAND) : reply.send(200, renderAudit(record, principals))),
       (error: Error) => reply.send(503, storageError(error), RETRY_HEADERS),
     );
   });
@@ -243,7 +246,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (admit(res, req, 'admin') === null) return;
     const lengthHeader = req.getHeader('content-length');
     if (Number(lengthHeader || '0') > config.maxBodyBytes) {
-      failNow(res, 'PAYLOAD_TOO_LARGE', `the body may not exceed ${config.maxBodyBytes} bytes`);
+      failNow(res, 'PAYLOAD_TOO_LARGE', bodyTooLarge(config.maxBodyBytes));
       return;
     }
     const reply = new UwsReply(res);
@@ -252,18 +255,18 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       if (raw.trim() !== '') {
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
-          reply.send(400, errorBody('VALIDATION_FAILED', parsed.message));
+          fail(reply, 'VALIDATION_FAILED', parsed.message);
           return;
         }
         body = parsed.value as typeof body;
       }
       const details = validator.validateSessionRoll(body);
       if (details.length > 0) {
-        reply.send(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        invalid(reply, details);
         return;
       }
       if (flow.storageDown) {
-        reply.send(503, errorBody('UNAVAILABLE', 'storage is unavailable: the session was not rolled'), RETRY_HEADERS);
+        fail(reply, 'UNAVAILABLE', 'storage is unavailable: the session was not rolled');
         return;
       }
       rollSession(flow, deps.switches, { runId: body.runId ?? null, venueSessionId: body.venueSessionId ?? null }).then(
@@ -299,8 +302,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   });
 
   // /internal/admin/... handlers are never reachable from the public listener.
-  app.any('/internal/*', (res, req) => refuse(res, req, 'NOT_FOUND', 'no such route'));
-  app.any('/*', (res, req) => refuse(res, req, 'NOT_FOUND', 'no such route'));
+  app.any('/internal/*', (res, req) => refuse(res, req, 'NOT_FOUND'));
+  app.any('/*', (res, req) => refuse(res, req, 'NOT_FOUND'));
   return app;
 }
 
@@ -349,7 +352,7 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
   const expire = () => {
     if (finished) return;
     finished = true;
-    reply.send(408, errorBody('REQUEST_TIMEOUT', `the body did not arrive within ${BODY_TIMEOUT_MS} ms`), JSON_HEADERS, true); // uWS writes Connection: close
+    reply.send(ERRORS.REQUEST_TIMEOUT.status, errorBody('REQUEST_TIMEOUT', `the body did not arrive within ${BODY_TIMEOUT_MS} ms`), JSON_HEADERS, true); // uWS writes Connection: close
   };
   bodyReads.set(expire, bodyTick);
   if (bodySweep === null) {
@@ -362,7 +365,7 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
     if (size > max) {
       finished = true;
       bodyReads.delete(expire);
-      reply.send(413, errorBody('PAYLOAD_TOO_LARGE', `the body may not exceed ${max} bytes`), { ...JSON_HEADERS, Connection: 'close' });
+      fail(reply, 'PAYLOAD_TOO_LARGE', bodyTooLarge(max), { Connection: 'close' });
       return;
     }
     if (!isLast) {
@@ -377,7 +380,7 @@ function readBody(res: uWS.HttpResponse, max: number, lengthHeader: string, repl
     const whole = chunks.length === 0 ? last : Buffer.concat([...chunks, last]);
     // JSON text is UTF-8 (RFC 8259); decoding other bytes would store U+FFFD in their place.
     if (!isUtf8(whole)) {
-      reply.send(400, errorBody('VALIDATION_FAILED', 'the body is not valid UTF-8'));
+      fail(reply, 'VALIDATION_FAILED', 'the body is not valid UTF-8');
       return;
     }
     done(whole.toString('utf8'), whole.byteLength);

@@ -16,15 +16,14 @@ import type { TapeView } from '../core/tape-view.ts';
 import { occurredAtOf } from '../core/outcome-format.ts';
 import type { PersistenceControl } from '../core/persistence-control.ts';
 import { shardOf } from '../core/shard-map.ts';
-import type { ReadAnswerBody } from '../core/storage-protocol.ts';
+import { answered, refused, SNAPSHOT_NOT_FOUND, type PlaneAnswer } from '../core/storage-protocol.ts';
 import { formatUuid, uuidWords } from '../core/uuid.ts';
-import { errorBody } from './error-catalog.ts';
 
 /** How long a depth or tape read waits for its view to reach the journal position of its arrival. */
 const VIEW_WAIT_MS = 2_000;
 
 const currencyText = (packed: number) => (packed === 0 ? '' : unpackCurrency(packed));
-const behind = (): ReadAnswerBody => ({ status: 503, body: errorBody('UNAVAILABLE', 'the market data view is behind the journal; retry shortly') });
+const behind = () => refused('UNAVAILABLE', 'the market data view is behind the journal; retry shortly');
 
 /** Waits, bounded, until `reached()` is at least `target` (a turn of the event loop at a time, then 1 ms); false past the bound. */
 async function reaches(reached: () => number, target: number, waiting?: () => void): Promise<boolean> {
@@ -37,34 +36,28 @@ async function reaches(reached: () => number, target: number, waiting?: () => vo
   return true;
 }
 
-export async function depthAnswer(view: DepthView, control: PersistenceControl, shardCount: number, instrumentId: string, levels: number): Promise<ReadAnswerBody> {
+export async function depthAnswer(view: DepthView, control: PersistenceControl, shardCount: number, instrumentId: string, levels: number): Promise<PlaneAnswer> {
   const words = uuidWords(instrumentId);
   const shard = shardOf(words, 0, shardCount);
   if (!(await reaches(() => view.watermark(shard), control.journalCommitted(shard)))) return behind();
   const book = view.read(words, levels);
   if (book === null) {
-    return view.full
-      ? { status: 503, body: errorBody('OVERLOADED', 'more instruments than MARKET_DATA_INSTRUMENTS: this one has no depth view') }
-      : { status: 404, body: errorBody('NOT_FOUND', 'market data depth not found') };
+    return view.full ? refused('OVERLOADED', 'more instruments than MARKET_DATA_INSTRUMENTS: this one has no depth view') : refused('NOT_FOUND', 'market data depth not found');
   }
   const currency = currencyText(book.currency);
   const level = (entry: ViewLevel) => ({ price: { nanos: String(entry.priceNanos), currency }, quantity: { units: String(entry.quantity) }, orderCount: entry.count });
-  return {
-    status: 200,
-    body: JSON.stringify({ instrumentId, levels, bids: book.bids.map(level), asks: book.asks.map(level), watermark: view.watermark(book.shard) }),
-  };
+  return answered(JSON.stringify({ instrumentId, levels, bids: book.bids.map(level), asks: book.asks.map(level), watermark: view.watermark(book.shard) }));
 }
 
 /** The stored snapshot from the view; null when the view cannot tell (it is full: storage holds the rest). */
-export function snapshotAnswer(view: SnapshotView, instrumentId: string, projectionName: string): ReadAnswerBody | null {
+export function snapshotAnswer(view: SnapshotView, instrumentId: string, projectionName: string): PlaneAnswer | null {
   const snapshot = view.read(uuidWords(instrumentId), projectionName);
-  if (snapshot === null) return view.full ? null : { status: 404, body: errorBody('NOT_FOUND', 'market data snapshot not found') };
+  if (snapshot === null) return view.full ? null : refused('NOT_FOUND', SNAPSHOT_NOT_FOUND);
   const currency = currencyText(snapshot.currency);
   const side = (entry: { priceNanos: number; quantity: bigint } | null) =>
     entry === null ? null : { price: { nanos: String(entry.priceNanos), currency }, quantity: { units: String(entry.quantity) } };
-  return {
-    status: 200,
-    body: JSON.stringify({
+  return answered(
+    JSON.stringify({
       instrumentId,
       projectionName,
       bestBid: side(snapshot.bid),
@@ -73,7 +66,7 @@ export function snapshotAnswer(view: SnapshotView, instrumentId: string, project
       sourceWatermark: snapshot.sourceWatermark,
       refreshedAt: occurredAtOf(snapshot.refreshedAtUs),
     }),
-  };
+  );
 }
 
 /**
@@ -81,7 +74,7 @@ export function snapshotAnswer(view: SnapshotView, instrumentId: string, project
  * journal was durable at arrival (the view is written before the projection watermark
  * moves); null when the view cannot answer it (older than its rows): storage answers.
  */
-export async function tapeAnswer(view: TapeView, control: PersistenceControl, shardCount: number, instrumentId: string, limit: number, before: number | null): Promise<ReadAnswerBody | null> {
+export async function tapeAnswer(view: TapeView, control: PersistenceControl, shardCount: number, instrumentId: string, limit: number, before: number | null): Promise<PlaneAnswer | null> {
   const words = uuidWords(instrumentId);
   const shard = shardOf(words, 0, shardCount);
   if (!(await reaches(() => control.projected(shard), control.journalCommitted(shard), () => control.requestSeal()))) return behind();
@@ -99,5 +92,5 @@ export async function tapeAnswer(view: TapeView, control: PersistenceControl, sh
     };
   });
   const last = rows[rows.length - 1];
-  return { status: 200, body: JSON.stringify({ instrumentId, rows, nextBefore: rows.length === limit && last !== undefined ? last.sequence : null }) };
+  return answered(JSON.stringify({ instrumentId, rows, nextBefore: rows.length === limit && last !== undefined ? last.sequence : null }));
 }

@@ -4,7 +4,7 @@
 
 import type { PersistenceControl } from '../core/persistence-control.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
-import type { PlaneRead, ReadAnswerBody } from '../core/storage-protocol.ts';
+import { answered, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
 import { TapeView } from '../core/tape-view.ts';
 import type { OwnReadClient, ReadClient } from './flow-records.ts';
 import { depthAnswer, snapshotAnswer, tapeAnswer } from './market-reads.ts';
@@ -34,7 +34,7 @@ export class PlaneReads {
   }
 
   /** A read-plane request: depth and stored snapshots from shared memory, the rest by the read thread from PostgreSQL. */
-  async readPlane(read: PlaneRead): Promise<ReadAnswerBody> {
+  async readPlane(read: PlaneRead): Promise<PlaneAnswer> {
     if (read.kind === 'depth') return depthAnswer(this.depthView, this.control, this.memory.shardCount, read.instrumentId, read.levels);
     if (read.kind === 'snapshot') {
       const local = snapshotAnswer(this.snapshotView, read.instrumentId, read.projectionName);
@@ -59,7 +59,7 @@ export class PlaneReads {
    * Own orders or fills from the persistence thread's model, with the clientOrderIds it
    * lacks looked up by orderId; null when the model cannot tell them exactly.
    */
-  private async ownRead(read: Extract<PlaneRead, { kind: 'orders' | 'fills' }>): Promise<ReadAnswerBody | null> {
+  private async ownRead(read: Extract<PlaneRead, { kind: 'orders' | 'fills' }>): Promise<PlaneAnswer | null> {
     const answer = await this.ownReads.request({ read });
     if (!answer.ok) throw new StorageFailed(answer);
     if (answer.rows === null) return null;
@@ -74,6 +74,6 @@ export class PlaneReads {
         row.clientOrderId = id;
       }
     }
-    return { status: 200, body: JSON.stringify({ rows: answer.rows, limit: read.limit }) };
+    return answered(JSON.stringify({ rows: answer.rows, limit: read.limit }));
   }
 }

@@ -7,9 +7,9 @@
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
-import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead } from '../core/storage-protocol.ts';
+import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
 import { storageError } from './storage-client.ts';
-import { errorBody, type ErrorDetail } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
@@ -23,14 +23,12 @@ export const OWN_LIMIT_MAX = 1000;
 export const BARS_DEFAULT_COUNT = 60;
 export const BARS_MAX_COUNT = 1440;
 
-const RETRY_HEADERS = { 'Content-Type': 'application/json', 'Retry-After': '1' };
-
 export interface ReadRouteDependencies {
   validator: RequestValidator;
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   /** Writes a whole answer (corked). */
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
-  read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
+  read: (read: PlaneRead) => Promise<PlaneAnswer>;
 }
 
 /** A query string as a flat object; a repeated parameter is a 400 of its own. */
@@ -68,6 +66,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     app[method](path, (res, req) => {
       const principal = admit(res, req, permission);
       if (principal === null) return;
+      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
       const { query, details } = parseQuery(req.getQuery());
       if (queryName !== null) details.push(...validator.validateQuery(queryName, query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });
@@ -75,17 +74,17 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
       for (let index = 0; path.split(':').length - 1 > index; index++) params.push(req.getParameter(index) ?? '');
       const read = details.length === 0 ? build(query, (index) => params[index]!, principal, details) : null;
       if (read === null || details.length > 0) {
-        deps.send(res, 400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        sendError(send, 'VALIDATION_FAILED', undefined, details);
         return;
       }
       const aborted = { value: false };
       res.onAborted(() => (aborted.value = true));
       deps.read(read).then(
         (answer) => {
-          if (!aborted.value) deps.send(res, answer.status, answer.body, answer.status === 503 ? RETRY_HEADERS : undefined);
+          if (!aborted.value) sendPlaneAnswer(answer, send);
         },
         (error: Error) => {
-          if (!aborted.value) deps.send(res, 503, storageError(error), RETRY_HEADERS);
+          if (!aborted.value) send(503, storageError(error), RETRY_HEADERS);
         },
       );
     });

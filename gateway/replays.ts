@@ -2,10 +2,13 @@
 // while a gateway holds it (waiting, bounded, for that answer), else from the command log.
 
 import type { StoredCommand } from '../core/storage-protocol.ts';
-import { fail, RETRY_AFTER, send, storageFailed, storageSilent, type Reply } from './answers.ts';
+import { fail, send, storageFailed, storageSilent, type Reply } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import type { VenueConfig } from '../core/config.ts';
 import { snapshotOf, type ReadClient } from './flow-records.ts';
+
+/** The 503 of a replay whose original has no answer yet (in flight, or past the wait for it). */
+const NOT_ANSWERED_YET = 'the original command is not answered yet; retry with the same Idempotency-Key';
 
 /** A replay that found the original command still in flight. */
 interface Waiter {
@@ -53,7 +56,7 @@ export class Replays {
       (answer) => {
         if (!answer.ok) return storageFailed(reply, answer);
         const stored = answer.command;
-        if (stored === null) return fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key', RETRY_AFTER);
+        if (stored === null) return fail(reply, 'UNAVAILABLE', 'the original command was not taken; retry with the same Idempotency-Key');
         this.answerStoredReplay(reply, stored, payload);
       },
       (error: unknown) => storageSilent(reply, error),
@@ -62,10 +65,10 @@ export class Replays {
 
   answerStoredReplay(reply: Reply, stored: StoredCommand, payload: Uint8Array): void {
     if (stored.payloadHash !== Buffer.from(payload).toString('hex')) {
-      return fail(reply, 'IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was used with a different payload');
+      return fail(reply, 'IDEMPOTENCY_CONFLICT');
     }
     if (stored.responseStatus === 0 || stored.responseBody === null) {
-      return fail(reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
+      return fail(reply, 'UNAVAILABLE', NOT_ANSWERED_YET);
     }
     send(reply, stored.responseStatus, stored.responseBody);
   }
@@ -79,7 +82,7 @@ export class Replays {
       if (snapshot !== null && snapshot.response === null && now < waiter.deadlineMs && !waiter.reply.aborted) continue;
       this.waiters.splice(k, 1);
       if (snapshot === null || snapshot.response === null) {
-        fail(waiter.reply, 'UNAVAILABLE', 'the original command is not answered yet; retry with the same Idempotency-Key', RETRY_AFTER);
+        fail(waiter.reply, 'UNAVAILABLE', NOT_ANSWERED_YET);
       } else {
         send(waiter.reply, snapshot.responseStatus, snapshot.response);
       }

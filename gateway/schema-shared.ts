@@ -1,6 +1,8 @@
 // The pieces the API's schemas share: identifiers, text rules, timestamps, counts, the
 // closed-object form, and the error answer every route gives.
 
+import { ERROR_CODES } from '../core/error-codes.ts';
+
 export const uuid = { type: 'string', format: 'uuid', description: 'canonical 8-4-4-4-12 hex UUID' } as const;
 export const sessionString = {
   type: 'string',
@@ -28,7 +30,7 @@ export const errorSchema = {
   additionalProperties: false,
   properties: {
     error: { type: 'string' },
-    code: { type: 'string' },
+    code: { type: 'string', enum: ERROR_CODES, description: 'stable; a code always comes with the same HTTP status' },
     requestId: { type: 'string', description: '5xx only: the id the cause of the failure is logged under' },
     details: {
       type: 'array',

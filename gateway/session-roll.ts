@@ -19,7 +19,7 @@
 
 import type { Worker } from 'node:worker_threads';
 import type { NumberedSession, SessionRoll } from '../core/storage-protocol.ts';
-import { errorBody, serverErrorBody } from './error-catalog.ts';
+import { errorBody, ERRORS, serverErrorBody } from './error-catalog.ts';
 import type { OrderFlow } from './order-flow.ts';
 import type { SessionRegistry } from './sessions.ts';
 
@@ -131,7 +131,8 @@ export async function rollSession(
 ): Promise<{ status: number; body: string }> {
   const stored = await flow.rollSessionInStorage(wanted.runId, wanted.venueSessionId);
   if (!stored.ok) {
-    return stored.conflict === true ? { status: 409, body: errorBody('SESSION_CONFLICT', stored.message) } : { status: 503, body: serverErrorBody('UNAVAILABLE', stored.message, stored.cause) };
+    if (stored.code !== undefined) return { status: ERRORS[stored.code].status, body: errorBody(stored.code, stored.message) };
+    return { status: 503, body: serverErrorBody('UNAVAILABLE', stored.message, stored.cause) };
   }
   if (stored.type !== 'roll-session') throw new Error(`the persistence thread answered a roll with ${stored.type}`);
   const roll: SessionRoll = stored.payload;

@@ -5,16 +5,15 @@
 // thread (persistence/settlement-store.ts).
 
 import type uWS from 'uWebSockets.js';
-import type { PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import type { PlaneAnswer, PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
 import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
 import { storageError } from './storage-client.ts';
-import { errorBody, type ErrorDetail } from './error-catalog.ts';
+import { errorBody, type ErrorDetail, ERRORS, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './settlement-schemas.ts';
 import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
 import type { RequestValidator } from './validation.ts';
 
-const RETRY_HEADERS = { 'Content-Type': 'application/json', 'Retry-After': '1' };
 const RUN_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 export interface SettlementRouteDependencies {
@@ -22,8 +21,8 @@ export interface SettlementRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
-  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: (status: number, body: string, headers?: Record<string, string>) => void) => void) => void;
-  read: (read: PlaneRead) => Promise<{ status: number; body: string }>;
+  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: Send) => void) => void;
+  read: (read: PlaneRead) => Promise<PlaneAnswer>;
   adminMaxBodyBytes: number;
   /** COMPETITION_PROFILE set: the public leaderboard is served. */
   competition: boolean;
@@ -84,9 +83,9 @@ function adminRequest(name: SettlementBodyName, body: any, details: ErrorDetail[
 
 export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: SettlementRouteDependencies): void {
   const { validator, admit } = deps;
-  const forward = (res: uWS.HttpResponse, read: PlaneRead, answer: (status: number, body: string, headers?: Record<string, string>) => void) =>
+  const forward = (read: PlaneRead, answer: Send) =>
     deps.read(read).then(
-      (result) => answer(result.status, result.body),
+      (result) => sendPlaneAnswer(result, answer),
       (error: Error) => answer(503, storageError(error), RETRY_HEADERS),
     );
 
@@ -96,20 +95,20 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       deps.readJson(res, deps.adminMaxBodyBytes, req.getHeader('content-length'), (raw, answer) => {
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
-          answer(400, errorBody('VALIDATION_FAILED', parsed.message));
+          sendError(answer, 'VALIDATION_FAILED', parsed.message);
           return;
         }
         const body = parsed.value;
         const details = validator.validateSettlementBody(name, body);
         const request = details.length === 0 ? adminRequest(name, body, details) : null;
         if (request === null || details.length > 0) {
-          answer(400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+          sendError(answer, 'VALIDATION_FAILED', undefined, details);
           return;
         }
-        void forward(res, { kind: 'settlement-admin', admin: request }, answer);
+        void forward({ kind: 'settlement-admin', admin: request }, answer);
       });
     });
-    app.any(path, (res, req) => deps.send(res, 405, req.getMethod() === 'head' ? '' : errorBody('METHOD_NOT_ALLOWED', `${path} takes POST`))); // HEAD: no body
+    app.any(path, (res, req) => deps.send(res, ERRORS.METHOD_NOT_ALLOWED.status, req.getMethod() === 'head' ? '' : errorBody('METHOD_NOT_ALLOWED', `${path} takes POST`))); // HEAD: no body
   }
 
   const views: SettlementRead['view'][] = [...SETTLEMENT_VIEWS, ...(deps.competition ? (['leaderboard'] as const) : [])];
@@ -119,8 +118,9 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       // The leaderboard is public; the other reads are for operators, or traders for their own rows.
       const principal = admit(res, req, 'public');
       if (principal === null) return;
+      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
       if (view !== 'leaderboard' && !principal.permissions.has('settlement') && !principal.permissions.has('own-reads')) {
-        deps.send(res, 403, errorBody('FORBIDDEN', `the ${[...principal.roles].join('/')} role may not read settlement evidence`));
+        sendError(send, 'FORBIDDEN', `the ${[...principal.roles].join('/')} role may not read settlement evidence`);
         return;
       }
       const scenarioRunId = req.getParameter(0) ?? '';
@@ -136,7 +136,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       // The schema's date-time lets through what rfc3339Micros cannot place (a leap second, an offset of "+01"): refused, not read as "now".
       if (details.length === 0 && query.asOf !== undefined && rfc3339Micros(query.asOf) === null) details.push({ field: 'asOf', message: 'asOf must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss[.fraction] with Z or ±hh:mm)' });
       if (details.length > 0) {
-        deps.send(res, 400, errorBody('VALIDATION_FAILED', 'the request is invalid', details));
+        sendError(send, 'VALIDATION_FAILED', undefined, details);
         return;
       }
       const asOfUs = query.asOf === undefined ? null : rfc3339Micros(query.asOf);
@@ -144,7 +144,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       const participants = view === 'leaderboard' || principal.permissions.has('settlement') ? null : [...principal.participants.keys()].map((id) => id.toLowerCase());
       let aborted = false;
       res.onAborted(() => (aborted = true));
-      void forward(res, { kind: 'settlement-read', read: { view, scenarioRunId, participants, asOfUs, agedFailAfterSeconds: aged } }, (status, body, headers) => {
+      void forward({ kind: 'settlement-read', read: { view, scenarioRunId, participants, asOfUs, agedFailAfterSeconds: aged } }, (status, body, headers) => {
         if (!aborted) deps.send(res, status, body, headers);
       });
     });

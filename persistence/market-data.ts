@@ -1,6 +1,6 @@
 // The read plane's queries (run by the read thread): top-of-book snapshots and their
 // refresh, the public trade tape, OHLCV bars, own orders and fills, and the
-// availability inventory. Each answers { status, body } with the body already JSON.
+// availability inventory. Each answers its 200 body already as JSON, or a refusal's code.
 //
 // Numbers stay exact: PostgreSQL's bigint and numeric come back as strings and are
 // passed through; no value is ever turned into a float. Prices render as
@@ -12,7 +12,7 @@ import type { DepthView } from '../core/market-view.ts';
 import { occurredAtOf } from '../core/outcome-format.ts';
 import type { TapeRow, TapeView } from '../core/tape-view.ts';
 import { formatUuid, parseUuidInto, uuidWords } from '../core/uuid.ts';
-import { BAR_INTERVALS, type BarInterval, type OwnOrdersView, type ReadAnswerBody } from '../core/storage-protocol.ts';
+import { answered, BAR_INTERVALS, refused, SNAPSHOT_NOT_FOUND, type Answered, type BarInterval, type OwnOrdersView, type PlaneAnswer } from '../core/storage-protocol.ts';
 
 type Db = pg.Pool | pg.ClientBase;
 
@@ -20,8 +20,7 @@ const OPEN = "state IN ('OPEN', 'PARTIALLY_FILLED')";
 
 const price = (nanos: string, currency: string) => ({ nanos, currency });
 const units = (value: string) => ({ units: value });
-const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.stringify(value) });
-const notFound = (message: string): ReadAnswerBody => ({ status: 404, body: JSON.stringify({ error: message, code: 'NOT_FOUND' }) });
+const ok = (value: unknown): Answered => answered(JSON.stringify(value));
 /** Microseconds since the epoch of a timestamptz column, as text (exact). */
 const micros = (column: string) => `((extract(epoch FROM ${column}) * 1000000)::bigint)::text`;
 
@@ -46,13 +45,13 @@ const SNAPSHOT_COLUMNS = `instrument_id, best_bid_price_nanos::text AS bid_p, be
   best_ask_quantity_units::text AS ask_q, open_bid_quantity_units::text AS bid_open, open_ask_quantity_units::text AS ask_open, currency, source_watermark::text,
   ${micros('refreshed_at')} AS refreshed_us`;
 
-export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<ReadAnswerBody> {
+export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<PlaneAnswer> {
   const rows = await db.query<SnapshotRow>(`SELECT ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`, [
     instrumentId,
     projectionName,
   ]);
   const row = rows.rows[0];
-  if (row === undefined) return notFound('market data snapshot not found');
+  if (row === undefined) return refused('NOT_FOUND', SNAPSHOT_NOT_FOUND);
   const side = (p: string | null, q: string | null) => (p === null || q === null ? null : { price: price(p, row.currency ?? ''), quantity: units(q) });
   return ok({
     instrumentId,
@@ -118,7 +117,7 @@ export async function refreshSnapshots(db: Db, projectionName: string, view: Dep
 
 // ---- trade tape ----
 
-export async function readTape(db: Db, instrumentId: string, limit: number, before: number | null): Promise<ReadAnswerBody> {
+export async function readTape(db: Db, instrumentId: string, limit: number, before: number | null): Promise<Answered> {
   const rows = await db.query<{ trade_id: string; p: string; q: string; currency: string; us: string; sequence: string }>({
     name: 'tape',
     text: `SELECT trade_id, price_nanos::text AS p, quantity_units::text AS q, currency, ${micros('occurred_at')} AS us, tape_sequence::text AS sequence
@@ -196,7 +195,7 @@ export const BARS_SQL = `SELECT extract(epoch FROM date_bin(make_interval(secs =
  * where extract(epoch) would compute in numeric. Half the time of the previous form
  * (array_agg ORDER BY twice per bar), same answers (test/persistence/bars.test.ts).
  */
-export async function readBars(db: Db, instrumentId: string, interval: BarInterval, startSeconds: number, endSeconds: number): Promise<ReadAnswerBody> {
+export async function readBars(db: Db, instrumentId: string, interval: BarInterval, startSeconds: number, endSeconds: number): Promise<Answered> {
   const rows = await db.query<{ bucket: string; o: string; h: string; l: string; c: string; v: string; n: number; currency: string }>(BARS_SQL, [
     instrumentId,
     startSeconds,
@@ -242,7 +241,7 @@ export function ownOrdersQuery(view: OwnOrdersView): string {
     ORDER BY o.updated_at DESC, o.order_id LIMIT $3`;
 }
 
-export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
+export async function readOwnOrders(db: Db, view: OwnOrdersView, participants: string[], instrumentId: string | null, limit: number): Promise<Answered> {
   const rows = await db.query(ownOrdersQuery(view), [participants, instrumentId, limit]);
   return ok({
     rows: rows.rows.map((row) => ({
@@ -288,7 +287,7 @@ export function fillsQuery(instrumentFiltered: boolean): string {
     ORDER BY f.occurred_at DESC, f.shard_id, f.stream_sequence DESC`;
 }
 
-export async function readFills(db: Db, participants: string[], instrumentId: string | null, limit: number): Promise<ReadAnswerBody> {
+export async function readFills(db: Db, participants: string[], instrumentId: string | null, limit: number): Promise<Answered> {
   const rows = await db.query(fillsQuery(instrumentId !== null), instrumentId === null ? [participants, limit] : [participants, limit, instrumentId]);
   return ok({
     rows: rows.rows.map((row) => ({

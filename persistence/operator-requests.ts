@@ -137,7 +137,7 @@ export class OperatorRequests {
         // Bounded: a stuck server or a held lock answers within this, not at the gateway's 600 s bound on operator requests.
         await client.query(`SET statement_timeout = ${SESSION_ROLL_STATEMENT_TIMEOUT_MS}`);
         const roll = await rollSession(client, { runId: request.runId, venueSessionId: request.venueSessionId });
-        if ('conflict' in roll) return { id: request.id, ok: false, message: roll.conflict, conflict: true };
+        if ('conflict' in roll) return { id: request.id, ok: false, message: roll.conflict, code: 'SESSION_CONFLICT' };
         this.connections.noteSession(roll.active.runNo, roll.active.sessionNo, roll.active.runId, roll.active.venueSessionId);
         if (roll.rolled) this.log('info', 'venue session rolled', { active: roll.active, ended: roll.previous });
         return { id: request.id, ok: true, type: 'roll-session', payload: roll };

@@ -21,14 +21,17 @@ import { renderPointer, PROCESSING_MODE_NAMES } from '../core/outcome-format.ts'
 import { uuidWords } from '../core/uuid.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import {
+  answered,
   failureOf,
+  refused,
+  SNAPSHOT_NOT_FOUND,
   SNAPSHOT_PROJECTION,
   StatedFailure,
   SOURCE_PROJECTION,
   type AuditRecord,
+  type PlaneAnswer,
   type PlaneRead,
   type ReadAnswer,
-  type ReadAnswerBody,
   type ReadRequest,
   type StoredClientOrder,
   type StoredCommand,
@@ -145,35 +148,32 @@ const projectorState = {
   lastError: null as string | null,
 };
 
-async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
+async function plane(read: PlaneRead): Promise<PlaneAnswer> {
   switch (read.kind) {
     case 'snapshot':
       return readSnapshot(pool, read.instrumentId, read.projectionName);
     case 'refresh': {
       if (!(await claimProjectionName(read.projectionName, read.principalId))) {
         const limit = data.projectionNamesPerPrincipal;
-        return {
-          status: 409,
-          body: JSON.stringify({ error: `you have created ${limit} snapshot projection names, the most one principal may (MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL); refresh one of yours or the default`, code: 'LIMIT_EXCEEDED' }),
-        };
+        return refused(
+          'LIMIT_EXCEEDED',
+          `you have created ${limit} snapshot projection names, the most one principal may (MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL); refresh one of yours or the default`,
+        );
       }
       const watermarks = booksReached();
       const refreshed = await refreshSnapshots(pool, read.projectionName, depthView, watermarks, read.instrumentId);
-      if (refreshed === null) {
-        return { status: 503, body: JSON.stringify({ error: 'more instruments than MARKET_DATA_INSTRUMENTS: this one has no book view', code: 'OVERLOADED' }) };
-      }
+      if (refreshed === null) return refused('OVERLOADED', 'more instruments than MARKET_DATA_INSTRUMENTS: this one has no book view');
       publishSnapshots(read.projectionName, refreshed);
-      if (read.instrumentId !== null && refreshed.length === 0) return { status: 404, body: JSON.stringify({ error: 'market data snapshot not found', code: 'NOT_FOUND' }) };
-      return {
-        status: 200,
-        body: JSON.stringify({
+      if (read.instrumentId !== null && refreshed.length === 0) return refused('NOT_FOUND', SNAPSHOT_NOT_FOUND);
+      return answered(
+        JSON.stringify({
           projectionName: read.projectionName,
           sourceProjectionName: read.sourceProjectionName,
           instrumentsRefreshed: refreshed.length,
           sourceWatermark: watermarks.map((sequence, shardId) => ({ shardId, sequence })),
           refreshedAt: new Date().toISOString(),
         }),
-      };
+      );
     }
     case 'depth':
       throw new Error('depth is answered by the gateways (core/market-view.ts)');
@@ -186,9 +186,9 @@ async function plane(read: PlaneRead): Promise<ReadAnswerBody> {
     case 'fills':
       return scanning(() => readFills(pool, read.participants, read.instrumentId, read.limit));
     case 'availability':
-      return { status: 200, body: JSON.stringify(await availability(pool, control, data.shardCount, projectorState, data.competitionProfile !== '')) };
+      return answered(JSON.stringify(await availability(pool, control, data.shardCount, projectorState, data.competitionProfile !== '')));
     case 'projector-status':
-      return { status: 200, body: JSON.stringify(projectorStatus()) };
+      return answered(JSON.stringify(projectorStatus()));
     case 'settlement-read':
       return settlementRead(pool, read.read, data.competitionProfile);
     case 'settlement-admin':

@@ -6,14 +6,16 @@
 
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import type { ReadAnswerBody, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import { refusal, type Outcome } from '../core/error-codes.ts';
+import { answered, refusedWith, type Answered, type PlaneAnswer, type SettlementAdmin, type SettlementRead } from '../core/storage-protocol.ts';
 import { factContent, PROFILE_OPS, PROFILES, type Fact, type FactInput } from '../core/settlement/facts.ts';
 import { applyFact, emptyState, replay, type SettlementState } from '../core/settlement/state.ts';
 import { exceptionsView, factsView, leaderboardView, ledgerView, obligationsView, proofView, scoreView } from '../core/settlement/views.ts';
-import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, SettlementError, type ResolvedProfile, type TradeForSettlement } from '../core/settlement/workflow.ts';
+import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, type ResolvedProfile, type TradeForSettlement } from '../core/settlement/workflow.ts';
 
-const ok = (value: unknown): ReadAnswerBody => ({ status: 200, body: JSON.stringify(value) });
-const fail = (status: number, code: string, message: string): ReadAnswerBody => ({ status, body: JSON.stringify({ error: message, code }) });
+const ok = (value: unknown): Answered => answered(JSON.stringify(value));
+/** An operation's answer: its result, or its refusal's code and message as they are. */
+const answer = (outcome: Outcome<unknown>): PlaneAnswer => (outcome.ok ? ok(outcome.value) : refusedWith(outcome.error));
 
 function contentHash(scenarioRunId: string, fact: FactInput): Buffer {
   return createHash('sha256').update(scenarioRunId).update('\u0000').update(factContent(fact)).digest();
@@ -56,18 +58,25 @@ async function appendFacts(client: pg.ClientBase, facts: readonly Fact[]): Promi
   );
 }
 
-/** Runs `work` on the locked, replayed run and appends what it returns, in one transaction. */
-async function withRun<T>(pool: pg.Pool, scenarioRunId: string, work: (client: pg.ClientBase, state: SettlementState) => Promise<{ facts: Fact[]; result: T }>): Promise<T> {
+/** What an operation on a run appends, and what it answers. */
+type Appending<T> = Outcome<{ facts: Fact[]; result: T }>;
+
+/** Runs `work` on the locked, replayed run and appends what it returns, in one transaction; a refusal stores nothing. */
+async function withRun<T>(pool: pg.Pool, scenarioRunId: string, work: (client: pg.ClientBase, state: SettlementState) => Promise<Appending<T>>): Promise<Outcome<T>> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     await client.query('INSERT INTO settlement.scenario_runs (scenario_run_id) VALUES ($1) ON CONFLICT DO NOTHING', [scenarioRunId]);
     await client.query('SELECT 1 FROM settlement.scenario_runs WHERE scenario_run_id = $1 FOR UPDATE', [scenarioRunId]);
     const state = replay(scenarioRunId, await loadFacts(client, scenarioRunId));
-    const { facts, result } = await work(client, state);
-    await appendFacts(client, facts);
+    const done = await work(client, state);
+    if (!done.ok) {
+      await client.query('ROLLBACK');
+      return done;
+    }
+    await appendFacts(client, done.value.facts);
     await client.query('COMMIT');
-    return result;
+    return { ok: true, value: done.value.result };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
@@ -119,26 +128,28 @@ async function runTrades(client: pg.ClientBase, scenarioRunId: string): Promise<
 const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
 
 /** An operator request (`/admin/v1/settlement/...`). */
-export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): Promise<ReadAnswerBody> {
-  try {
-    switch (request.action) {
-      case 'facts':
-        return await appendBundle(pool, request.scenarioRunId, request.facts);
-      case 'materialize': {
-        const result = await withRun(pool, request.scenarioRunId, async (client, state) => {
+export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): Promise<PlaneAnswer> {
+  switch (request.action) {
+    case 'facts':
+      return answer(await appendBundle(pool, request.scenarioRunId, request.facts));
+    case 'materialize':
+      return answer(
+        await withRun(pool, request.scenarioRunId, async (client, state) => {
           const profiles = await resolver(client, request.scenarioRunId, request.profile);
-          const facts = materialize(state, await runTrades(client, request.scenarioRunId), profiles.resolve, nowUs());
-          return { facts, result: { scenarioRunId: request.scenarioRunId, profile: profiles.scenarioLevel.profile, obligations: state.obligations.size, factsAppended: facts.length } };
-        });
-        return ok(result);
-      }
-      case 'repair-cash':
-      case 'repair-security':
-      case 'force-settle':
-      case 'reverse-ledger-entry': {
-        const result = await withRun(pool, request.scenarioRunId, async (_client, state) => {
+          const made = materialize(state, await runTrades(client, request.scenarioRunId), profiles.resolve, nowUs());
+          if (!made.ok) return made;
+          const facts = made.value;
+          return { ok: true, value: { facts, result: { scenarioRunId: request.scenarioRunId, profile: profiles.scenarioLevel.profile, obligations: state.obligations.size, factsAppended: facts.length } } };
+        }),
+      );
+    case 'repair-cash':
+    case 'repair-security':
+    case 'force-settle':
+    case 'reverse-ledger-entry':
+      return answer(
+        await withRun(pool, request.scenarioRunId, async (_client, state) => {
           const at = nowUs();
-          const facts =
+          const decided =
             request.action === 'repair-cash'
               ? repairCash(state, { obligationId: request.obligationId, amountNanos: BigInt(request.amountNanos), currency: request.currency }, at)
               : request.action === 'repair-security'
@@ -146,31 +157,31 @@ export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): 
                 : request.action === 'force-settle'
                   ? forceSettle(state, { obligationId: request.obligationId, reason: request.reason }, at)
                   : reverseLedgerEntry(state, { ledgerEntryId: request.ledgerEntryId, reason: request.reason }, at);
+          if (!decided.ok) return decided;
+          const facts = decided.value;
           const obligationId = String(facts[0]?.payload.obligationId ?? '');
           return {
-            facts,
-            result: {
-              scenarioRunId: request.scenarioRunId,
-              obligationId,
-              state: state.obligations.get(obligationId)?.state ?? null,
-              factsAppended: facts.length,
-              facts: facts.map((f) => ({ factId: f.factId, factType: f.factType, sequence: f.sequence })),
+            ok: true,
+            value: {
+              facts,
+              result: {
+                scenarioRunId: request.scenarioRunId,
+                obligationId,
+                state: state.obligations.get(obligationId)?.state ?? null,
+                factsAppended: facts.length,
+                facts: facts.map((f) => ({ factId: f.factId, factType: f.factType, sequence: f.sequence })),
+              },
             },
           };
-        });
-        return ok(result);
-      }
-      case 'profiles':
-        await pool.query(
-          `INSERT INTO settlement.profile_overrides (scope, scope_id, profile, updated_at) VALUES ($1, $2, $3, now())
-           ON CONFLICT (scope, scope_id) DO UPDATE SET profile = EXCLUDED.profile, updated_at = now()`,
-          [request.scope, request.scopeId ?? '', request.profile],
-        );
-        return ok({ scope: request.scope, scopeId: request.scopeId ?? null, profile: request.profile, profiles: PROFILES });
-    }
-  } catch (error) {
-    if (error instanceof SettlementError) return fail(error.code === 'NOT_FOUND' ? 404 : error.code === 'CONFLICT' ? 409 : 400, error.code === 'NOT_FOUND' ? 'NOT_FOUND' : error.code === 'CONFLICT' ? 'FACT_CONFLICT' : 'VALIDATION_FAILED', error.message);
-    throw error;
+        }),
+      );
+    case 'profiles':
+      await pool.query(
+        `INSERT INTO settlement.profile_overrides (scope, scope_id, profile, updated_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (scope, scope_id) DO UPDATE SET profile = EXCLUDED.profile, updated_at = now()`,
+        [request.scope, request.scopeId ?? '', request.profile],
+      );
+      return ok({ scope: request.scope, scopeId: request.scopeId ?? null, profile: request.profile, profiles: PROFILES });
   }
 }
 
@@ -179,8 +190,8 @@ export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): 
  * same content is a duplicate and skipped; with different content the whole bundle is
  * refused (409) and nothing is stored.
  */
-async function appendBundle(pool: pg.Pool, scenarioRunId: string, inputs: FactInput[]): Promise<ReadAnswerBody> {
-  const conflict = await withRun<string | { appended: number; duplicates: number }>(pool, scenarioRunId, async (client, state) => {
+async function appendBundle(pool: pg.Pool, scenarioRunId: string, inputs: FactInput[]): Promise<Outcome<{ appended: number; duplicates: number }>> {
+  return withRun(pool, scenarioRunId, async (client, state) => {
     const hashes = inputs.map((input) => contentHash(scenarioRunId, input));
     const stored = new Map(
       (await client.query<{ fact_id: string; content_sha256: Buffer }>('SELECT fact_id, content_sha256 FROM settlement.facts WHERE fact_id = ANY($1::uuid[])', [inputs.map((f) => f.factId)])).rows.map(
@@ -194,16 +205,15 @@ async function appendBundle(pool: pg.Pool, scenarioRunId: string, inputs: FactIn
       const input = inputs[k]!;
       const known = stored.get(input.factId) ?? inBundle.get(input.factId);
       if (known !== undefined) {
-        if (!known.equals(hashes[k]!)) return { facts: [], result: `fact ${input.factId} already exists with different content` };
+        if (!known.equals(hashes[k]!)) return refusal('FACT_CONFLICT', `fact ${input.factId} already exists with different content: nothing of the bundle was stored`);
         duplicates++;
         continue;
       }
       inBundle.set(input.factId, hashes[k]!);
       facts.push({ ...input, scenarioRunId, origin: 'operator', sequence: state.lastSequence + facts.length + 1 });
     }
-    return { facts, result: { appended: facts.length, duplicates } };
+    return { ok: true, value: { facts, result: { appended: facts.length, duplicates } } };
   });
-  return typeof conflict === 'string' ? fail(409, 'FACT_CONFLICT', `${conflict}: nothing of the bundle was stored`) : ok(conflict);
 }
 
 /**
@@ -250,7 +260,7 @@ export function readCacheSize(): { runs: number; facts: number; names: string[] 
 }
 
 /** A settlement read (`/api/v1/settlement/...`); `participants` null for operators. */
-export async function settlementRead(pool: pg.Pool, request: SettlementRead, competitionProfile: string): Promise<ReadAnswerBody> {
+export async function settlementRead(pool: pg.Pool, request: SettlementRead, competitionProfile: string): Promise<Answered> {
   const state = await runState(pool as unknown as pg.ClientBase, request.scenarioRunId);
   const visible = request.participants === null ? null : new Set(request.participants);
   switch (request.view) {

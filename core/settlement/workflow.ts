@@ -2,18 +2,20 @@
 // settlement or a reversal appends. Each fact is applied to the state as it is made
 // (applyFact), so every decision sees exactly what a replay of the trail would see.
 // Ids are name-based from (scenarioRunId, tradeId, step): re-running a scenario
-// reproduces them.
+// reproduces them. A request the state refuses is returned as a code and a message
+// (core/error-codes.ts); only a broken invariant (a ledger proof that does not balance)
+// throws. On a refusal the caller discards the state: it may be changed part of the way.
 
+import { refusal, type Failure, type Outcome } from '../error-codes.ts';
 import { deterministicId, FACT, PROFILE_INSTANT, type Fact } from './facts.ts';
 import { applyFact, openExceptionsOf, positionKey, proofTotals, type Leg, type Obligation, type SettlementState } from './state.ts';
 
-export class SettlementError extends Error {
-  constructor(
-    readonly code: 'NOT_FOUND' | 'CONFLICT' | 'INVALID',
-    message: string,
-  ) {
-    super(message);
-  }
+/** The facts an operation appends, or why it was refused. */
+export type Decision = Outcome<Fact[]>;
+
+/** A fact id taken already, met deep in a chain: written() returns it as the operation's refusal. */
+class FactIdTaken {
+  constructor(readonly error: Failure) {}
 }
 
 /** A persisted trade as settlement reads it (runtime.trades). */
@@ -56,7 +58,7 @@ class Writer {
       causationId,
       payload,
     };
-    if (this.state.factsById.has(fact.factId)) throw new SettlementError('CONFLICT', `fact ${fact.factId} (${tradeId} ${step}) already exists`);
+    if (this.state.factsById.has(fact.factId)) throw new FactIdTaken({ code: 'FACT_CONFLICT', message: `fact ${fact.factId} (${tradeId} ${step}) already exists` });
     applyFact(this.state, fact);
     this.facts.push(fact);
     return fact;
@@ -70,37 +72,50 @@ class Writer {
 
 const id = (state: SettlementState, tradeId: string, name: string) => deterministicId(state.scenarioRunId, tradeId, name);
 
+/** Runs `work` with a writer: the facts it appended, or the refusal of a fact id taken on the way. */
+function written(state: SettlementState, nowUs: number, work: (writer: Writer) => void): Decision {
+  const writer = new Writer(state, nowUs);
+  try {
+    work(writer);
+  } catch (error) {
+    if (error instanceof FactIdTaken) return { ok: false, error: error.error };
+    throw error;
+  }
+  return { ok: true, value: writer.facts };
+}
+
 /**
  * One obligation per trade not yet materialized (gross per trade), in the order given.
  * Under instant-post-trade-v1 each obligation's chain runs to its end (settled, broken
- * or clearing-rejected) before the next trade's. Returns the facts appended.
+ * or clearing-rejected) before the next trade's. Returns the facts appended, or the refusal
+ * of a fact id it would write that the trail holds already.
  */
-export function materialize(state: SettlementState, trades: readonly TradeForSettlement[], profileOf: (trade: TradeForSettlement) => ResolvedProfile, nowUs: number): Fact[] {
-  const writer = new Writer(state, nowUs);
-  for (const trade of trades) {
-    if (state.obligationByTrade.has(trade.tradeId)) continue;
-    const { profile, source } = profileOf(trade);
-    const quantity = BigInt(trade.quantityUnits);
-    const price = BigInt(trade.priceNanos);
-    const obligationId = id(state, trade.tradeId, 'obligation');
-    writer.emit(FACT.OBLIGATION_CREATED, trade.tradeId, 'obligation-created', null, {
-      obligationId,
-      tradeId: trade.tradeId,
-      buyerParticipantId: trade.buyParticipantId,
-      buyerAccountId: trade.buyAccountId,
-      sellerParticipantId: trade.sellParticipantId,
-      sellerAccountId: trade.sellAccountId,
-      instrumentId: trade.instrumentId,
-      quantityUnits: String(quantity),
-      priceNanos: String(price),
-      cashAmountNanos: String(price * quantity), // nanos per unit x units: exact
-      currency: trade.currency,
-      profile,
-      profileSource: source,
-    });
-    if (profile === PROFILE_INSTANT) runChain(state, writer, state.obligations.get(obligationId)!);
-  }
-  return writer.facts;
+export function materialize(state: SettlementState, trades: readonly TradeForSettlement[], profileOf: (trade: TradeForSettlement) => ResolvedProfile, nowUs: number): Decision {
+  return written(state, nowUs, (writer) => {
+    for (const trade of trades) {
+      if (state.obligationByTrade.has(trade.tradeId)) continue;
+      const { profile, source } = profileOf(trade);
+      const quantity = BigInt(trade.quantityUnits);
+      const price = BigInt(trade.priceNanos);
+      const obligationId = id(state, trade.tradeId, 'obligation');
+      writer.emit(FACT.OBLIGATION_CREATED, trade.tradeId, 'obligation-created', null, {
+        obligationId,
+        tradeId: trade.tradeId,
+        buyerParticipantId: trade.buyParticipantId,
+        buyerAccountId: trade.buyAccountId,
+        sellerParticipantId: trade.sellParticipantId,
+        sellerAccountId: trade.sellAccountId,
+        instrumentId: trade.instrumentId,
+        quantityUnits: String(quantity),
+        priceNanos: String(price),
+        cashAmountNanos: String(price * quantity), // nanos per unit x units: exact
+        currency: trade.currency,
+        profile,
+        profileSource: source,
+      });
+      if (profile === PROFILE_INSTANT) runChain(state, writer, state.obligations.get(obligationId)!);
+    }
+  });
 }
 
 function runChain(state: SettlementState, writer: Writer, obligation: Obligation): void {
@@ -201,42 +216,40 @@ function settle(state: SettlementState, writer: Writer, obligation: Obligation, 
   if (open.length > 0) writer.chain(obligation, FACT.RESOLVED, `resolved-${obligation.repairs}-${stepPrefix}`, { exceptionIds: open });
 }
 
-function obligationOf(state: SettlementState, obligationId: string): Obligation {
-  const obligation = state.obligations.get(obligationId);
-  if (obligation === undefined) throw new SettlementError('NOT_FOUND', `obligation ${obligationId} is not in scenario run ${state.scenarioRunId}`);
-  return obligation;
-}
+const noObligation = (state: SettlementState, obligationId: string) => refusal('NOT_FOUND', `obligation ${obligationId} is not in scenario run ${state.scenarioRunId}`);
 
 /** Posts resources for a broken leg (SettlementRepairPosted), then the deterministic retry. */
-function repair(state: SettlementState, obligationId: string, leg: Leg, post: (o: Obligation) => Record<string, unknown>, nowUs: number): Fact[] {
-  const obligation = obligationOf(state, obligationId);
+function repair(state: SettlementState, obligation: Obligation, leg: Leg, post: (o: Obligation) => Record<string, unknown>, nowUs: number): Decision {
   const open = obligation.openBreaks.get(leg);
   if (open === undefined) {
-    throw new SettlementError('CONFLICT', `obligation ${obligationId} has no open ${leg === 'CASH_LEG' ? 'cash-leg' : 'security-leg'} break (state ${obligation.state})`);
+    return refusal('FACT_CONFLICT', `obligation ${obligation.obligationId} has no open ${leg === 'CASH_LEG' ? 'cash-leg' : 'security-leg'} break (state ${obligation.state})`);
   }
-  const writer = new Writer(state, nowUs);
-  const n = obligation.repairs + 1;
-  writer.emit(FACT.REPAIR_POSTED, obligation.tradeId, `repair-${n}`, open.factId, {
-    obligationId,
-    tradeId: obligation.tradeId,
-    repairType: leg === 'CASH_LEG' ? 'CASH' : 'SECURITY',
-    exceptionId: open.exceptionId,
-    ...post(obligation),
+  return written(state, nowUs, (writer) => {
+    const n = obligation.repairs + 1;
+    writer.emit(FACT.REPAIR_POSTED, obligation.tradeId, `repair-${n}`, open.factId, {
+      obligationId: obligation.obligationId,
+      tradeId: obligation.tradeId,
+      repairType: leg === 'CASH_LEG' ? 'CASH' : 'SECURITY',
+      exceptionId: open.exceptionId,
+      ...post(obligation),
+    });
+    attempt(state, writer, obligation);
   });
-  attempt(state, writer, obligation);
-  return writer.facts;
 }
 
-export function repairCash(state: SettlementState, request: { obligationId: string; amountNanos: bigint; currency: string }, nowUs: number): Fact[] {
-  const obligation = obligationOf(state, request.obligationId);
-  if (request.currency !== obligation.currency) throw new SettlementError('INVALID', `the obligation settles in ${obligation.currency}, not ${request.currency}`);
-  return repair(state, request.obligationId, 'CASH_LEG', (o) => ({ participantId: o.buyer.participantId, accountId: o.buyer.accountId, assetType: 'CASH', asset: o.currency, amount: String(request.amountNanos) }), nowUs);
+export function repairCash(state: SettlementState, request: { obligationId: string; amountNanos: bigint; currency: string }, nowUs: number): Decision {
+  const obligation = state.obligations.get(request.obligationId);
+  if (obligation === undefined) return noObligation(state, request.obligationId);
+  if (request.currency !== obligation.currency) return refusal('VALIDATION_FAILED', `the obligation settles in ${obligation.currency}, not ${request.currency}`);
+  return repair(state, obligation, 'CASH_LEG', (o) => ({ participantId: o.buyer.participantId, accountId: o.buyer.accountId, assetType: 'CASH', asset: o.currency, amount: String(request.amountNanos) }), nowUs);
 }
 
-export function repairSecurity(state: SettlementState, request: { obligationId: string; quantityUnits: bigint }, nowUs: number): Fact[] {
+export function repairSecurity(state: SettlementState, request: { obligationId: string; quantityUnits: bigint }, nowUs: number): Decision {
+  const obligation = state.obligations.get(request.obligationId);
+  if (obligation === undefined) return noObligation(state, request.obligationId);
   return repair(
     state,
-    request.obligationId,
+    obligation,
     'SECURITY_LEG',
     (o) => ({ participantId: o.seller.participantId, accountId: o.seller.accountId, assetType: 'SECURITY', asset: o.instrumentId, amount: String(request.quantityUnits) }),
     nowUs,
@@ -244,34 +257,34 @@ export function repairSecurity(state: SettlementState, request: { obligationId: 
 }
 
 /** Finality by operator decision: the ledger entries and a SettlementSettled marked FORCED (the proof says so). */
-export function forceSettle(state: SettlementState, request: { obligationId: string; reason: string }, nowUs: number): Fact[] {
-  const obligation = obligationOf(state, request.obligationId);
-  if (obligation.settled) throw new SettlementError('CONFLICT', `obligation ${request.obligationId} is already settled`);
-  const writer = new Writer(state, nowUs);
-  settle(state, writer, obligation, 'forced', { finality: 'FORCED', reason: request.reason });
-  return writer.facts;
+export function forceSettle(state: SettlementState, request: { obligationId: string; reason: string }, nowUs: number): Decision {
+  const obligation = state.obligations.get(request.obligationId);
+  if (obligation === undefined) return noObligation(state, request.obligationId);
+  if (obligation.settled) return refusal('FACT_CONFLICT', `obligation ${request.obligationId} is already settled`);
+  return written(state, nowUs, (writer) => settle(state, writer, obligation, 'forced', { finality: 'FORCED', reason: request.reason }));
 }
 
 /** A compensating entry: same party, asset and amount, the other direction. Nothing is deleted. */
-export function reverseLedgerEntry(state: SettlementState, request: { ledgerEntryId: string; reason: string }, nowUs: number): Fact[] {
+export function reverseLedgerEntry(state: SettlementState, request: { ledgerEntryId: string; reason: string }, nowUs: number): Decision {
   const entry = state.ledgerById.get(request.ledgerEntryId);
-  if (entry === undefined) throw new SettlementError('NOT_FOUND', `ledger entry ${request.ledgerEntryId} is not in scenario run ${state.scenarioRunId}`);
-  if (entry.reversesEntryId !== null) throw new SettlementError('CONFLICT', `ledger entry ${request.ledgerEntryId} is itself a reversal`);
-  if (state.reversed.has(entry.ledgerEntryId)) throw new SettlementError('CONFLICT', `ledger entry ${request.ledgerEntryId} is already reversed`);
-  const obligation = obligationOf(state, entry.obligationId);
-  const writer = new Writer(state, nowUs);
-  writer.emit(FACT.LEDGER_ENTRY_POSTED, entry.tradeId, `reversal-of-${entry.ledgerEntryId}`, entry.factId, {
-    obligationId: obligation.obligationId,
-    tradeId: entry.tradeId,
-    ledgerEntryId: id(state, entry.tradeId, `reversal-of-${entry.ledgerEntryId}`),
-    reversesEntryId: entry.ledgerEntryId,
-    participantId: entry.participantId,
-    accountId: entry.accountId,
-    assetType: entry.assetType,
-    asset: entry.asset,
-    direction: entry.direction === 'DEBIT' ? 'CREDIT' : 'DEBIT',
-    amount: String(entry.amount),
-    reason: request.reason,
+  if (entry === undefined) return refusal('NOT_FOUND', `ledger entry ${request.ledgerEntryId} is not in scenario run ${state.scenarioRunId}`);
+  if (entry.reversesEntryId !== null) return refusal('FACT_CONFLICT', `ledger entry ${request.ledgerEntryId} is itself a reversal`);
+  if (state.reversed.has(entry.ledgerEntryId)) return refusal('FACT_CONFLICT', `ledger entry ${request.ledgerEntryId} is already reversed`);
+  const obligation = state.obligations.get(entry.obligationId);
+  if (obligation === undefined) return noObligation(state, entry.obligationId);
+  return written(state, nowUs, (writer) => {
+    writer.emit(FACT.LEDGER_ENTRY_POSTED, entry.tradeId, `reversal-of-${entry.ledgerEntryId}`, entry.factId, {
+      obligationId: obligation.obligationId,
+      tradeId: entry.tradeId,
+      ledgerEntryId: id(state, entry.tradeId, `reversal-of-${entry.ledgerEntryId}`),
+      reversesEntryId: entry.ledgerEntryId,
+      participantId: entry.participantId,
+      accountId: entry.accountId,
+      assetType: entry.assetType,
+      asset: entry.asset,
+      direction: entry.direction === 'DEBIT' ? 'CREDIT' : 'DEBIT',
+      amount: String(entry.amount),
+      reason: request.reason,
+    });
   });
-  return writer.facts;
 }

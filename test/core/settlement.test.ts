@@ -9,7 +9,7 @@ import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { deterministicId, FACT, PROFILE_INSTANT, PROFILE_OPS, trailChecksum, type Fact } from '../../core/settlement/facts.ts';
 import { replay, type SettlementState } from '../../core/settlement/state.ts';
 import { exceptionsView, factsView, ledgerView, obligationsView, proofView, scoreView } from '../../core/settlement/views.ts';
-import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, SettlementError, type TradeForSettlement } from '../../core/settlement/workflow.ts';
+import { forceSettle, materialize, repairCash, repairSecurity, reverseLedgerEntry, type Decision, type TradeForSettlement } from '../../core/settlement/workflow.ts';
 
 const RUN = 'run-test';
 const BUYER = { participantId: 'b0000000-0000-4000-8000-000000000001', accountId: 'b0000000-0000-4000-8000-0000000000a1' };
@@ -34,6 +34,12 @@ function trade(n: number, overrides: Partial<TradeForSettlement> = {}): TradeFor
 }
 
 const instant = () => ({ profile: PROFILE_INSTANT, source: 'request' });
+
+/** The facts of an operation the state accepts (a refusal fails the test, with its code and message). */
+function appended(decision: Decision): Fact[] {
+  assert.ok(decision.ok, decision.ok ? '' : `refused: ${decision.error.code} ${decision.error.message}`);
+  return decision.value;
+}
 
 /** Operator-posted facts (seeds, injections) appended to a state. */
 function post(state: SettlementState, facts: { factType: string; payload: Record<string, unknown> }[]): void {
@@ -65,7 +71,7 @@ const CHAIN_HEAD = [
 
 test('instant-post-trade-v1 runs the whole chain in the specification order, with four ledger entries and a CLEAN proof', () => {
   const state = replay(RUN, []);
-  const facts = materialize(state, [trade(1)], instant, NOW);
+  const facts = appended(materialize(state, [trade(1)], instant, NOW));
   assert.deepEqual(typesOf(facts), [
     ...CHAIN_HEAD,
     FACT.CASH_LEG_SUCCEEDED,
@@ -100,17 +106,17 @@ test('instant-post-trade-v1 runs the whole chain in the specification order, wit
 
 test('ops-realistic-v1 materializes obligations only; a second materialization appends nothing', () => {
   const state = replay(RUN, []);
-  const first = materialize(state, [trade(1), trade(2)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
+  const first = appended(materialize(state, [trade(1), trade(2)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
   assert.deepEqual(typesOf(first), [FACT.OBLIGATION_CREATED, FACT.OBLIGATION_CREATED]);
   assert.deepEqual(obligationsView(state, null).obligations.map((o) => o.state), ['CREATED', 'CREATED']);
-  assert.deepEqual(materialize(state, [trade(1), trade(2)], instant, NOW), [], 'idempotent: the trades already have obligations');
+  assert.deepEqual(materialize(state, [trade(1), trade(2)], instant, NOW), { ok: true, value: [] }, 'idempotent: the trades already have obligations');
   assert.equal(proofView(state, null).status, 'CLEAN', 'no finality is claimed, nothing to prove');
 });
 
 test('a cash-leg break opens an exception; a repair posts resources, retries, settles and resolves', () => {
   const state = replay(RUN, []);
   post(state, [seed(BUYER, 'CASH', 'USD', '1000000000000')]); // 1,000 USD: 12.50 short
-  const facts = materialize(state, [trade(1)], instant, NOW);
+  const facts = appended(materialize(state, [trade(1)], instant, NOW));
   assert.deepEqual(typesOf(facts).slice(-3), [FACT.CASH_LEG_FAILED, FACT.SECURITY_LEG_SUCCEEDED, FACT.BREAK_OPENED]);
   assert.equal(facts.at(-1)!.payload.breakType, 'CASH_LEG');
   assert.equal(facts.at(-1)!.payload.shortfallNanos, '12500000000');
@@ -120,13 +126,17 @@ test('a cash-leg break opens an exception; a repair posts resources, retries, se
   assert.equal(exceptions.exceptions[0]!.exceptionType, 'CASH_LEG_BREAK');
   assert.equal(exceptions.exceptions[0]!.repairAction, 'POST /admin/v1/settlement/repairs/cash');
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
-  assert.throws(() => repairSecurity(state, { obligationId, quantityUnits: 5n }, NOW), SettlementError, 'no security break to repair');
-  assert.throws(() => repairCash(state, { obligationId, amountNanos: 1n, currency: 'EUR' }, NOW), /settles in USD/);
+  assert.deepEqual(
+    repairSecurity(state, { obligationId, quantityUnits: 5n }, NOW),
+    { ok: false, error: { code: 'FACT_CONFLICT', message: `obligation ${obligationId} has no open security-leg break (state BROKEN)` } },
+    'no security break to repair',
+  );
+  assert.deepEqual(repairCash(state, { obligationId, amountNanos: 1n, currency: 'EUR' }, NOW), { ok: false, error: { code: 'VALIDATION_FAILED', message: 'the obligation settles in USD, not EUR' } });
   // Too small a repair: the retry fails again, the break stays open.
-  const small = repairCash(state, { obligationId, amountNanos: 2_500_000_000n, currency: 'USD' }, NOW);
+  const small = appended(repairCash(state, { obligationId, amountNanos: 2_500_000_000n, currency: 'USD' }, NOW));
   assert.deepEqual(typesOf(small), [FACT.REPAIR_POSTED, FACT.ATTEMPT_STARTED, FACT.CASH_LEG_FAILED, FACT.SECURITY_LEG_SUCCEEDED]);
   assert.equal(obligationsView(state, null).obligations[0]!.state, 'BROKEN');
-  const enough = repairCash(state, { obligationId, amountNanos: 10_000_000_000n, currency: 'USD' }, NOW);
+  const enough = appended(repairCash(state, { obligationId, amountNanos: 10_000_000_000n, currency: 'USD' }, NOW));
   assert.deepEqual(typesOf(enough), [
     FACT.REPAIR_POSTED,
     FACT.ATTEMPT_STARTED,
@@ -151,11 +161,11 @@ test('a cash-leg break opens an exception; a repair posts resources, retries, se
 test('a security-leg break and its repair', () => {
   const state = replay(RUN, []);
   post(state, [seed(SELLER, 'SECURITY', INSTRUMENT, '4')]);
-  const facts = materialize(state, [trade(1)], instant, NOW);
+  const facts = appended(materialize(state, [trade(1)], instant, NOW));
   assert.deepEqual(typesOf(facts).slice(-3), [FACT.CASH_LEG_SUCCEEDED, FACT.SECURITY_LEG_FAILED, FACT.BREAK_OPENED]);
   assert.equal(facts.at(-1)!.payload.shortfallUnits, '6');
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
-  const repaired = repairSecurity(state, { obligationId, quantityUnits: 6n }, NOW);
+  const repaired = appended(repairSecurity(state, { obligationId, quantityUnits: 6n }, NOW));
   assert.equal(typesOf(repaired).at(-2), FACT.SETTLED);
   assert.equal(typesOf(repaired).at(-1), FACT.RESOLVED);
   assert.equal(exceptionsView(state, null).exceptions[0]!.exceptionType, 'SECURITY_LEG_BREAK');
@@ -164,12 +174,12 @@ test('a security-leg break and its repair', () => {
 test('a clearing rejection stops the chain and opens an exception; force-settle gives finality recorded as FORCED, not valid under rule 2', () => {
   const state = replay(RUN, []);
   post(state, [{ factType: FACT.FAILURE_INJECTED, payload: { tradeId: trade(1).tradeId, step: 'CLEARING' } }]);
-  const facts = materialize(state, [trade(1)], instant, NOW);
+  const facts = appended(materialize(state, [trade(1)], instant, NOW));
   assert.deepEqual(typesOf(facts), [...CHAIN_HEAD.slice(0, 5), FACT.CLEARING_REJECTED]);
   assert.equal(obligationsView(state, null).obligations[0]!.state, 'CLEARING_REJECTED');
   assert.deepEqual(exceptionsView(state, null).counts, { open: 1, resolved: 0 });
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
-  const forced = forceSettle(state, { obligationId, reason: 'agreed bilaterally' }, NOW);
+  const forced = appended(forceSettle(state, { obligationId, reason: 'agreed bilaterally' }, NOW));
   assert.deepEqual(typesOf(forced), [FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.LEDGER_ENTRY_POSTED, FACT.SETTLED, FACT.RESOLVED]);
   assert.equal(forced[4]!.payload.finality, 'FORCED');
   const proof = proofView(state, null);
@@ -178,13 +188,13 @@ test('a clearing rejection stops the chain and opens an exception; force-settle 
   assert.deepEqual(proof.causationGaps, []);
   assert.equal(proof.status, 'GAPPED', 'a settled row without both leg outcomes is not valid, so the proof is not CLEAN');
   assert.equal(proof.profileEvidence[0]!.finality, 'FORCED');
-  assert.throws(() => forceSettle(state, { obligationId, reason: 'again' }, NOW), /already settled/);
+  assert.deepEqual(forceSettle(state, { obligationId, reason: 'again' }, NOW), { ok: false, error: { code: 'FACT_CONFLICT', message: `obligation ${obligationId} is already settled` } });
 });
 
 test('rule 1: SettlementSettled (by ledger proof) only ever follows two successful legs', () => {
   const state = replay(RUN, []);
   post(state, [seed(BUYER, 'CASH', 'USD', '1500000000000')]);
-  materialize(state, [trade(1), trade(2)], instant, NOW); // the first settles, the second breaks (cash spent)
+  appended(materialize(state, [trade(1), trade(2)], instant, NOW)); // the first settles, the second breaks (cash spent)
   for (const fact of state.facts.filter((f) => f.factType === FACT.SETTLED && f.payload.finality === 'LEDGER_PROOF')) {
     const before = state.facts.filter((f) => f.sequence < fact.sequence && f.payload.obligationId === fact.payload.obligationId);
     const lastCash = before.filter((f) => f.factType === FACT.CASH_LEG_SUCCEEDED || f.factType === FACT.CASH_LEG_FAILED).at(-1);
@@ -198,9 +208,9 @@ test('rule 1: SettlementSettled (by ledger proof) only ever follows two successf
 test('rule 2: a force-settled cash break has one succeeded leg and is still not valid', () => {
   const state = replay(RUN, []);
   post(state, [seed(BUYER, 'CASH', 'USD', '1')]);
-  materialize(state, [trade(1)], instant, NOW);
+  appended(materialize(state, [trade(1)], instant, NOW));
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
-  forceSettle(state, { obligationId, reason: 'funds arrive outside the venue' }, NOW);
+  appended(forceSettle(state, { obligationId, reason: 'funds arrive outside the venue' }, NOW));
   const row = proofView(state, null).settlementProofRows[0]!;
   assert.deepEqual([row.balanced, row.cashLegSucceeded, row.securityLegSucceeded, row.finality, row.valid], [true, false, true, 'FORCED', false]);
   assert.equal(proofView(state, null).status, 'GAPPED');
@@ -209,8 +219,8 @@ test('rule 2: a force-settled cash break has one succeeded leg and is still not 
 test('a forced trail gives the same proof and checksum however it is reached: written, replayed, or written again', () => {
   const forcedRun = () => {
     const state = replay(RUN, []);
-    materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
-    forceSettle(state, { obligationId: obligationsView(state, null).obligations[0]!.obligationId, reason: 'agreed' }, NOW);
+    appended(materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
+    appended(forceSettle(state, { obligationId: obligationsView(state, null).obligations[0]!.obligationId, reason: 'agreed' }, NOW));
     return state;
   };
   const written = forcedRun();
@@ -224,8 +234,8 @@ test('a forced trail gives the same proof and checksum however it is reached: wr
 test('rule 2: an unsettled row is not valid (no SettlementSettled) and leaves the status alone', () => {
   const state = replay(RUN, []);
   post(state, [seed(BUYER, 'CASH', 'USD', '1')]);
-  materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
-  materialize(state, [trade(2)], instant, NOW); // breaks: the cash is not there
+  appended(materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
+  appended(materialize(state, [trade(2)], instant, NOW)); // breaks: the cash is not there
   const proof = proofView(state, null);
   assert.deepEqual(proof.settlementProofRows.map((row) => [row.settled, row.finality, row.valid]), [[false, null, false], [false, null, false]]);
   assert.equal(proof.status, 'CLEAN', 'only settled rows must be valid');
@@ -233,7 +243,7 @@ test('rule 2: an unsettled row is not valid (no SettlementSettled) and leaves th
 
 test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversals unbalance until both sides are reversed', () => {
   const state = replay(RUN, []);
-  materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW);
+  appended(materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
   // An operator posts a finality claim with no ledger behind it.
   const claimed = replay(RUN, [
@@ -245,25 +255,51 @@ test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversal
   assert.equal(proofView(claimed, null).settlementProofRows[0]!.finality, null, 'no legs and no ledger: no finality is claimed');
 
   const settled = replay(RUN, []);
-  materialize(settled, [trade(1)], instant, NOW);
+  appended(materialize(settled, [trade(1)], instant, NOW));
   assert.equal(proofView(settled, null).status, 'CLEAN');
   const entries = ledgerView(settled, null).entries;
-  reverseLedgerEntry(settled, { ledgerEntryId: entries[0]!.ledgerEntryId, reason: 'booked twice' }, NOW);
+  appended(reverseLedgerEntry(settled, { ledgerEntryId: entries[0]!.ledgerEntryId, reason: 'booked twice' }, NOW));
   assert.equal(proofView(settled, null).status, 'GAPPED', 'one side reversed: cash debits and credits differ');
-  assert.throws(() => reverseLedgerEntry(settled, { ledgerEntryId: entries[0]!.ledgerEntryId, reason: 'again' }, NOW), /already reversed/);
+  assert.deepEqual(reverseLedgerEntry(settled, { ledgerEntryId: entries[0]!.ledgerEntryId, reason: 'again' }, NOW), {
+    ok: false,
+    error: { code: 'FACT_CONFLICT', message: `ledger entry ${entries[0]!.ledgerEntryId} is already reversed` },
+  });
   const reversal = ledgerView(settled, null).entries.at(-1)!;
   assert.equal(reversal.reversesEntryId, entries[0]!.ledgerEntryId);
   assert.equal(reversal.direction, 'CREDIT');
-  assert.throws(() => reverseLedgerEntry(settled, { ledgerEntryId: reversal.ledgerEntryId, reason: 'x' }, NOW), /itself a reversal/);
+  assert.deepEqual(reverseLedgerEntry(settled, { ledgerEntryId: reversal.ledgerEntryId, reason: 'x' }, NOW), {
+    ok: false,
+    error: { code: 'FACT_CONFLICT', message: `ledger entry ${reversal.ledgerEntryId} is itself a reversal` },
+  });
   for (const entry of entries.slice(1)) reverseLedgerEntry(settled, { ledgerEntryId: entry.ledgerEntryId, reason: 'unwind' }, NOW);
   assert.equal(proofView(settled, null).status, 'CLEAN', 'every entry reversed: balanced again');
   assert.ok(ledgerView(settled, null).balances.every((b) => b.net === '0'), 'nothing deleted, everything compensated');
   assert.equal(settled.ledger.length, 8);
 });
 
+test('refusals are codes and messages: an unknown obligation or entry, and a fact id the trail holds already', () => {
+  const state = replay(RUN, []);
+  const unknown = 'a0000000-0000-4000-8000-00000000dead';
+  const notFound = { ok: false, error: { code: 'NOT_FOUND', message: `obligation ${unknown} is not in scenario run ${RUN}` } };
+  assert.deepEqual(repairCash(state, { obligationId: unknown, amountNanos: 1n, currency: 'USD' }, NOW), notFound);
+  assert.deepEqual(repairSecurity(state, { obligationId: unknown, quantityUnits: 1n }, NOW), notFound);
+  assert.deepEqual(forceSettle(state, { obligationId: unknown, reason: 'x' }, NOW), notFound);
+  assert.deepEqual(reverseLedgerEntry(state, { ledgerEntryId: unknown, reason: 'x' }, NOW), {
+    ok: false,
+    error: { code: 'NOT_FOUND', message: `ledger entry ${unknown} is not in scenario run ${RUN}` },
+  });
+  // An operator fact that took the id of a fact the chain writes: the materialization is refused, not thrown.
+  const taken = deterministicId(RUN, trade(1).tradeId, 'obligation-created');
+  const held = replay(RUN, [{ scenarioRunId: RUN, origin: 'operator', sequence: 1, factId: taken, factType: 'SettlementNoteRecorded', occurredAtUs: NOW, causationId: null, payload: {} }]);
+  assert.deepEqual(materialize(held, [trade(1)], instant, NOW), {
+    ok: false,
+    error: { code: 'FACT_CONFLICT', message: `fact ${taken} (${trade(1).tradeId} obligation-created) already exists` },
+  });
+});
+
 test('causation gaps are found: a missing cause, a cause that is not earlier, a fact naming an unknown obligation', () => {
   const state = replay(RUN, []);
-  materialize(state, [trade(1)], instant, NOW);
+  appended(materialize(state, [trade(1)], instant, NOW));
   const facts = state.facts.map((fact) => ({ ...fact }));
   facts[3] = { ...facts[3]!, causationId: null };
   facts[5] = { ...facts[5]!, causationId: deterministicId('nowhere') };
@@ -289,7 +325,7 @@ test('causation gaps are found: a missing cause, a cause that is not earlier, a 
 test('the checksum is the same for the same trail and changes with any change to a fact', () => {
   const a = replay(RUN, []);
   post(a, [seed(SELLER, 'SECURITY', INSTRUMENT, '15')]);
-  materialize(a, [trade(1), trade(2)], instant, NOW);
+  appended(materialize(a, [trade(1), trade(2)], instant, NOW));
   const b = replay(RUN, []);
   post(b, []);
   const again = replay(RUN, a.facts);
@@ -310,9 +346,9 @@ test('the checksum is the same for the same trail and changes with any change to
   }
   // Deterministic ids: the same scenario over the same trades writes the same facts.
   const c = replay(RUN, []);
-  materialize(c, [trade(1), trade(2)], instant, NOW);
+  appended(materialize(c, [trade(1), trade(2)], instant, NOW));
   const d = replay(RUN, []);
-  materialize(d, [trade(1), trade(2)], instant, NOW);
+  appended(materialize(d, [trade(1), trade(2)], instant, NOW));
   assert.deepEqual(c.facts.map((f) => f.factId), d.facts.map((f) => f.factId));
   assert.equal(trailChecksum(c.facts), trailChecksum(d.facts));
 });
@@ -320,7 +356,7 @@ test('the checksum is the same for the same trail and changes with any change to
 test('score: pending and haircut values, blocked value, fails, aged fails, repairs pending, daily penalties', () => {
   const state = replay(RUN, []);
   post(state, [seed(BUYER, 'CASH', 'USD', '0')]);
-  materialize(state, [trade(1)], instant, NOW);
+  appended(materialize(state, [trade(1)], instant, NOW));
   const amount = 1_012_500_000_000n;
   const early = scoreView(state, null, NOW + 10 * 1_000_000, 60);
   const buyer = early.participants.find((p) => p.participantId === BUYER.participantId)!;
@@ -336,7 +372,7 @@ test('score: pending and haircut values, blocked value, fails, aged fails, repai
   const lateBuyer = late.participants.find((p) => p.participantId === BUYER.participantId)!;
   assert.deepEqual([lateBuyer.agedFailCount, lateBuyer.penaltyPoints], [1, 4], 'a fail into its fourth day is aged and has accrued four daily penalties');
   const obligationId = obligationsView(state, null).obligations[0]!.obligationId;
-  repairCash(state, { obligationId, amountNanos: amount, currency: 'USD' }, NOW + 86_400 * 1_000_000);
+  appended(repairCash(state, { obligationId, amountNanos: amount, currency: 'USD' }, NOW + 86_400 * 1_000_000));
   const after = scoreView(state, null, NOW + 10 * 86_400 * 1_000_000, 60).participants.find((p) => p.participantId === BUYER.participantId)!;
   assert.deepEqual(
     [after.pendingValueNanos, after.blockedUnsettledValueNanos, after.repairPendingCount, after.agedFailCount, after.failCount, after.penaltyPoints],
@@ -352,7 +388,7 @@ test('score: pending and haircut values, blocked value, fails, aged fails, repai
 test('views narrow to a trader\'s participants', () => {
   const other = { participantId: 'f0000000-0000-4000-8000-000000000001', accountId: 'f0000000-0000-4000-8000-0000000000a1' };
   const state = replay(RUN, []);
-  materialize(state, [trade(1), trade(2, { buyParticipantId: other.participantId, buyAccountId: other.accountId, sellParticipantId: other.participantId, sellAccountId: other.accountId })], instant, NOW);
+  appended(materialize(state, [trade(1), trade(2, { buyParticipantId: other.participantId, buyAccountId: other.accountId, sellParticipantId: other.participantId, sellAccountId: other.accountId })], instant, NOW));
   const mine = new Set([BUYER.participantId]);
   assert.equal(obligationsView(state, mine).obligations.length, 1);
   assert.ok(ledgerView(state, mine).entries.every((e) => e.participantId === BUYER.participantId));
@@ -382,14 +418,14 @@ test('property: random trades and positions: the ledger balances per asset, noth
         instrumentId: instruments[random.below(2)]!, quantityUnits: String(1 + random.below(9)), priceNanos: String((90 + random.below(20)) * 1_000_000_000 + random.below(1_000_000_000)),
       });
     });
-    materialize(state, trades, instant, NOW);
+    appended(materialize(state, trades, instant, NOW));
     // Repair a few breaks, force one, reverse one entry pair.
     for (const o of [...state.obligations.values()].filter((x) => x.state === 'BROKEN').slice(0, 3)) {
-      if (o.openBreaks.has('CASH_LEG')) repairCash(state, { obligationId: o.obligationId, amountNanos: o.cashAmountNanos, currency: 'USD' }, NOW);
-      if (state.obligations.get(o.obligationId)!.openBreaks.has('SECURITY_LEG')) repairSecurity(state, { obligationId: o.obligationId, quantityUnits: o.quantityUnits }, NOW);
+      if (o.openBreaks.has('CASH_LEG')) appended(repairCash(state, { obligationId: o.obligationId, amountNanos: o.cashAmountNanos, currency: 'USD' }, NOW));
+      if (state.obligations.get(o.obligationId)!.openBreaks.has('SECURITY_LEG')) appended(repairSecurity(state, { obligationId: o.obligationId, quantityUnits: o.quantityUnits }, NOW));
     }
     const stillBroken = [...state.obligations.values()].find((x) => x.state === 'BROKEN');
-    if (stillBroken) forceSettle(state, { obligationId: stillBroken.obligationId, reason: 'property' }, NOW);
+    if (stillBroken) appended(forceSettle(state, { obligationId: stillBroken.obligationId, reason: 'property' }, NOW));
 
     const sums = new Map<string, bigint>();
     for (const entry of state.ledger) sums.set(entry.asset, (sums.get(entry.asset) ?? 0n) + (entry.direction === 'DEBIT' ? entry.amount : -entry.amount));

@@ -82,7 +82,7 @@ test('fills: most recent first (ties by shard, then sequence descending), only t
   await withClient(url, async (client) => {
     for (const c of CASES) {
       const answer = await readFills(client, c.participants, c.instrumentId, c.limit);
-      assert.equal(answer.status, 200);
+      assert.equal(answer.ok, true);
       const rows = JSON.parse(answer.body as string).rows as Array<{ executionId: string; orderId: string; instrumentId: string; side: string; quantity: { units: string } }>;
       const expected = await sortedAll(client, c.participants, c.instrumentId, c.limit);
       assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));

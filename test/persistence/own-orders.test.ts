@@ -66,7 +66,7 @@ test('own orders: most recently updated first (ties by orderId), only the given 
   await withClient(url, async (client) => {
     for (const c of CASES) {
       const answer = await readOwnOrders(client, c.view, c.participants, c.instrumentId, c.limit);
-      assert.equal(answer.status, 200);
+      assert.equal(answer.ok, true);
       const rows = JSON.parse(answer.body as string).rows as Array<{ orderId: string; participantId: string; state: string; instrumentId: string }>;
       const expected = await sortedAll(client, c.view, c.participants, c.instrumentId, c.limit);
       assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));
