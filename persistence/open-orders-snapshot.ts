@@ -23,6 +23,7 @@
 
 import path from 'node:path';
 import type pg from 'pg';
+import { STATE_OPEN, STATE_PARTIALLY_FILLED } from '../core/codes.ts';
 import { bytesOf, SnapshotFileReader, writeSnapshotFile, writeSnapshotFileAsync } from './snapshot-file.ts';
 import { RestingOrders, type FrozenOrders, type RestingOrder } from './resting-orders.ts';
 
@@ -193,9 +194,30 @@ export function readOpenOrders(
         }
       }
       if (!reader.read(bytesOf(numbers))) return 'a short read';
-      return reader.verify() ? null : 'a checksum mismatch';
+      if (!reader.verify()) return 'a checksum mismatch';
+      return brokenOpenOrder(small, numbers, count);
     });
   } finally {
     reader.close();
   }
+}
+
+/**
+ * The first loaded order that cannot be open, or null: a file whose checksum holds but whose
+ * writer broke an invariant is refused like a damaged one, and the start reads storage.
+ */
+function brokenOpenOrder(small: Int32Array, numbers: Float64Array, count: number): string | null {
+  for (let n = 0; n < count; n++) {
+    const packed = small[n * 5 + 2]!;
+    const side = packed & 0xff;
+    const state = (packed >>> 24) & 0xff;
+    const price = numbers[n * 3]!;
+    const quantity = numbers[n * 3 + 1]!;
+    const filled = numbers[n * 3 + 2]!;
+    if (side > 1) return `open order ${n} has side ${side}`;
+    if (state !== STATE_OPEN && state !== STATE_PARTIALLY_FILLED) return `open order ${n} is in state ${state}, not open`;
+    if (!Number.isSafeInteger(price) || price <= 0) return `open order ${n} has price ${price} nanos`;
+    if (!Number.isSafeInteger(quantity) || !Number.isSafeInteger(filled) || filled < 0 || filled >= quantity) return `open order ${n} has ${filled} of ${quantity} filled`;
+  }
+  return null;
 }

@@ -20,8 +20,8 @@ function orders(count: number): RestingOrder[] {
     orderType: random.below(2),
     timeInForce: random.below(2),
     state: 1 + random.below(2),
-    priceNanos: random.below(1e9) * 1e6,
-    quantity: 1 + random.below(1e9),
+    priceNanos: (1 + random.below(1e9)) * 1e6,
+    quantity: 1e6 + random.below(1e9),
     filled: random.below(1e6),
     currency: random.nextUint32() & 0xffffff,
     shard: random.below(2),
@@ -159,4 +159,19 @@ test('a file with an order twice is refused by a throw, as adds refuse one', () 
   const file = path.join(dir, 'twice.bin');
   saved(file, list);
   assert.throws(() => readOpenOrders(file, 'token', [7, 9]), /a resting order loaded twice/);
+});
+
+test('a whole file holding an order that cannot be open is refused, naming it', () => {
+  for (const [change, reason] of [
+    [{ filled: 5, quantity: 5 }, 'open order 2 has 5 of 5 filled'],
+    [{ priceNanos: 0 }, 'open order 2 has price 0 nanos'],
+    [{ state: 3 }, 'open order 2 is in state 3, not open'],
+    [{ side: 2 }, 'open order 2 has side 2'],
+  ] as const) {
+    const list = orders(5);
+    Object.assign(list[2]!, change);
+    const file = path.join(dir, 'broken.bin');
+    saved(file, list);
+    assert.deepEqual([load(file).why, load(file).added], [reason, 0]);
+  }
 });
