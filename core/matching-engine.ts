@@ -16,9 +16,9 @@
 //    then the order's state (ORDER_NOT_OPEN);
 //  - session expiry: an EXPIRE command raises the session floor (session numbers only
 //    grow) and expires, in the range of order slots it names, every resting DAY order
-//    stamped with a session below the floor (state EXPIRED, one event each). An order
-//    of an ended session that arrives after the roll may trade on arrival but never
-//    rests: its DAY remainder expires instead.
+//    stamped with a session below the floor (state EXPIRED, one event each). A submit
+//    stamped with an ended session that arrives after the roll is not carried out
+//    (SESSION_ENDED: command status FAILED).
 //
 // The class holds the books and runs order entry (submit); the rest of a command is plain
 // functions of its parts, kept monomorphic: core/matching-loop.ts, core/cancel-modify.ts,
