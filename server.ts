@@ -24,6 +24,7 @@ import { PersistenceControl } from './core/persistence-control.ts';
 import { verifyShardMap } from './core/shard-map.ts';
 import type { VenueConfig } from './core/config.ts';
 import { loadConfig } from './runtime/config.ts';
+import { DEFAULT_PRINCIPALS_FILE } from './gateway/principals.ts';
 import { claimPort } from './gateway/port-claim.ts';
 import { Principals } from './gateway/principals.ts';
 import { createVenueMemory, VENUE_CONNECTION_LIMIT_WORD } from './gateway/venue-memory.ts';
@@ -177,6 +178,9 @@ async function main(): Promise<void> {
   } catch (error) {
     logger.fatal((error as Error).message);
     process.exit(2);
+  }
+  if (config.principalsFile === DEFAULT_PRINCIPALS_FILE) {
+    logger.warn({ principalsFile: config.principalsFile }, 'DEVELOPMENT PRINCIPALS IN EFFECT: their tokens are published in the README; set PRINCIPALS_FILE for anything but local use');
   }
   const venueRef: { venue: Venue | null } = { venue: null };
   stopOnSignals(venueRef);
