@@ -58,7 +58,7 @@ export const rebuildStatusSchema = {
 const latency = {
   type: 'object',
   additionalProperties: false,
-  description: 'microseconds; percentiles are the upper bound of a 6.25%-wide bucket',
+  description: 'microseconds; percentiles are the upper bound of a bucket at most 0.1% wide, capped at max',
   properties: { count, p50: count, p90: count, p99: count, max: count },
   required: ['count', 'p50', 'p90', 'p99', 'max'],
 } as const;

@@ -1,9 +1,8 @@
 // PostgreSQL's binary COPY format, written straight into one growing buffer: no text
-// escaping of bytea or uuid, and one COPY per table per transaction (pg-copy-streams).
+// escaping of bytea or uuid, and one COPY per table per transaction (sent by pg-script.ts).
 // https://www.postgresql.org/docs/17/sql-copy.html#id-1.9.3.55.9.4
 
 import type pg from 'pg';
-import copyStreams from 'pg-copy-streams';
 import { asciiInto, copyRange, putInt32 } from '../core/byte-stores.ts';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -153,50 +152,6 @@ export class BinaryCopy {
     this.buffer.copy(grown, 0, 0, this.length);
     this.buffer = grown;
   }
-}
-
-/** The part of pg-copy-streams' query object that `copyInto` reaches into. */
-interface CopyQuery {
-  connection?: { stream: { cork(): void; uncork(): void } } | null;
-  handleCopyInResponse(connection: { stream: { cork(): void; uncork(): void; writableNeedDrain?: boolean } }): void;
-  _final(callback: (error?: Error | null) => void): void;
-}
-
-/**
- * Runs `COPY <target> FROM STDIN (FORMAT binary)` with the data of `copy`.
- *
- * pg-copy-streams writes a COPY's data as three socket writes (the CopyData header, the
- * data, then CopyDone a tick later). Each write to the loopback socket wakes the
- * PostgreSQL backend, and on a 2-core machine that wake-up preempts the writer: the
- * profile of the persistence thread under load showed 27% of its time in those writes.
- * Corking the socket from the server's CopyInResponse until CopyDone is queued sends
- * the three as one writev: one wake-up per COPY instead of three.
- */
-export async function copyInto(client: pg.ClientBase, target: string, copy: BinaryCopy): Promise<void> {
-  if (copy.rows === 0) return;
-  const query = copyStreams.from(`COPY ${target} FROM STDIN (FORMAT binary)`);
-  const hooks = query as unknown as CopyQuery;
-  const onCopyInResponse = hooks.handleCopyInResponse.bind(query);
-  const final = hooks._final.bind(query);
-  hooks.handleCopyInResponse = (connection) => {
-    const socket = connection.stream as { cork(): void; uncork(): void; writableNeedDrain?: boolean };
-    socket.cork();
-    onCopyInResponse(connection);
-    // Past the socket's high-water mark the library waits for 'drain' before it ends the
-    // COPY, and a corked socket never drains: send now, CopyDone follows on its own.
-    if (socket.writableNeedDrain) socket.uncork();
-  };
-  hooks._final = (callback) => {
-    const socket = hooks.connection?.stream;
-    final(callback); // queues CopyDone (the data went out with the response)
-    socket?.uncork();
-  };
-  const stream = client.query(query);
-  await new Promise<void>((resolve, reject) => {
-    stream.once('error', reject);
-    stream.once('finish', resolve); // after the server's CommandComplete
-    stream.end(copy.finish());
-  });
 }
 
 /**

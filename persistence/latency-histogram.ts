@@ -1,70 +1,71 @@
-// A bounded histogram of latencies in microseconds: 16 linear sub-buckets per power of
-// two (every value lands within 1/16 = 6.25% of its bucket's bounds), from 1 µs to
-// about 18 hours. Fixed memory whatever it records; percentiles read the upper bound
-// of the bucket holding them (never optimistic).
+// Latencies in microseconds in an HdrHistogram (3 significant digits, 1 µs to 60 s: fixed
+// memory, percentiles never optimistic), with the exact maximum kept beside it.
+
+import { build, type Histogram, type JsHistogram } from 'hdr-histogram-js';
 
 import type { LatencySummary } from '../core/storage-protocol.ts';
 
-const SUB_BUCKETS = 16;
-const POWERS = 36;
+/** 60 s: anything slower is counted at 60 s (fixed memory: no auto-resize); the maximum stays exact. */
+const HIGHEST_US = 60_000_000;
 
+// The pure-JS build: the WebAssembly one needs set-up before use and explicit freeing, for no
+// gain at the rate these are recorded.
+function histogram(significantDigits: 1 | 3): JsHistogram {
+  return build({
+    useWebAssembly: false, autoResize: false, bitBucketSize: 64,
+    lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_US, numberOfSignificantValueDigits: significantDigits,
+  }) as Histogram as JsHistogram;
+}
 
 export class LatencyHistogram {
-  private readonly counts = new Float64Array(POWERS * SUB_BUCKETS);
-  private total = 0;
+  private readonly histogram = histogram(3);
+  private readonly topValue = this.histogram.highestEquivalentValue(HIGHEST_US);
   private maximum = 0;
 
   record(micros: number): void {
     const value = micros < 1 ? 1 : Math.round(micros);
-    const power = Math.min(POWERS - 1, Math.floor(Math.log2(value)));
-    const base = 2 ** power;
-    const sub = Math.min(SUB_BUCKETS - 1, Math.floor(((value - base) / base) * SUB_BUCKETS));
-    this.counts[power * SUB_BUCKETS + sub]!++;
-    this.total++;
+    this.histogram.recordValue(Math.min(value, HIGHEST_US));
     if (value > this.maximum) this.maximum = value;
   }
 
   get count(): number {
-    return this.total;
+    return this.histogram.totalCount;
   }
 
-  /** The upper bound (µs) of the bucket holding the p-th percentile (0 < p ≤ 100); 0 when empty. */
+  /** The highest value (µs) of the bucket holding the p-th percentile (0 < p ≤ 100), at most the maximum; 0 when empty. */
   percentile(p: number): number {
-    if (this.total === 0) return 0;
-    const rank = Math.ceil((p / 100) * this.total);
-    let seen = 0;
-    for (let index = 0; index < this.counts.length; index++) {
-      seen += this.counts[index]!;
-      if (seen >= rank) return index === this.counts.length - 1 ? this.maximum : Math.min(this.upperBound(index), this.maximum);
-    }
-    return this.maximum;
+    if (this.histogram.totalCount === 0) return 0;
+    const value = this.histogram.getValueAtPercentile(p);
+    return value >= this.topValue ? this.maximum : Math.min(value, this.maximum);
   }
 
   /**
-   * The non-empty buckets, smallest first, as [upper bound in µs, count]: at most
-   * 576 pairs. Two of these taken at different times give the distribution of what
-   * was recorded in between (bucketsBetween), which cumulative percentiles cannot.
+   * The recorded values on a fixed grid of 16 linear buckets per power of two (every
+   * value within 1/16 = 6.25% of its bucket's bounds), smallest first, as [upper bound
+   * in µs, count]: at most 368 pairs, so the status stays small. Two of these taken at
+   * different times give the distribution of what was recorded in between
+   * (bucketsBetween), which cumulative percentiles cannot.
    */
   buckets(): [number, number][] {
+    const coarse = histogram(1);
+    const fine = this.histogram.recordedValuesIterator;
+    fine.reset();
+    while (fine.hasNext()) {
+      const step = fine.next();
+      coarse.recordValueWithCount(step.valueIteratedTo, step.countAtValueIteratedTo);
+    }
     const out: [number, number][] = [];
-    for (let index = 0; index < this.counts.length; index++) {
-      if (this.counts[index]! > 0) out.push([this.upperBound(index), this.counts[index]!]);
+    const grid = coarse.recordedValuesIterator;
+    grid.reset();
+    while (grid.hasNext()) {
+      const step = grid.next();
+      out.push([step.valueIteratedTo, step.countAtValueIteratedTo]);
     }
     return out;
   }
 
-  /**
-   * The largest integer in bucket `index`. The last bucket also holds everything
-   * above it (from about 18 hours), so percentile() reports the maximum there.
-   */
-  private upperBound(index: number): number {
-    const power = Math.floor(index / SUB_BUCKETS);
-    const base = 2 ** power;
-    return Math.ceil(base + ((index % SUB_BUCKETS) + 1) * (base / SUB_BUCKETS)) - 1;
-  }
-
   summary(): LatencySummary {
-    return { count: this.total, p50: this.percentile(50), p90: this.percentile(90), p99: this.percentile(99), max: this.maximum };
+    return { count: this.count, p50: this.percentile(50), p90: this.percentile(90), p99: this.percentile(99), max: this.maximum };
   }
 }
 
