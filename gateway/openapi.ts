@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document, built from the same schema objects the gateway validates
 // with (the *-schemas.ts modules schemas.ts lists). Served at GET /api/v1/openapi.json.
+// Each operationId is the method name generated clients call, so it stays fixed when a summary changes.
 
 import { persistenceStatusSchema, rebuildStatusSchema, sessionRollAnswerSchema, sessionRollSchema, venueSessionSchema } from './admin-schemas.ts';
 import {
@@ -29,6 +30,18 @@ import {
 import { errorSchema } from './schema-shared.ts';
 import { SETTLEMENT_BODY_SCHEMAS, SETTLEMENT_RESPONSE_SCHEMAS } from './settlement-schemas.ts';
 
+/** The operation groups; every operation names one of them. */
+const TAGS = {
+  orders: 'Order commands (submit, cancel, modify, cancel by clientOrderId) and the status of a command',
+  'own orders': "The open orders, order history and fills of the principal's participants",
+  'market data': 'Snapshots, depth, the public trade tape, bars and the snapshot loop',
+  venue: 'The active venue session, the read-surface inventory and this document',
+  settlement: 'Settlement evidence of a scenario run: facts, obligations, ledger, exceptions, proof, scores',
+  admin: 'Operator routes: command audit, projection rebuild, persistence status, session roll, settlement facts and repairs',
+  probes: 'Liveness and readiness; no token',
+} as const;
+type Tag = keyof typeof TAGS;
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown) => ({ 'application/json': { schema } });
 const error = (description: string) => ({ description, content: json(ref('Error')) });
@@ -56,9 +69,11 @@ const orderHeaders = [
   },
 ];
 
-function orderOperation(summary: string, schemaName: string) {
+function orderOperation(operationId: string, summary: string, schemaName: string) {
   return {
     post: {
+      operationId,
+      tags: ['orders'],
       summary,
       security: [{ bearer: [] }],
       parameters: orderHeaders,
@@ -80,6 +95,8 @@ function orderOperation(summary: string, schemaName: string) {
 
 /** A read route: its query parameters come from the schema the gateway validates them with. */
 function readOperation(
+  operationId: string,
+  tag: Tag,
   summary: string,
   queryName: QueryName | null,
   response: string,
@@ -88,6 +105,8 @@ function readOperation(
   const query = queryName === null ? [] : Object.entries(QUERY_SCHEMAS[queryName].properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
   const path = extra.pathParam ? [{ name: 'instrumentId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] : [];
   return {
+    operationId,
+    tags: [tag],
     summary,
     security: [{ bearer: [] }],
     parameters: [...path, ...query],
@@ -104,9 +123,11 @@ function readOperation(
 }
 
 /** An operator settlement route: POST, a JSON body validated with its schema, the answer's schema. */
-function settlementAdminOperation(summary: string, body: string, response: string, extra: { notFound?: string; conflict?: string } = {}) {
+function settlementAdminOperation(operationId: string, summary: string, body: string, response: string, extra: { notFound?: string; conflict?: string } = {}) {
   return {
     post: {
+      operationId,
+      tags: ['admin'],
       summary: `Operator: ${summary}`,
       security: [{ bearer: [] }],
       requestBody: { required: true, content: json(ref(body)) },
@@ -127,10 +148,12 @@ function settlementAdminOperation(summary: string, body: string, response: strin
 }
 
 /** A settlement read of one scenario run (a venue runId). */
-function settlementReadOperation(summary: string, response: string, options: { query?: boolean; public?: boolean } = {}) {
+function settlementReadOperation(operationId: string, summary: string, response: string, options: { query?: boolean; public?: boolean } = {}) {
   const query = options.query ? Object.entries(QUERIES.score.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })) : [];
   return {
     get: {
+      operationId,
+      tags: ['settlement'],
       summary,
       security: [{ bearer: [] }],
       parameters: [{ name: 'scenarioRunId', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$' } }, ...query],
@@ -153,6 +176,11 @@ export function buildOpenApi(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session, market data, own-order reads, availability, settlement evidence and the operator routes.' },
+    // npm start serves on HOST and PORT, 127.0.0.1:8080 unless set.
+    servers: [{ url: 'http://127.0.0.1:8080', description: 'The local venue (npm start with the default HOST and PORT)' }],
+    // Every route needs a bearer token unless it declares `security: []` (the probes).
+    security: [{ bearer: [] }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -183,12 +211,14 @@ export function buildOpenApi(): Record<string, unknown> {
       },
     },
     paths: {
-      '/api/v1/orders/submit': orderOperation('Submit a limit order', 'SubmitOrder'),
-      '/api/v1/orders/cancel': orderOperation('Cancel an order (full target context)', 'CancelOrder'),
-      '/api/v1/orders/modify': orderOperation('Modify an order: new total quantity and price', 'ModifyOrder'),
-      '/api/v1/orders/cancel-by-client-order': orderOperation('Cancel the open order of a clientOrderId', 'CancelByClientOrder'),
+      '/api/v1/orders/submit': orderOperation('submitOrder', 'Submit a limit order', 'SubmitOrder'),
+      '/api/v1/orders/cancel': orderOperation('cancelOrder', 'Cancel an order (full target context)', 'CancelOrder'),
+      '/api/v1/orders/modify': orderOperation('modifyOrder', 'Modify an order: new total quantity and price', 'ModifyOrder'),
+      '/api/v1/orders/cancel-by-client-order': orderOperation('cancelOrderByClientOrderId', 'Cancel the open order of a clientOrderId', 'CancelByClientOrder'),
       '/api/v1/commands/{commandId}': {
         get: {
+          operationId: 'getCommandStatus',
+          tags: ['orders'],
           summary: 'Command status (traders: their own commands; operators: any)',
           security: [{ bearer: [] }],
           parameters: [{ name: 'commandId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
@@ -202,47 +232,57 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       '/api/v1/venue/session': {
         get: {
+          operationId: 'getVenueSession',
+          tags: ['venue'],
           summary: 'The active venue session',
           security: [{ bearer: [] }],
           responses: { 200: { description: 'runId, venueSessionId, startedAt', content: json(ref('VenueSession')) }, 401: error('missing or unknown bearer token') },
         },
       },
       '/api/v1/openapi.json': {
-        get: { summary: 'This document', security: [{ bearer: [] }], responses: { 200: { description: 'OpenAPI 3.1' }, 401: error('missing or unknown bearer token') } },
+        get: {
+          operationId: 'getOpenApiDocument',
+          tags: ['venue'],
+          summary: 'This document',
+          security: [{ bearer: [] }],
+          responses: { 200: { description: 'OpenAPI 3.1' }, 401: error('missing or unknown bearer token') },
+        },
       },
       '/api/v1/market-data/snapshots/{instrumentId}': {
-        get: readOperation('The stored top-of-book snapshot (displayed LIMIT quantity only)', 'snapshot', 'Snapshot', {
+        get: readOperation('getMarketDataSnapshot', 'market data', 'The stored top-of-book snapshot (displayed LIMIT quantity only)', 'snapshot', 'Snapshot', {
           pathParam: true,
           notFound: 'market data snapshot not found (none produced yet under this projectionName)',
         }),
       },
       '/api/v1/market-data/snapshots': {
-        post: readOperation('Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection', 'refresh', 'SnapshotRefresh', {
+        post: readOperation('refreshMarketDataSnapshots', 'market data', 'Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection', 'refresh', 'SnapshotRefresh', {
           notFound: 'market data snapshot not found (the named instrument has never traded here)',
           conflict: 'LIMIT_EXCEEDED: a new projectionName past the caller\'s MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL (the default name and names that exist are always refreshed)',
         }),
       },
       '/api/v1/market-data/depth/{instrumentId}': {
-        get: readOperation('Displayed depth per price level, best first, from the order lifecycle projection', 'depth', 'Depth', {
+        get: readOperation('getMarketDepth', 'market data', 'Displayed depth per price level, best first, from the order lifecycle projection', 'depth', 'Depth', {
           pathParam: true,
           notFound: 'market data depth not found (no order was ever accepted for the instrument)',
         }),
       },
       '/api/v1/market-data/trades/{instrumentId}': {
-        get: readOperation('The public trade tape, most recent first, no identities', 'tape', 'Tape', { pathParam: true }),
+        get: readOperation('getTradeTape', 'market data', 'The public trade tape, most recent first, no identities', 'tape', 'Tape', { pathParam: true }),
       },
       '/api/v1/market-data/bars/{instrumentId}': {
-        get: readOperation('OHLCV bars from runtime.trades (intervals without trades are left out)', 'bars', 'Bars', { pathParam: true }),
+        get: readOperation('getBars', 'market data', 'OHLCV bars from runtime.trades (intervals without trades are left out)', 'bars', 'Bars', { pathParam: true }),
       },
-      '/api/v1/orders/current': { get: readOperation("The open orders of the principal's participants", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
-      '/api/v1/orders/history': { get: readOperation("All orders of the principal's participants, most recently updated first", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
-      '/api/v1/orders/fills': { get: readOperation("The fills of the principal's participants, most recent first", 'own', 'Fills', { forbidden: 'traders only' }) },
-      '/api/v1/data/availability': { get: readOperation('The read-surface inventory: source, freshness, scope, filters, lag, watermark per read', null, 'Availability') },
+      '/api/v1/orders/current': { get: readOperation('listCurrentOrders', 'own orders', "The open orders of the principal's participants", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
+      '/api/v1/orders/history': { get: readOperation('listOrderHistory', 'own orders', "All orders of the principal's participants, most recently updated first", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
+      '/api/v1/orders/fills': { get: readOperation('listFills', 'own orders', "The fills of the principal's participants, most recent first", 'own', 'Fills', { forbidden: 'traders only' }) },
+      '/api/v1/data/availability': { get: readOperation('getDataAvailability', 'venue', 'The read-surface inventory: source, freshness, scope, filters, lag, watermark per read', null, 'Availability') },
       '/internal/market-data/projector/status': {
-        get: readOperation('The snapshot loop (MARKET_DATA_PROJECTOR_ENABLED): running, last refresh, lag, watermark, errors', null, 'ProjectorStatus'),
+        get: readOperation('getProjectorStatus', 'market data', 'The snapshot loop (MARKET_DATA_PROJECTOR_ENABLED): running, last refresh, lag, watermark, errors', null, 'ProjectorStatus'),
       },
       '/admin/v1/projections/order-lifecycle/rebuild': {
         post: {
+          operationId: 'rebuildOrderLifecycleProjection',
+          tags: ['admin'],
           summary: 'Operator: rebuild runtime.order_lifecycle_state from the journal (no body fields)',
           security: [{ bearer: [] }],
           responses: {
@@ -255,6 +295,8 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       '/admin/v1/venue/sessions': {
         post: {
+          operationId: 'rollVenueSession',
+          tags: ['admin'],
           summary:
             'Operator: roll the venue session. Ends the open session and opens this one (runId: the open session\'s if absent; venueSessionId: session-<n> if absent); every new order is stamped with it, and the open DAY orders of the ended session expire (state EXPIRED). Answers once the expiry is durable. Naming the open session again (a retry) changes nothing and finishes its expiry.',
           security: [{ bearer: [] }],
@@ -273,6 +315,8 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       '/admin/v1/audit/commands/{commandId}': {
         get: {
+          operationId: 'getCommandAudit',
+          tags: ['admin'],
           summary: 'Operator: an order command exactly as it arrived and was validated (the audit trail), durable once it was acknowledged',
           security: [{ bearer: [] }],
           parameters: [{ name: 'commandId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
@@ -288,6 +332,8 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       '/admin/v1/persistence/status': {
         get: {
+          operationId: 'getPersistenceStatus',
+          tags: ['admin'],
           summary: 'Operator: both storage tiers, their watermarks and lag, throughput and commit latency',
           security: [{ bearer: [] }],
           responses: {
@@ -299,43 +345,51 @@ export function buildOpenApi(): Record<string, unknown> {
         },
       },
       '/admin/v1/settlement/facts': settlementAdminOperation(
+        'appendSettlementFacts',
         'append a bundle of facts to a scenario run, all or nothing (an identical fact again is a duplicate)',
         'SettlementFactsBundle',
         'SettlementAppended',
         { conflict: 'FACT_CONFLICT: a factId already stored with other content; nothing of the bundle was stored' },
       ),
       '/admin/v1/settlement/obligations/materialize': settlementAdminOperation(
+        'materializeSettlementObligations',
         "one obligation per persisted trade of the run not yet materialized (gross per trade); under instant-post-trade-v1 each chain runs to its end",
         'SettlementMaterialize',
         'SettlementMaterialized',
       ),
-      '/admin/v1/settlement/repairs/cash': settlementAdminOperation("post cash to the buyer's account for an open cash-leg break, then the deterministic retry", 'SettlementCashRepair', 'SettlementAction', {
+      '/admin/v1/settlement/repairs/cash': settlementAdminOperation('repairCashLeg', "post cash to the buyer's account for an open cash-leg break, then the deterministic retry", 'SettlementCashRepair', 'SettlementAction', {
         notFound: 'the obligation is not in the scenario run',
         conflict: 'FACT_CONFLICT: the obligation has no open cash-leg break',
       }),
-      '/admin/v1/settlement/repairs/security': settlementAdminOperation("post securities to the seller's account for an open security-leg break, then the deterministic retry", 'SettlementSecurityRepair', 'SettlementAction', {
+      '/admin/v1/settlement/repairs/security': settlementAdminOperation('repairSecurityLeg', "post securities to the seller's account for an open security-leg break, then the deterministic retry", 'SettlementSecurityRepair', 'SettlementAction', {
         notFound: 'the obligation is not in the scenario run',
         conflict: 'FACT_CONFLICT: the obligation has no open security-leg break',
       }),
-      '/admin/v1/settlement/force-settle': settlementAdminOperation('finality by operator decision: the ledger entries and SettlementSettled marked FORCED', 'SettlementForceSettle', 'SettlementAction', {
+      '/admin/v1/settlement/force-settle': settlementAdminOperation('forceSettle', 'finality by operator decision: the ledger entries and SettlementSettled marked FORCED', 'SettlementForceSettle', 'SettlementAction', {
         notFound: 'the obligation is not in the scenario run',
         conflict: 'FACT_CONFLICT: the obligation is already settled',
       }),
-      '/admin/v1/settlement/reverse-ledger-entry': settlementAdminOperation('a compensating ledger entry (nothing is deleted)', 'SettlementReverseLedgerEntry', 'SettlementAction', {
+      '/admin/v1/settlement/reverse-ledger-entry': settlementAdminOperation('reverseLedgerEntry', 'a compensating ledger entry (nothing is deleted)', 'SettlementReverseLedgerEntry', 'SettlementAction', {
         notFound: 'the ledger entry is not in the scenario run',
         conflict: 'FACT_CONFLICT: the entry is already reversed, or is itself a reversal',
       }),
-      '/admin/v1/settlement/profiles': settlementAdminOperation('set a post-trade profile override (platform, venueSession or scenarioRun scope)', 'SettlementProfileOverride', 'SettlementProfileSet'),
-      '/api/v1/settlement/facts/{scenarioRunId}': settlementReadOperation('The fact trail of a scenario run, in sequence order', 'SettlementFacts'),
-      '/api/v1/settlement/obligations/{scenarioRunId}': settlementReadOperation('One obligation per materialized trade, with its state', 'SettlementObligations'),
-      '/api/v1/settlement/ledger/{scenarioRunId}': settlementReadOperation('Ledger entries, balances per participant/account/asset, and proof totals per settlement', 'SettlementLedger'),
-      '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation('Exceptions (clearing rejections, leg breaks) with open/resolved counts', 'SettlementExceptions'),
-      '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
-      '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
-      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true }),
-      '/healthz': { get: { summary: 'Liveness: 200 while the process lives', responses: { 200: { description: '{ "status": "ok" }' } } } },
+      '/admin/v1/settlement/profiles': settlementAdminOperation('setSettlementProfile', 'set a post-trade profile override (platform, venueSession or scenarioRun scope)', 'SettlementProfileOverride', 'SettlementProfileSet'),
+      '/api/v1/settlement/facts/{scenarioRunId}': settlementReadOperation('getSettlementFacts', 'The fact trail of a scenario run, in sequence order', 'SettlementFacts'),
+      '/api/v1/settlement/obligations/{scenarioRunId}': settlementReadOperation('getSettlementObligations', 'One obligation per materialized trade, with its state', 'SettlementObligations'),
+      '/api/v1/settlement/ledger/{scenarioRunId}': settlementReadOperation('getSettlementLedger', 'Ledger entries, balances per participant/account/asset, and proof totals per settlement', 'SettlementLedger'),
+      '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation('getSettlementExceptions', 'Exceptions (clearing rejections, leg breaks) with open/resolved counts', 'SettlementExceptions'),
+      '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('getSettlementProof', 'The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
+      '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('getSettlementScore', 'Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
+      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('getSettlementLeaderboard', 'Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true }),
+      // The probes are the only routes that take no token (API contract, Authentication).
+      '/healthz': {
+        get: { operationId: 'getLiveness', tags: ['probes'], summary: 'Liveness: 200 while the process lives', security: [], responses: { 200: { description: '{ "status": "ok" }' } } },
+      },
       '/readyz': {
         get: {
+          operationId: 'getReadiness',
+          tags: ['probes'],
+          security: [],
           summary: 'Readiness: 200 once migrations ran and the books are recovered; 503 while starting, draining or while PostgreSQL is unreachable',
           responses: { 200: { description: '{ "status": "ready" }' }, 503: error('not ready') },
         },

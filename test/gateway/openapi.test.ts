@@ -72,10 +72,101 @@ test('request bodies are the very schemas the gateway validates with', () => {
   }
 });
 
-test('every $ref points at a defined schema', () => {
-  const refs = JSON.stringify(doc).match(/#\/components\/schemas\/[A-Za-z]+/g) ?? [];
+/** Resolves a local JSON pointer (`#/a/b~1c`) against the document; undefined when nothing is there. */
+function resolvePointer(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  let node: any = root;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+function collectRefs(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) collectRefs(item, out);
+  else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') out.push(value);
+      else collectRefs(value, out);
+    }
+  }
+  return out;
+}
+
+test('every $ref resolves inside the document', () => {
+  const refs = collectRefs(doc);
   assert.ok(refs.length > 20);
-  for (const ref of refs) assert.ok(doc.components.schemas[ref.split('/').pop()!], ref);
+  for (const ref of refs) assert.notEqual(resolvePointer(doc, ref), undefined, ref);
+  assert.equal(resolvePointer(doc, '#/components/schemas/NoSuchSchema'), undefined, 'the resolver finds no schema that is not there');
+});
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+const operations: Array<{ path: string; method: string; op: any }> = Object.entries<any>(doc.paths).flatMap(([path, item]) =>
+  METHODS.filter((method) => item[method] !== undefined).map((method) => ({ path, method, op: item[method] })),
+);
+// The routes the gateway answers without a token (API contract, Authentication).
+const PUBLIC_ROUTES = ['/healthz', '/readyz'];
+
+test('the document names the local venue as its server', () => {
+  assert.ok(Array.isArray(doc.servers) && doc.servers.length > 0, 'servers');
+  const local = doc.servers.find((server: { url: string }) => server.url === 'http://127.0.0.1:8080');
+  assert.ok(local, 'the default HOST and PORT');
+  assert.ok(typeof local.description === 'string' && local.description.length > 0, 'the server is described');
+});
+
+test('every operation has a unique camelCase operationId and a summary', () => {
+  assert.ok(operations.length >= 37);
+  const seen = new Map<string, string>();
+  for (const { path, method, op } of operations) {
+    const where = `${method} ${path}`;
+    assert.match(op.operationId ?? '', /^[a-z][A-Za-z0-9]*$/, `${where} has a camelCase operationId`);
+    assert.equal(seen.get(op.operationId), undefined, `${where} reuses the operationId of ${seen.get(op.operationId)}`);
+    seen.set(op.operationId, where);
+    assert.ok(typeof op.summary === 'string' && op.summary.length > 0, `${where} has a summary`);
+  }
+  assert.equal(doc.paths['/api/v1/orders/submit'].post.operationId, 'submitOrder');
+  assert.equal(doc.paths['/api/v1/orders/cancel'].post.operationId, 'cancelOrder');
+  assert.equal(doc.paths['/api/v1/commands/{commandId}'].get.operationId, 'getCommandStatus');
+});
+
+test('every operation has a tag, and every tag is declared once with a description and used', () => {
+  const declared: string[] = doc.tags.map((tag: { name: string }) => tag.name);
+  assert.equal(new Set(declared).size, declared.length, 'tag names are unique');
+  for (const tag of doc.tags) assert.ok(typeof tag.description === 'string' && tag.description.length > 0, `tag ${tag.name} is described`);
+  const used = new Set<string>();
+  for (const { path, method, op } of operations) {
+    assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${method} ${path} has a tag`);
+    for (const tag of op.tags) {
+      assert.ok(declared.includes(tag), `${method} ${path}: tag ${tag} is declared`);
+      used.add(tag);
+    }
+  }
+  assert.deepEqual([...used].sort(), [...declared].sort(), 'every declared tag groups some operation');
+});
+
+test('the probes take no token; every other operation needs the bearer scheme', () => {
+  assert.deepEqual(doc.components.securitySchemes.bearer, { type: 'http', scheme: 'bearer' });
+  assert.deepEqual(doc.security, [{ bearer: [] }], 'bearer is the default');
+  for (const path of PUBLIC_ROUTES) assert.ok(operations.some((o) => o.path === path), `${path} is documented`);
+  for (const { path, method, op } of operations) {
+    const where = `${method} ${path}`;
+    if (PUBLIC_ROUTES.includes(path)) assert.deepEqual(op.security, [], `${where} declares security: []`);
+    else assert.deepEqual(op.security ?? doc.security, [{ bearer: [] }], `${where} needs a bearer token`);
+    for (const requirement of op.security ?? doc.security) {
+      for (const scheme of Object.keys(requirement)) assert.ok(doc.components.securitySchemes[scheme], `${where}: scheme ${scheme} is defined`);
+    }
+  }
+});
+
+test('every operation documents a success, and a 4xx wherever a client can get one', () => {
+  for (const { path, method, op } of operations) {
+    const codes = Object.keys(op.responses);
+    assert.ok(codes.some((code) => code.startsWith('2')), `${method} ${path} documents a 2xx`);
+    // The probes answer without reading the request, so they have no client error.
+    if (!PUBLIC_ROUTES.includes(path)) assert.ok(codes.some((code) => code.startsWith('4')), `${method} ${path} documents a 4xx`);
+  }
 });
 
 test('settlement operator routes: the validated body schemas, and every status code the gateway answers', () => {
