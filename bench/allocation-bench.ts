@@ -5,7 +5,7 @@
 // allocation beyond the parsed body; this is the figure a change to it is held to, before
 // and after in the same hour. Sampling slows the venue, so answers/s here mean nothing.
 //
-//   npx tsx bench/allocation-bench.ts [--seconds 6]
+//   npx tsx bench/allocation-bench.ts [--seconds 6] [--top 12]
 //
 // Result: bench/results/allocation.json: bytes per answered command per thread kind, and
 // the functions that allocate most in the gateways and the persistence thread.
@@ -18,7 +18,8 @@ import { runLoad } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 
 const SAMPLER = fileURLToPath(new URL('./lib/allocation-sampler.mjs', import.meta.url));
-const TOP_FUNCTIONS = 12;
+const TOP_AT = process.argv.indexOf('--top');
+const TOP_FUNCTIONS = TOP_AT > 0 ? Number(process.argv[TOP_AT + 1]) : 12;
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };

@@ -114,7 +114,6 @@ export interface NewCommand {
   receivedAtUs: number;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // a leading U+FEFF is text the client sent, not a mark to strip
 
 export class CommandStore {
@@ -122,6 +121,12 @@ export class CommandStore {
   private readonly words: Int32Array;
   private readonly floats: Float64Array;
   private readonly bytes: Uint8Array;
+  /** The same memory as a Buffer: its write() encodes UTF-8 in place and allocates nothing. */
+  private readonly text: Buffer;
+  /** The byte length of the last append (a second return value without an array per call). */
+  private appended = 0;
+  /** The arena head reserve() chose, for commit(). */
+  private head = 0;
   private readonly arenaStart: number;
   private readonly arenaUnits: number;
 
@@ -130,6 +135,7 @@ export class CommandStore {
     this.words = new Int32Array(buffer);
     this.floats = new Float64Array(buffer);
     this.bytes = new Uint8Array(buffer);
+    this.text = Buffer.from(buffer);
     this.arenaStart = HEADER_BYTES + recordCount * RECORD_BYTES;
     this.arenaUnits = (buffer.byteLength - this.arenaStart) / UNIT;
     if ((this.arenaUnits & (this.arenaUnits - 1)) !== 0 || (recordCount & (recordCount - 1)) !== 0) {
@@ -142,9 +148,10 @@ export class CommandStore {
   /** Takes the next record (round-robin) and writes a new command into it. */
   create(command: NewCommand): number {
     const index = Atomics.add(this.words, 0, 1) & (this.recordCount - 1);
-    const [textOffset, textLength] = this.append(`${command.clientId}\u0000${command.idempotencyKey}`);
-    this.write(index, () => {
-      const r = this.base(index);
+    const textOffset = this.appendPair(command.clientId, command.idempotencyKey);
+    const textLength = this.appended;
+    const r = this.begin(index);
+    {
       const words = this.words;
       words.fill(0, r + 1, r + RECORD_WORDS);
       words[r + W.STATUS] = STATUS.ACCEPTED;
@@ -166,15 +173,16 @@ export class CommandStore {
       words[r + W.TEXT_LENGTH] = textLength;
       words[r + W.TEXT_OFFSET] = textOffset;
       this.floats[(r >> 1) + F.RECEIVED_AT] = command.receivedAtUs;
-    });
+    }
+    this.end(r);
     return index;
   }
 
   /** Marks a record void: a command that was not taken after all (claim lost, ring full). */
   void(index: number): void {
-    this.write(index, () => {
-      this.words[this.base(index) + W.STATUS] = STATUS.NONE;
-    });
+    const r = this.begin(index);
+    this.words[r + W.STATUS] = STATUS.NONE;
+    this.end(r);
   }
 
   /**
@@ -183,8 +191,8 @@ export class CommandStore {
    * the command names (a cancel by clientOrderId learns them here), or null.
    */
   setQueued(index: number, shard: number, ringIndex: number, intakeCount: number, orderId: Int32Array | null, instrumentId: Int32Array | null): void {
-    this.write(index, () => {
-      const r = this.base(index);
+    const r = this.begin(index);
+    {
       this.words[r + W.SHARD] = shard;
       this.words[r + W.RING_INDEX] = ringIndex;
       this.floats[(r >> 1) + F.INTAKE] = intakeCount;
@@ -196,7 +204,8 @@ export class CommandStore {
         this.words.set(instrumentId, r + W.INSTRUMENT_ID);
         this.words[r + W.FLAGS] = this.words[r + W.FLAGS]! | 2;
       }
-    });
+    }
+    this.end(r);
   }
 
   /** Records the engine's outcome and the envelope rendered from it. */
@@ -204,9 +213,10 @@ export class CommandStore {
     index: number,
     result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string },
   ): void {
-    const [offset, length] = this.append(result.envelope);
-    this.write(index, () => {
-      const r = this.base(index);
+    const offset = this.append(result.envelope);
+    const length = this.appended;
+    const r = this.begin(index);
+    {
       const words = this.words;
       words[r + W.STATUS] = result.accepted ? STATUS.COMPLETED : STATUS.REJECTED;
       words[r + W.INTERNAL] = INTERNAL.COMPLETED;
@@ -218,28 +228,27 @@ export class CommandStore {
       this.floats[(r >> 1) + F.STREAM_SEQUENCE] = result.streamSequence;
       this.floats[(r >> 1) + F.BATCH] = result.batch;
       this.floats[(r >> 1) + F.COMPLETED_AT] = result.completedAtUs;
-    });
+    }
+    this.end(r);
   }
 
   /** Records that the answer given is the envelope itself (sync-result): one copy of the bytes. */
   setResponseToResult(index: number, status: number): void {
-    this.write(index, () => {
-      const r = this.base(index);
-      this.words[r + W.RESPONSE_STATUS] = status;
-      this.words[r + W.RESPONSE_LENGTH] = this.words[r + W.RESULT_LENGTH]!;
-      this.words[r + W.RESPONSE_OFFSET] = this.words[r + W.RESULT_OFFSET]!;
-    });
+    const r = this.begin(index);
+    this.words[r + W.RESPONSE_STATUS] = status;
+    this.words[r + W.RESPONSE_LENGTH] = this.words[r + W.RESULT_LENGTH]!;
+    this.words[r + W.RESPONSE_OFFSET] = this.words[r + W.RESULT_OFFSET]!;
+    this.end(r);
   }
 
   /** Records the HTTP answer given (the bytes an idempotent replay repeats). */
   setResponse(index: number, status: number, body: string): void {
-    const [offset, length] = this.append(body);
-    this.write(index, () => {
-      const r = this.base(index);
-      this.words[r + W.RESPONSE_STATUS] = status;
-      this.words[r + W.RESPONSE_LENGTH] = length;
-      this.words[r + W.RESPONSE_OFFSET] = offset;
-    });
+    const offset = this.append(body);
+    const r = this.begin(index);
+    this.words[r + W.RESPONSE_STATUS] = status;
+    this.words[r + W.RESPONSE_LENGTH] = this.appended;
+    this.words[r + W.RESPONSE_OFFSET] = offset;
+    this.end(r);
   }
 
   // ---- reader side (any thread) ----
@@ -297,36 +306,60 @@ export class CommandStore {
     return (HEADER_BYTES + index * RECORD_BYTES) >> 2;
   }
 
-  private write(index: number, change: () => void): void {
+  /** Opens a change of the record (odd version: readers retry) and returns its base; end() closes it. No closure per write. */
+  private begin(index: number): number {
     const r = this.base(index);
     Atomics.add(this.words, r + W.VERSION, 1);
-    change();
+    return r;
+  }
+
+  private end(r: number): void {
     Atomics.add(this.words, r + W.VERSION, 1);
   }
 
   /**
    * Appends text (UTF-8, encoded straight into the arena) and returns its offset in
-   * units and its length in bytes. A blob wraps to the start rather than split. When
-   * the text's largest UTF-8 size fits before the arena's end it is encoded at once
-   * and measured by what was written (no Buffer.byteLength scan first: create,
-   * setResult and setResponseToResult with a 462-byte envelope 0.84 -> 0.69 µs).
+   * units; its length in bytes is left in `appended`. A blob wraps to the start rather
+   * than split. When the text's largest UTF-8 size fits before the arena's end it is
+   * encoded at once and measured by what was written (no Buffer.byteLength scan first).
    */
-  private append(text: string): [number, number] {
+  private append(text: string): number {
+    const start = this.reserve(text.length * 3, text, '');
+    this.appended = this.text.write(text, start, text.length * 3);
+    return this.commit();
+  }
+
+  /** Appends `first`, NUL, `second` as one blob (the record's clientId and Idempotency-Key). */
+  private appendPair(first: string, second: string): number {
+    const most = (first.length + second.length) * 3 + 1;
+    const start = this.reserve(most, first, second);
+    let length = this.text.write(first, start, most);
+    this.bytes[start + length++] = 0;
+    length += this.text.write(second, start + length, most - length);
+    this.appended = length;
+    return this.commit();
+  }
+
+  /** Where the next blob of at most `most` bytes starts (skipping to the arena's start if it would not fit before the end). */
+  private reserve(most: number, first: string, second: string): number {
     let head = Atomics.load(this.words, 1) >>> 0;
     let position = head & (this.arenaUnits - 1);
-    // At most 3 bytes per UTF-16 unit: when that much fits before the end, encode at once and count what was written.
-    const most = text.length * 3;
     if (position * UNIT + most > this.arenaUnits * UNIT) {
-      const length = Buffer.byteLength(text, 'utf8');
+      const length = Buffer.byteLength(first, 'utf8') + (second === '' ? 0 : 1 + Buffer.byteLength(second, 'utf8'));
       const units = Math.ceil(length / UNIT) || 1;
       if (units > this.arenaUnits) throw new Error(`blob of ${length} bytes exceeds the arena`);
       if (position + units > this.arenaUnits) head = (head + (this.arenaUnits - position)) >>> 0; // skip to the start
       position = head & (this.arenaUnits - 1);
     }
-    const start = this.arenaStart + position * UNIT;
-    const length = encoder.encodeInto(text, this.bytes.subarray(start, start + most)).written;
-    Atomics.store(this.words, 1, (head + (Math.ceil(length / UNIT) || 1)) | 0);
-    return [head, length];
+    this.head = head;
+    return this.arenaStart + position * UNIT;
+  }
+
+  /** Moves the arena's head past the blob just written; returns the blob's offset. */
+  private commit(): number {
+    const head = this.head;
+    Atomics.store(this.words, 1, (head + (Math.ceil(this.appended / UNIT) || 1)) | 0);
+    return head;
   }
 
   /** The blob's bytes if not yet overwritten, else null. */

@@ -97,3 +97,11 @@ test('renderEnvelope writes the same bytes as JSON.stringify of the envelope obj
   }
   assert.equal(cases, 900);
 });
+
+test('eventIdOf writes the version 8 UUID of shard and sequence, at the low and the high end of the sequence', () => {
+  assert.equal(eventIdOf(0, 0), 'e0000000-0000-8000-8000-000000000000');
+  assert.equal(eventIdOf(3, 5 * 2 ** 32 + 17), 'e0000003-0000-8005-8000-000000000011');
+  assert.equal(eventIdOf(255, Number.MAX_SAFE_INTEGER), 'e00000ff-01ff-8fff-8000-0000ffffffff');
+  // One id after another: nothing of the previous id is left in the next.
+  assert.equal(eventIdOf(1, 1), 'e0000001-0000-8000-8000-000000000001');
+});
