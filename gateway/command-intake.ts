@@ -9,7 +9,7 @@ import { fail, storageFailed, storageSilent, type Reply } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import { PROCESSING_MODES } from '../core/config.ts';
 import { sameWords, snapshotOf, type ClaimTables, type IntakeInfo, type OrderRequest, type ReadClient } from './flow-records.ts';
-import { payloadDigest, scopeDigest, wordsOf } from './keys.ts';
+import { payloadDigest, scopeDigest, wordsInto, wordsOf } from './keys.ts';
 import type { OrderRouting } from './order-routing.ts';
 import type { Replays } from './replays.ts';
 import { ROUTE_CANCEL_BY_CLIENT_ORDER, ROUTE_SUBMIT } from './status-view.ts';
@@ -40,6 +40,9 @@ export class CommandIntake {
   private readonly reads: ReadClient;
   private readonly replays: Replays;
   private readonly routing: OrderRouting;
+  /** Words used only within one call (the payload digest's, and the payload a claim already holds): made once. */
+  private readonly payloadWords = new Int32Array(4);
+  private readonly existingPayload = new Int32Array(4);
 
   constructor(
     gatewayId: number,
@@ -70,7 +73,7 @@ export class CommandIntake {
       return;
     }
     const payload = payloadDigest(route, body as unknown as Record<string, unknown>);
-    const payloadWords = wordsOf(payload);
+    const payloadWords = wordsInto(payload, this.payloadWords);
     const scopeBytes = scopeDigest(request.principal.principalId, request.clientId, request.idempotencyKey);
     const scope = wordsOf(scopeBytes);
     const commandId = uuidWords(body.commandId);
@@ -88,20 +91,9 @@ export class CommandIntake {
       raw: request.raw,
       rawBytes: request.rawBytes,
     };
-    const index = this.store.create({
-      processingMode: PROCESSING_MODES.indexOf(request.mode),
-      route,
-      principal: request.principal.index,
-      commandId: body.commandId,
-      orderId: 'orderId' in body ? body.orderId : null,
-      instrumentId: 'instrumentId' in body ? body.instrumentId : null,
-      payloadHash: payload,
-      clientId: request.clientId,
-      idempotencyKey: request.idempotencyKey,
-      receivedAtUs,
-    });
+    const index = this.store.create(intake, body.commandId, 'orderId' in body ? body.orderId : null, 'instrumentId' in body ? body.instrumentId : null);
     const ref = recordRef(this.gatewayId, index);
-    const existingPayload = new Int32Array(4);
+    const existingPayload = this.existingPayload;
     const existing = this.idempotency.insertIfAbsent(scope, 0, ref, payloadWords, existingPayload);
     if (existing !== NOT_FOUND) {
       this.store.void(index);
@@ -125,14 +117,16 @@ export class CommandIntake {
       this.commandIds.remove(commandId, 0, ref);
       this.store.void(index);
     };
-    const proceed = () => {
-      if (route === ROUTE_SUBMIT) this.routing.submit(request, intake, index, ref, commandId, undoClaims);
-      else if (route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.routing.cancelByClientOrder(request, intake, index, commandId, undoClaims);
-      else this.routing.target(request, intake, index, commandId, undoClaims);
-    };
     if (this.forgottenScopes.mightContain(scope, 0) || this.forgottenCommandIds.mightContain(commandId, 0)) {
-      this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, proceed);
-    } else proceed();
+      this.checkStoredClaims(reply, scopeBytes, body.commandId, payload, undoClaims, () => this.route(request, intake, index, ref, commandId, undoClaims));
+    } else this.route(request, intake, index, ref, commandId, undoClaims);
+  }
+
+  /** Hands the claimed command to its route's resolution (order-routing.ts). */
+  private route(request: OrderRequest, intake: IntakeInfo, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
+    if (request.route === ROUTE_SUBMIT) this.routing.submit(request, intake, index, ref, commandId, undoClaims);
+    else if (request.route === ROUTE_CANCEL_BY_CLIENT_ORDER) this.routing.cancelByClientOrder(request, intake, index, commandId, undoClaims);
+    else this.routing.target(request, intake, index, commandId, undoClaims);
   }
 
   /**

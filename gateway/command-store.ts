@@ -100,14 +100,11 @@ export interface CommandSnapshot {
   intakeCount: number;
 }
 
-/** What the owner writes when it takes a command. */
+/** What the owner writes when it takes a command (the gateway's intake facts; the ids come as text beside it). */
 export interface NewCommand {
-  processingMode: number;
+  mode: number;
   route: number;
   principal: number;
-  commandId: string;
-  orderId: string | null;
-  instrumentId: string | null;
   payloadHash: Uint8Array;
   clientId: string;
   idempotencyKey: string;
@@ -146,7 +143,7 @@ export class CommandStore {
   // ---- owner side ----
 
   /** Takes the next record (round-robin) and writes a new command into it. */
-  create(command: NewCommand): number {
+  create(command: NewCommand, commandId: string, orderId: string | null, instrumentId: string | null): number {
     const index = Atomics.add(this.words, 0, 1) & (this.recordCount - 1);
     const textOffset = this.appendPair(command.clientId, command.idempotencyKey);
     const textLength = this.appended;
@@ -156,17 +153,17 @@ export class CommandStore {
       words.fill(0, r + 1, r + RECORD_WORDS);
       words[r + W.STATUS] = STATUS.ACCEPTED;
       words[r + W.INTERNAL] = INTERNAL.RECEIVED;
-      words[r + W.MODE] = command.processingMode;
+      words[r + W.MODE] = command.mode;
       words[r + W.ROUTE] = command.route;
       words[r + W.SHARD] = -1;
       words[r + W.PRINCIPAL] = command.principal;
-      parseUuidInto(command.commandId, words, r + W.COMMAND_ID);
-      if (command.orderId !== null) {
-        parseUuidInto(command.orderId, words, r + W.ORDER_ID);
+      parseUuidInto(commandId, words, r + W.COMMAND_ID);
+      if (orderId !== null) {
+        parseUuidInto(orderId, words, r + W.ORDER_ID);
         words[r + W.FLAGS] = words[r + W.FLAGS]! | 1;
       }
-      if (command.instrumentId !== null) {
-        parseUuidInto(command.instrumentId, words, r + W.INSTRUMENT_ID);
+      if (instrumentId !== null) {
+        parseUuidInto(instrumentId, words, r + W.INSTRUMENT_ID);
         words[r + W.FLAGS] = words[r + W.FLAGS]! | 2;
       }
       this.bytes.set(command.payloadHash, (r + W.PAYLOAD_HASH) * 4);

@@ -8,7 +8,7 @@ import type { AdminAnswer, AdminRequest, OwnReadAnswer, OwnReadRequest, ReadAnsw
 import { formatUuid } from '../core/uuid.ts';
 import type { Reply } from './answers.ts';
 import type { CommandSnapshot, CommandStore } from './command-store.ts';
-import { PROCESSING_MODES, type ProcessingMode } from '../core/config.ts';
+import type { ProcessingMode } from '../core/config.ts';
 import type { Principal } from './principals.ts';
 import type { PortClient } from './storage-client.ts';
 import type { CancelByClientOrderBody, SubmitBody, TargetBody } from './validation.ts';
@@ -46,9 +46,9 @@ export interface SlotCommand {
   argument: number;
 }
 
-/** A command (or query) waiting for its shard's result. */
-export interface Pending {
-  token: number;
+/** A command (or query) waiting for its shard's result: a class, so every Pending has one shape wherever it was made. */
+export class Pending {
+  token = 0;
   reply: Reply | null;
   recordIndex: number;
   mode: number;
@@ -57,19 +57,45 @@ export interface Pending {
   currency: string;
   commandId: string;
   /** What to undo or keep when the result comes: the claims this command made. */
-  orderDirectoryKey: Int32Array | null;
-  clientOrderKey: Int32Array | null;
-  rejectedOrderIdNull: boolean;
+  orderDirectoryKey: Int32Array | null = null;
+  clientOrderKey: Int32Array | null = null;
+  rejectedOrderIdNull = false;
   /** Set for a state query: called with the order's state instead of rendering. */
   onQuery: ((state: number) => void) | null;
   /** Set for a command of the venue's own (the session roll's EXPIRE): called with its result instead of rendering. */
   onResult: ((header: ResultHeader, events: ResultEvent[]) => void) | null;
   /** What the command log records of it (null for queries), and its intake position once written. */
   intake: IntakeInfo | null;
-  intakeCount: number;
+  intakeCount = 0;
   /** When its answer stops waiting (503, the command goes on); whether the client was told so. */
   deadlineMs: number;
-  late: boolean;
+  late = false;
+
+  constructor(
+    reply: Reply | null,
+    recordIndex: number,
+    mode: number,
+    shard: number,
+    instrumentId: string,
+    currency: string,
+    commandId: string,
+    intake: IntakeInfo | null,
+    deadlineMs: number,
+    onQuery: ((state: number) => void) | null,
+    onResult: ((header: ResultHeader, events: ResultEvent[]) => void) | null,
+  ) {
+    this.reply = reply;
+    this.recordIndex = recordIndex;
+    this.mode = mode;
+    this.shard = shard;
+    this.instrumentId = instrumentId;
+    this.currency = currency;
+    this.commandId = commandId;
+    this.intake = intake;
+    this.deadlineMs = deadlineMs;
+    this.onQuery = onQuery;
+    this.onResult = onResult;
+  }
 }
 
 /** The request-level facts the command log keeps. */
@@ -135,33 +161,12 @@ export const ZERO_UUID = new Int32Array(4);
 
 /** A state query's or a venue's own command's wait for its shard's result: no client command behind it (no reply, no record, no intake). */
 export function ownPending(shard: number, deadlineMs: number, handlers: Pick<Partial<Pending>, 'onQuery' | 'onResult'>): Pending {
-  return {
-    token: 0, reply: null, recordIndex: -1, mode: 0, shard, instrumentId: '', currency: '', commandId: '', orderDirectoryKey: null, clientOrderKey: null,
-    rejectedOrderIdNull: false, onQuery: handlers.onQuery ?? null, onResult: handlers.onResult ?? null, intake: null, intakeCount: 0, deadlineMs, late: false,
-  };
+  return new Pending(null, -1, 0, shard, '', '', '', null, deadlineMs, handlers.onQuery ?? null, handlers.onResult ?? null);
 }
 
 /** A client command's wait for its shard's result, before its slot is written. */
 export function newPending(request: OrderRequest, intake: IntakeInfo, index: number, shard: number, instrumentId: string, currency: string, commandId: string): Pending {
-  return {
-    intake,
-    intakeCount: 0,
-    token: 0,
-    reply: request.reply,
-    recordIndex: index,
-    mode: PROCESSING_MODES.indexOf(request.mode),
-    shard,
-    instrumentId,
-    currency,
-    commandId,
-    orderDirectoryKey: null,
-    clientOrderKey: null,
-    rejectedOrderIdNull: false,
-    onQuery: null,
-    onResult: null,
-    deadlineMs: 0,
-    late: false,
-  };
+  return new Pending(request.reply, index, intake.mode, shard, instrumentId, currency, commandId, intake, 0, null, null);
 }
 
 /** The command record a reference names, while a gateway still holds it (null once it left memory). */

@@ -34,6 +34,7 @@ import {
   type IntakeInfo,
   type OrderContext,
   type OrderRequest,
+  type Pending,
   type ReadClient,
   type SlotCommand,
 } from './flow-records.ts';
@@ -61,6 +62,9 @@ export class OrderRouting {
   private readonly stores: CommandStore[];
   private readonly reads: ReadClient;
   private readonly commands: CommandDispatch;
+  /** A submit's clientOrderId claim and the claim it met: written and read within one call (copied when a path waits). */
+  private readonly claimExtra = new Int32Array(14);
+  private readonly holderExtra = new Int32Array(14);
 
   constructor(gatewayId: number, shardCount: number, sessions: SessionRegistry, tables: ClaimTables, stores: CommandStore[], reads: ReadClient, commands: CommandDispatch) {
     this.gatewayId = gatewayId;
@@ -80,7 +84,8 @@ export class OrderRouting {
     const instrument = uuidWords(body.instrumentId);
     const orderId = uuidWords(body.orderId);
     const shard = shardOf(instrument, 0, this.shardCount);
-    const [runNo, sessionNo] = this.sessions.activeNumbers();
+    const runNo = this.sessions.activeRunNo;
+    const sessionNo = this.sessions.activeSessionNo;
     const command: SlotCommand = {
       opcode: OPCODE_SUBMIT,
       header: packHeader(
@@ -102,41 +107,66 @@ export class OrderRouting {
       argument: 0,
     };
     const pending = newPending(request, intake, index, shard, body.instrumentId, body.currency, body.commandId);
-    const proceed = (clientOrderKey: Int32Array | null) => {
-      pending.clientOrderKey = clientOrderKey;
-      const duplicate = () => this.commands.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_ORDER_ID') }, undoClaims);
-      // An orderId known anywhere on the venue is a duplicate even when its shard differs.
-      if (this.orderDirectory.insertIfAbsent(orderId, 0, shard) !== NOT_FOUND) return duplicate();
-      pending.orderDirectoryKey = orderId;
-      if (!this.forgottenOrders.mightContain(orderId, 0)) return this.commands.dispatch(pending, command, undoClaims);
-      // The directory may have forgotten it: storage says whether it is taken (on any shard).
-      this.storedShardOf(orderId, request.reply, () => {
-        this.orderDirectory.remove(orderId, 0, shard);
-        if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
-        undoClaims();
-      }, (stored) => {
-        if (stored === null) return this.commands.dispatch(pending, command, undoClaims);
-        this.orderDirectory.remove(orderId, 0, shard);
-        this.orderDirectory.put(orderId, 0, stored);
-        pending.orderDirectoryKey = null;
-        duplicate();
-      });
-    };
-    if (body.clientOrderId === undefined) {
-      proceed(null);
-      return;
-    }
+    if (body.clientOrderId === undefined) return this.placeOrder(request, pending, command, null, undoClaims);
     const key = wordsOf(clientOrderDigest(body.participantId, body.clientOrderId));
-    const extra = new Int32Array(14);
+    const extra = this.claimExtra;
     extra.set(orderId, 0);
     extra.set(instrument, 4);
     extra.set(command.accountId, 8);
     extra[12] = runNo;
     extra[13] = sessionNo;
-    const holderExtra = new Int32Array(14);
-    const existing = this.clientOrders.insertIfAbsent(key, 0, ref, extra, holderExtra);
-    const duplicate = () =>
-      this.commands.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf('DUPLICATE_CLIENT_ORDER_ID') }, undoClaims);
+    const existing = this.clientOrders.insertIfAbsent(key, 0, ref, extra, this.holderExtra);
+    // The usual case: a new claim no table or storage knows of. The others keep their own copies of the two arrays.
+    if (existing === NOT_FOUND && !this.forgottenClientOrders.mightContain(key, 0)) return this.placeOrder(request, pending, command, key, undoClaims);
+    this.contestedClientOrder(request, pending, command, key, ref, existing, extra.slice(), this.holderExtra.slice(), undoClaims);
+  }
+
+  /** Claims the orderId in the directory and writes the slot; a duplicate orderId is rejected. */
+  private placeOrder(request: OrderRequest, pending: Pending, command: SlotCommand, clientOrderKey: Int32Array | null, undoClaims: () => void): void {
+    pending.clientOrderKey = clientOrderKey;
+    const orderId = command.orderId;
+    const shard = pending.shard;
+    // An orderId known anywhere on the venue is a duplicate even when its shard differs.
+    if (this.orderDirectory.insertIfAbsent(orderId, 0, shard) !== NOT_FOUND) return this.rejectAs(pending, command, 'DUPLICATE_ORDER_ID', undoClaims);
+    pending.orderDirectoryKey = orderId;
+    if (!this.forgottenOrders.mightContain(orderId, 0)) return this.commands.dispatch(pending, command, undoClaims);
+    // The directory may have forgotten it: storage says whether it is taken (on any shard).
+    this.storedShardOf(orderId, request.reply, () => {
+      this.orderDirectory.remove(orderId, 0, shard);
+      if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+      undoClaims();
+    }, (stored) => {
+      if (stored === null) return this.commands.dispatch(pending, command, undoClaims);
+      this.orderDirectory.remove(orderId, 0, shard);
+      this.orderDirectory.put(orderId, 0, stored);
+      pending.orderDirectoryKey = null;
+      this.rejectAs(pending, command, 'DUPLICATE_ORDER_ID', undoClaims);
+    });
+  }
+
+  /** The command sent to its shard as a REJECT with this code (sequenced like any outcome). */
+  private rejectAs(pending: Pending, command: SlotCommand, code: 'DUPLICATE_ORDER_ID' | 'DUPLICATE_CLIENT_ORDER_ID', undoClaims: () => void): void {
+    this.commands.dispatch(pending, { ...command, opcode: OPCODE_REJECT, argument: rejectCodeOf(code) }, undoClaims);
+  }
+
+  /**
+   * A clientOrderId another order holds (`existing`), or one the table may have forgotten:
+   * a duplicate while that order is open, else the claim becomes this order's.
+   */
+  private contestedClientOrder(
+    request: OrderRequest,
+    pending: Pending,
+    command: SlotCommand,
+    key: Int32Array,
+    ref: number,
+    existing: number,
+    extra: Int32Array,
+    holderExtra: Int32Array,
+    undoClaims: () => void,
+  ): void {
+    const body = request.body as SubmitBody & { clientOrderId: string };
+    const proceed = (clientOrderKey: Int32Array | null) => this.placeOrder(request, pending, command, clientOrderKey, undoClaims);
+    const duplicate = () => this.rejectAs(pending, command, 'DUPLICATE_CLIENT_ORDER_ID', undoClaims);
     // Another order holds the claim (`holder`): a duplicate while that order is open, else the claim is this order's.
     const settle = (holder: number) => {
       const replaceClaim = () => (this.clientOrders.replace(key, 0, holder, ref, extra) ? proceed(key) : duplicate());
@@ -153,7 +183,6 @@ export class OrderRouting {
       );
     };
     if (existing !== NOT_FOUND) return settle(existing);
-    if (!this.forgottenClientOrders.mightContain(key, 0)) return proceed(key);
     // The table may have forgotten the order that holds it: storage says which (the newest), if any.
     const undoAll = () => {
       this.clientOrders.remove(key, 0, ref);
@@ -169,14 +198,14 @@ export class OrderRouting {
 
   target(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as TargetBody;
-    const [runNo, sessionNo] = this.sessions.numbersOf(body.runId, body.venueSessionId);
+    const session = this.sessions.sessionOf(body.runId, body.venueSessionId);
     this.targetOrder(request, intake, index, commandId, undoClaims, {
       orderId: uuidWords(body.orderId),
       instrumentId: uuidWords(body.instrumentId),
       participantId: uuidWords(body.participantId),
       accountId: uuidWords(body.accountId),
-      runNo,
-      sessionNo,
+      runNo: session === undefined ? -1 : session.runNo,
+      sessionNo: session === undefined ? -1 : session.sessionNo,
     });
   }
 

@@ -9,12 +9,13 @@ import type { NumberedSession, VenueSession } from '../core/storage-protocol.ts'
 
 export class SessionRegistry {
   private current: NumberedSession;
-  private readonly byNames = new Map<string, NumberedSession>();
+  /** runId -> venueSessionId -> session: looked up without building a key per command. */
+  private readonly byNames = new Map<string, Map<string, NumberedSession>>();
 
   /** `known` holds every session the venue ran, the active one included. */
   constructor(active: NumberedSession, known: readonly NumberedSession[] = [active]) {
     this.current = active;
-    for (const session of [...known, active]) this.byNames.set(`${session.runId}\u0000${session.venueSessionId}`, session);
+    for (const session of [...known, active]) this.remember(session);
   }
 
   get active(): VenueSession {
@@ -26,18 +27,33 @@ export class SessionRegistry {
    * (two rolls' messages may arrive in either order; session numbers only grow).
    */
   activate(session: NumberedSession): void {
-    this.byNames.set(`${session.runId}\u0000${session.venueSessionId}`, session);
+    this.remember(session);
     if (session.sessionNo > this.current.sessionNo) this.current = session;
   }
 
-  /** Numbers stamped on a new order. */
-  activeNumbers(): [number, number] {
-    return [this.current.runNo, this.current.sessionNo];
+  private remember(session: NumberedSession): void {
+    let sessions = this.byNames.get(session.runId);
+    if (sessions === undefined) this.byNames.set(session.runId, (sessions = new Map()));
+    sessions.set(session.venueSessionId, session);
+  }
+
+  /** The numbers stamped on a new order: the active session's. */
+  get activeRunNo(): number {
+    return this.current.runNo;
+  }
+
+  get activeSessionNo(): number {
+    return this.current.sessionNo;
   }
 
   /** Numbers for a quoted pair (cancel, modify); -1 for a pair this venue never ran. */
   numbersOf(runId: string, venueSessionId: string): [number, number] {
-    const session = this.byNames.get(`${runId}\u0000${venueSessionId}`);
+    const session = this.byNames.get(runId)?.get(venueSessionId);
     return session === undefined ? [-1, -1] : [session.runNo, session.sessionNo];
+  }
+
+  /** The session a quoted pair names, or undefined for a pair this venue never ran. */
+  sessionOf(runId: string, venueSessionId: string): NumberedSession | undefined {
+    return this.byNames.get(runId)?.get(venueSessionId);
   }
 }

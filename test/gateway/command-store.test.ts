@@ -10,10 +10,12 @@ function store(records: number, arenaBytes: number): CommandStore {
 }
 
 function create(s: CommandStore, commandId = crypto.randomUUID()): { index: number; commandId: string } {
-  const index = s.create({
-    processingMode: 0, route: 0, principal: 3, commandId, orderId: null, instrumentId: null,
-    payloadHash: new Uint8Array(32).fill(7), clientId: 'désk', idempotencyKey: 'key-1', receivedAtUs: 1,
-  });
+  const index = s.create(
+    { mode: 0, route: 0, principal: 3, payloadHash: new Uint8Array(32).fill(7), clientId: 'désk', idempotencyKey: 'key-1', receivedAtUs: 1 },
+    commandId,
+    null,
+    null,
+  );
   return { index, commandId };
 }
 
