@@ -61,6 +61,8 @@ Options:
   --rate R             open loop: R commands a second in all, latency counted from when
                        each was due (default: closed loop, each connection sends its next
                        command when answered; max ${LIMITS.rate})
+  --burst N            with --rate: commands fall due N at a time, the rate unchanged
+                       (default: 1; at most --connections)
   --seed N             the flow's seed (default: ${DEFAULTS.seed})
   --json               print a JSON summary on stdout instead of a line of text
   --check              afterwards, read a sample of the 2xx answers' commands back
@@ -85,6 +87,8 @@ export interface CliOptions {
   count: number;
   /** 0: closed loop. */
   rate: number;
+  /** Open loop: commands due together (1: each on its own). */
+  burst: number;
   seed: number;
   json: boolean;
   /** 0: no check. */
@@ -172,6 +176,7 @@ export function parseCli(args: string[]): CliOptions {
         seconds: { type: 'string' },
         count: { type: 'string' },
         rate: { type: 'string' },
+        burst: { type: 'string' },
         seed: { type: 'string' },
         json: { type: 'boolean' },
         check: { type: 'boolean' },
@@ -184,7 +189,7 @@ export function parseCli(args: string[]): CliOptions {
   }
   const v = parsed.values;
   const help = v.help === true;
-  if (help) return { help, baseUrl: '', traders: [], instruments: [], mode: DEFAULTS.mode, connections: 0, threads: 0, seconds: 0, count: 0, rate: 0, seed: 0, json: false, checkSample: 0 };
+  if (help) return { help, baseUrl: '', traders: [], instruments: [], mode: DEFAULTS.mode, connections: 0, threads: 0, seconds: 0, count: 0, rate: 0, burst: 1, seed: 0, json: false, checkSample: 0 };
   const baseUrl = baseUrlOf(v.url);
   const traders = tradersOf(listOf(v.token, 'token', LIMITS.tokens), v.principals ?? DEFAULT_PRINCIPALS_FILE);
   const instruments = listOf(v.instrument, 'instrument', LIMITS.instruments);
@@ -196,6 +201,10 @@ export function parseCli(args: string[]): CliOptions {
   const threads = numberOf(v.threads, 'threads', DEFAULTS.threads, 1, LIMITS.threads, true);
   const count = numberOf(v.count, 'count', 0, 1, LIMITS.count, true);
   if (count > 0 && count < threads) throw new UsageError(`--count: at least one command per thread (${threads}), got ${count}`);
+  const connections = numberOf(v.connections, 'connections', DEFAULTS.connections, 1, LIMITS.connections, true);
+  const rate = numberOf(v.rate, 'rate', 0, 0.001, LIMITS.rate, false);
+  if (v.burst !== undefined && rate === 0) throw new UsageError('--burst is for an open loop (--rate)');
+  const burst = numberOf(v.burst, 'burst', 1, 1, connections, true);
   if (v['check-sample'] !== undefined && v.check !== true) throw new UsageError('--check-sample is for --check');
   return {
     help,
@@ -203,11 +212,12 @@ export function parseCli(args: string[]): CliOptions {
     traders,
     instruments: instruments.map((id) => id.toLowerCase()),
     mode: mode as ProcessingMode,
-    connections: numberOf(v.connections, 'connections', DEFAULTS.connections, 1, LIMITS.connections, true),
+    connections,
     threads,
     seconds: numberOf(v.seconds, 'seconds', count > 0 ? DEFAULTS.secondsWithCount : DEFAULTS.seconds, 0.1, LIMITS.seconds, false),
     count,
-    rate: numberOf(v.rate, 'rate', 0, 0.001, LIMITS.rate, false),
+    rate,
+    burst,
     seed: numberOf(v.seed, 'seed', DEFAULTS.seed, 0, 2 ** 31 - 1, true),
     json: v.json === true,
     checkSample: v.check === true ? numberOf(v['check-sample'], 'check-sample', DEFAULTS.checkSample, 1, LIMITS.checkSample, true) : 0,

@@ -91,6 +91,7 @@ async function main(args: string[]): Promise<number> {
     warmupMs: 0, // every command sent is counted, so --count and the summary's sent agree
     durationMs: Math.round(options.seconds * 1000),
     ratePerSecond: options.rate,
+    burst: options.burst,
     maxRequests: options.count,
     seed: options.seed,
     record: false,
