@@ -1,5 +1,6 @@
 // A realistic order flow for the load generator: per lane, orders around a moving mid
-// on a handful of instruments, for both dev traders (so there are counterparties):
+// on the instruments it is given, for the traders it is given (the benches: both dev
+// traders on 8 instruments, so there are counterparties):
 //   60% resting limits 1..10 ticks on the passive side,
 //   20% cancels of the lane's own resting orders,
 //   15% crossing orders (IOC mostly, some DAY limits that rest their remainder),
@@ -10,14 +11,21 @@
 
 import { SeededRandom } from '../lib/seeded-random.ts';
 
-export const TRADERS = [
+/** A principal the flow acts as: its bearer token and the participant and account its orders carry. */
+export interface Trader {
+  token: string;
+  participantId: string;
+  accountId: string;
+}
+
+/** The benches' traders: the development principals (gateway/principals.dev.json). */
+export const TRADERS: readonly Trader[] = [
   { token: 'dev-token-trader-a', participantId: 'a1000000-0000-4000-8000-000000000001', accountId: 'a2000000-0000-4000-8000-000000000001' },
   { token: 'dev-token-trader-b', participantId: 'b1000000-0000-4000-8000-000000000001', accountId: 'b2000000-0000-4000-8000-000000000001' },
-] as const;
+];
 
-type Trader = (typeof TRADERS)[number];
-
-export const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `5e000000-0000-4000-8000-00000000000${k}`);
+/** The benches' instruments. */
+export const INSTRUMENTS: readonly string[] = Array.from({ length: 8 }, (_, k) => `5e000000-0000-4000-8000-00000000000${k}`);
 const TICK = 1; // in cents
 const MAX_RESTING = 2_000; // per lane: bounded
 
@@ -47,7 +55,7 @@ const price = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 10
 
 export class OrderFlow {
   private readonly random: SeededRandom;
-  private readonly mids = INSTRUMENTS.map(() => 10_000); // 100.00
+  private readonly mids: number[];
   private readonly resting: Resting[] = [];
   private readonly pending = new Map<string, Resting>();
 
@@ -58,15 +66,19 @@ export class OrderFlow {
   constructor(
     seed: number,
     private readonly session: { runId: string; venueSessionId: string },
+    private readonly traders: readonly Trader[] = TRADERS,
+    private readonly instruments: readonly string[] = INSTRUMENTS,
   ) {
+    if (traders.length === 0 || instruments.length === 0) throw new RangeError(`a flow needs a trader and an instrument, got ${traders.length} and ${instruments.length}`);
     this.random = new SeededRandom(seed);
+    this.mids = instruments.map(() => 10_000); // 100.00
   }
 
   /** A resting buy far below any trading (1.00 to 50.00), for filling a book before a restart. */
   fill(): FlowRequest {
     const commandId = crypto.randomUUID();
     const orderId = crypto.randomUUID();
-    const t = TRADERS[0];
+    const t = this.traders[0]!;
     const cents = 100 + (this.filled++ % 4900);
     return {
       kind: 'rest',
@@ -75,7 +87,7 @@ export class OrderFlow {
       commandId,
       orderId,
       quantity: 1,
-      body: this.submitBody(commandId, orderId, INSTRUMENTS[this.filled % INSTRUMENTS.length]!, t, 'BUY', '1', price(cents), 'DAY'),
+      body: this.submitBody(commandId, orderId, this.instruments[this.filled % this.instruments.length]!, t, 'BUY', '1', price(cents), 'DAY'),
     };
   }
 
@@ -96,23 +108,23 @@ export class OrderFlow {
   /** Cancel and modify bodies: the envelope, the target order's context, then `extra` (already JSON: `,"reason":"load"`). */
   private targetBody(order: Resting, commandId: string, extra: string): string {
     const { traceId, causationId, correlationId } = this.trace;
-    const t = TRADERS[order.trader]!;
+    const t = this.traders[order.trader]!;
     const context = JSON.stringify({
       commandId, traceId, causationId, correlationId, actorId: 'load-generator', occurredAt: new Date().toISOString(),
       orderId: order.orderId, runId: this.session.runId, venueSessionId: this.session.venueSessionId,
-      instrumentId: INSTRUMENTS[order.instrument], participantId: t.participantId, accountId: t.accountId,
+      instrumentId: this.instruments[order.instrument], participantId: t.participantId, accountId: t.accountId,
     });
     return `${context.slice(0, -1)}${extra}}`;
   }
 
   next(): FlowRequest {
     const r = this.random;
-    const instrument = r.below(INSTRUMENTS.length);
+    const instrument = r.below(this.instruments.length);
     if (r.chance(0.01)) this.mids[instrument]! += r.chance(0.5) ? TICK : -TICK;
     const roll = r.below(100);
     if (roll >= 60 && roll < 80 && this.resting.length > 0) return this.cancel();
     if (roll >= 95 && this.resting.length > 0) return this.modify();
-    const trader = r.below(2);
+    const trader = r.below(this.traders.length);
     const side = r.chance(0.5) ? 'BUY' : 'SELL';
     const mid = this.mids[instrument]!;
     const crossing = roll >= 80 && roll < 95;
@@ -122,7 +134,7 @@ export class OrderFlow {
     const ioc = crossing && r.chance(0.7);
     const orderId = crypto.randomUUID();
     const commandId = crypto.randomUUID();
-    const t = TRADERS[trader]!;
+    const t = this.traders[trader]!;
     if (!ioc) this.pending.set(orderId, { orderId, instrument, trader, side, cents, quantity });
     return {
       kind: crossing ? 'cross' : 'rest',
@@ -131,7 +143,7 @@ export class OrderFlow {
       commandId,
       orderId,
       quantity,
-      body: this.submitBody(commandId, orderId, INSTRUMENTS[instrument]!, t, side, String(quantity), price(cents), ioc ? 'IOC' : 'DAY'),
+      body: this.submitBody(commandId, orderId, this.instruments[instrument]!, t, side, String(quantity), price(cents), ioc ? 'IOC' : 'DAY'),
     };
   }
 
@@ -166,7 +178,7 @@ export class OrderFlow {
     return {
       kind: 'cancel',
       path: '/api/v1/orders/cancel',
-      token: TRADERS[order.trader]!.token,
+      token: this.traders[order.trader]!.token,
       commandId,
       orderId: order.orderId,
       quantity: 0,
@@ -184,7 +196,7 @@ export class OrderFlow {
     return {
       kind: 'modify',
       path: '/api/v1/orders/modify',
-      token: TRADERS[order.trader]!.token,
+      token: this.traders[order.trader]!.token,
       commandId,
       orderId: order.orderId,
       quantity: 0,

@@ -1,17 +1,14 @@
 // The HTTP load generator: worker threads (worker.ts) driving the real routes for a
 // bounded time, a progress line while they run, their histograms merged, and the
-// verification against the database afterwards (verify.ts).
-//
-//   npx tsx bench/load/load-generator.ts --url http://127.0.0.1:8080 [--seconds 10]
-//     [--threads 1] [--connections 64] [--rate 0] [--mode sync-result] [--parse yes|no]
-// runs against a venue already running and prints the summary (no verification).
+// verification against the database afterwards (verify.ts). `npm run load` (cli.ts)
+// points it at any running venue.
 
-import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import type { Worker } from 'node:worker_threads';
 import { buildWorkers } from '../../runtime/worker-build.ts';
 import { spawnWorker } from '../../runtime/worker-spawn.ts';
-import type { WorkerOptions, WorkerReport } from './worker.ts';
+import { INSTRUMENTS, TRADERS, type Trader } from './flow.ts';
+import type { AnswerSample, WorkerOptions, WorkerReport } from './worker.ts';
 
 export interface LoadOptions {
   baseUrl: string;
@@ -29,8 +26,15 @@ export interface LoadOptions {
   record: boolean;
   parseAnswers?: boolean;
   role?: 'orders' | 'reads' | 'fill';
-  /** A bound on the requests of the whole run (0 or unset: the time bounds it). */
+  /** A bound on the requests of the whole run, shared out exactly among the threads (0 or unset: the time bounds it). */
   maxRequests?: number;
+  /** The principals the orders act as, and the instruments (unset: the development traders, the benches' 8 instruments). */
+  traders?: readonly Trader[];
+  instruments?: readonly string[];
+  /** The venue session the cancels and modifies quote (unset: read from the venue with the development viewer's token). */
+  session?: { runId: string; venueSessionId: string };
+  /** Keep a uniform sample of up to this many 2xx order answers (LoadResult.sample; 0 or unset: none). */
+  checkSample?: number;
   label: string;
   quiet?: boolean;
   /** Ends the run early when aborted (each thread stops sending; its window ends there). */
@@ -124,6 +128,8 @@ export interface LoadResult {
   okPerSlot: number[];
   /** Each thread's measured window as epoch milliseconds: one span for all, as the threads start together. */
   threadWindows: { from: number; to: number }[];
+  /** Up to checkSample 2xx order answers, whole (LoadOptions.checkSample). */
+  sample: AnswerSample[];
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
@@ -234,7 +240,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   if (!(Number.isInteger(burst) && burst >= 1) || (burst > 1 && !(options.ratePerSecond > 0 && burst <= options.connections))) {
     throw new RangeError(`a burst is a whole number of requests, 1 or more; above 1 only in an open loop, and at most a thread's connections (${options.connections}); got ${burst}`);
   }
-  const session = await venueSession(options.baseUrl);
+  const maxRequests = options.maxRequests ?? 0;
+  if (!(Number.isInteger(maxRequests) && maxRequests >= 0) || (maxRequests > 0 && maxRequests < options.threads)) {
+    throw new RangeError(`a request bound is a whole number, 0 (none) or at least one per thread (${options.threads}); got ${maxRequests}`);
+  }
+  const session = options.session ?? (await venueSession(options.baseUrl));
   const entry = await workerModule();
   const completed = new Array<number>(options.threads).fill(0);
   // Each thread's window: 0 not yet open, 1 open, 2 closed (it says so at its deadline and again when its run ends).
@@ -277,7 +287,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     Array.from({ length: options.threads }, (_, k) => {
       const data: WorkerOptions = {
         role: options.role ?? 'orders',
-        maxRequests: Math.ceil((options.maxRequests ?? 0) / options.threads),
+        // Exactly the bound in all: the first threads take one more where it does not divide.
+        maxRequests: Math.floor(maxRequests / options.threads) + (k < maxRequests % options.threads ? 1 : 0),
         baseUrl: options.baseUrl,
         mode: options.mode,
         connections: options.connections,
@@ -291,6 +302,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         slotMs: SLOT_MS,
         seed: options.seed * 1000 + k,
         session,
+        traders: options.traders ?? TRADERS,
+        instruments: options.instruments ?? INSTRUMENTS,
+        checkSample: Math.ceil((options.checkSample ?? 0) / options.threads),
         record: options.record,
         maxRecorded: 2_000_000,
         parseAnswers: options.parseAnswers ?? true,
@@ -331,7 +345,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let queuedBehind = 0;
   let dropped = 0;
   let recordedTruncated = false;
+  const sample: AnswerSample[] = [];
   for (const report of reports) {
+    for (const kept of report.sample) if (sample.length < (options.checkSample ?? 0)) sample.push(kept);
     merged.add(hdr.decodeFromCompressedBase64(report.histogram, 32, false));
     report.perSecond.forEach((encoded, second) => {
       if (encoded === '') return;
@@ -387,6 +403,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     recorded,
     recordedTruncated,
     threadWindows: reports.map((report) => report.window),
+    sample,
     okPerSlot,
     perSecond: bySecond.flatMap((h, second) => (h === undefined ? [] : [{ second, count: h.totalCount, p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue }])),
   };
@@ -406,26 +423,4 @@ export function describe(result: LoadResult): string {
   const worst = worstSecond(result);
   const worstText = worst === null || result.perSecond.length < 2 ? '' : `; worst second ${worst.second}: p50 ${ms(worst.p50)} p99 ${ms(worst.p99)} ms`;
   return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${worstText}${result.transportErrors ? ` transport errors ${result.transportErrors} (first: ${result.firstTransportError})` : ''}`;
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const arg = (name: string, fallback: string) => {
-    const at = process.argv.indexOf(`--${name}`);
-    return at < 0 ? fallback : process.argv[at + 1]!;
-  };
-  const result = await runLoad({
-    baseUrl: arg('url', 'http://127.0.0.1:8080'),
-    mode: arg('mode', 'sync-result'),
-    threads: Number(arg('threads', '1')),
-    connections: Number(arg('connections', '64')),
-    warmupMs: 1000,
-    durationMs: Number(arg('seconds', '10')) * 1000,
-    ratePerSecond: Number(arg('rate', '0')),
-    burst: Number(arg('burst', '1')),
-    seed: Number(arg('seed', '1')),
-    parseAnswers: arg('parse', 'yes') === 'yes',
-    record: false,
-    label: 'load',
-  });
-  console.log(describe(result));
 }

@@ -31,7 +31,7 @@ export interface Verification {
 const CHUNK = 20_000;
 
 /** Until every shard's projection watermark is at the end of its journal. */
-async function waitForProjections(client: pg.Client): Promise<void> {
+export async function waitForProjections(client: pg.Client): Promise<void> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const behind = (

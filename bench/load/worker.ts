@@ -12,7 +12,8 @@ import { hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as hdr from 'hdr-histogram-js';
 import { HttpConnection, type HttpAnswer } from './http-connection.ts';
-import { INSTRUMENTS, OrderFlow, type FlowRequest } from './flow.ts';
+import { SeededRandom } from '../lib/seeded-random.ts';
+import { OrderFlow, type FlowRequest, type Trader } from './flow.ts';
 
 export interface WorkerOptions {
   /** orders: the flow; reads: snapshot, depth, tape; fill: resting buys only, up to maxRequests. */
@@ -40,6 +41,11 @@ export interface WorkerOptions {
   phase: number;
   seed: number;
   session: { runId: string; venueSessionId: string };
+  /** The principals the orders act as, and the instruments the orders and reads go round. */
+  traders: readonly Trader[];
+  instruments: readonly string[];
+  /** Keep a uniform sample of up to this many 2xx order answers, whole, for a check against the venue's reads (0: none). */
+  checkSample: number;
   /**
    * Open loop only: the load is on for this long, then off for as long, in turn, from the
    * start of the measured window (0: always on). The orders beside it are counted in slots
@@ -80,6 +86,18 @@ export interface WorkerReport {
   okPerSlot: number[];
   /** This thread's measured window as epoch milliseconds (its end where a stop cut it short). */
   window: { from: number; to: number };
+  /** Up to checkSample 2xx order answers of the window, a uniform sample (reservoir) of them. */
+  sample: AnswerSample[];
+}
+
+/** One order command as sent and as answered, for a check against the venue's own reads. */
+export interface AnswerSample {
+  commandId: string;
+  token: string;
+  path: string;
+  orderId: string;
+  status: number;
+  body: string;
 }
 
 /** Seconds of the measured window that get a histogram of their own (a longer run's later seconds are in the totals only). */
@@ -112,7 +130,11 @@ const connections = Array.from({ length: options.connections }, () => new HttpCo
 /** Open loop: the connections with no request in flight (the others are in flight). */
 const idle = [...connections];
 const modeHeader = options.mode === null ? '' : `X-Processing-Mode: ${options.mode}\r\n`;
-const flow = new OrderFlow(options.seed, options.session);
+const flow = new OrderFlow(options.seed, options.session, options.traders, options.instruments);
+const sample: AnswerSample[] = [];
+/** 2xx answers seen by the reservoir; its own generator, so that sampling leaves the flow's sequence as it is. */
+let sampleSeen = 0;
+const sampleRandom = new SeededRandom(options.seed ^ 0x5a5a5a5a);
 let deadline = Infinity;
 // 'stop': the run ends now (its window too), as a crash test stops its load before the kill.
 // 'start': every thread of a run starts at the one instant the parent gives once all are
@@ -161,6 +183,7 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
     if (status >= 200 && status < 300 && slot < okPerSlot.length) okPerSlot[slot]!++;
     statuses[status] = (statuses[status] ?? 0) + 1;
     kinds[request.kind] = (kinds[request.kind] ?? 0) + 1;
+    if (options.checkSample > 0 && status >= 200 && status < 300) keepSample(request, status, text);
   }
   let trades: string[] = [];
   if (status === 200 && options.parseAnswers) {
@@ -181,6 +204,14 @@ async function send(connection: HttpConnection, request: FlowRequest, dueAt: num
       for (const trade of trades) recorded.tradeIds.push(trade);
     } else recordedTruncated = true;
   }
+}
+
+/** Reservoir sampling (Algorithm R): each 2xx answer of the window is kept with the same chance, in bounded memory. */
+function keepSample(request: FlowRequest, status: number, body: string): void {
+  const at = sampleSeen < options.checkSample ? sampleSeen : sampleRandom.below(sampleSeen + 1);
+  sampleSeen++;
+  if (at >= options.checkSample) return;
+  sample[at] = { commandId: request.commandId, token: request.token, path: request.path, orderId: request.orderId, status, body };
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -231,10 +262,11 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
         });
       }
     };
+    const counted = () => options.maxRequests > 0 && sent >= options.maxRequests;
     const tick = () => {
       const now = performance.now();
       const end = Math.min(now, deadline);
-      while (dueOf(sent) <= end) {
+      while (dueOf(sent) <= end && !counted()) {
         const dueAt = dueOf(sent);
         sent++;
         if (!loadOn(dueAt)) continue;
@@ -246,7 +278,7 @@ async function openLoop(sendNext: (connection: HttpConnection, dueAt: number) =>
       // While the load is off the thread sleeps until its next on phase, so that an off phase
       // carries none of the load's work (its wake-ups included).
       // Grouped, the thread sleeps until the next group is due (a tick each ms would be most of its wake-ups).
-      if (now < deadline) setTimeout(tick, loadOn(now) ? (burst === 1 ? 1 : Math.max(1, Math.min(dueOf(sent), deadline) - now)) : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
+      if (now < deadline && !counted()) setTimeout(tick, loadOn(now) ? (burst === 1 ? 1 : Math.max(1, Math.min(dueOf(sent), deadline) - now)) : Math.max(1, Math.min(nextOnAt(now), deadline) - now));
       else {
         const wait = () => (idle.length === connections.length && queue.length === 0 ? resolve() : setTimeout(wait, 5));
         wait();
@@ -273,7 +305,7 @@ let readsSent = 0;
 async function sendRead(connection: HttpConnection, dueAt: number): Promise<void> {
   const k = readsSent++;
   const kind = READ_KINDS[k % READ_KINDS.length]!;
-  const instrument = INSTRUMENTS[Math.floor(k / READ_KINDS.length) % INSTRUMENTS.length]!;
+  const instrument = options.instruments[Math.floor(k / READ_KINDS.length) % options.instruments.length]!;
   let status = 0;
   const sentAt = performance.now();
   try {
@@ -341,5 +373,6 @@ const report: WorkerReport = {
   recordedTruncated,
   // Its end: the deadline, or where the run ended before it (stopped, or bounded by its request count).
   window: { from: performance.timeOrigin + measureFrom, to: performance.timeOrigin + Math.min(deadline, endedAt) },
+  sample,
 };
 parentPort!.postMessage({ type: 'done', report });
