@@ -114,7 +114,8 @@ function readOperation(
       200: { description: summary, content: json(ref(response)) },
       400: error('an unknown, repeated or invalid query parameter, or a value out of range'),
       401: error('missing or unknown bearer token'),
-      403: error(extra.forbidden ?? 'the role may not use this route'),
+      // Market data and the inventory are open to every role: only a role-scoped read has a 403.
+      ...(extra.forbidden === undefined ? {} : { 403: error(extra.forbidden) }),
       ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
       ...(extra.conflict === undefined ? {} : { 409: error(extra.conflict) }),
       503: error('storage is unavailable or the projections are behind past the bound'),
@@ -233,6 +234,7 @@ export function buildOpenApi(): Record<string, unknown> {
             401: error('missing or unknown bearer token'),
             403: error('the role may not read command status'),
             404: error('no such command (or not yours)'),
+            503: error('storage is unavailable'),
           },
         },
       },
