@@ -3,6 +3,7 @@
 // builders of a read's answer. gateway/ imports core/, never persistence/ (ARCHITECTURE.md, folders).
 
 import type { ErrorCode, Failure } from './error-codes.ts';
+import { type SerializedError, serializeError } from './log-format.ts';
 
 /** A venue session: the pair every accepted order is stamped with. */
 export interface VenueSession {
@@ -168,11 +169,11 @@ export interface AuditRecord {
 
 /**
  * A storage thread's failure: `message` is the venue's own words, fit for a 5xx body;
- * `cause` what went wrong underneath (a driver's or the runtime's message), for the log only.
+ * `cause` what went wrong underneath (a driver's or the runtime's error), for the log only.
  */
 export interface StorageFailure {
   message: string;
-  cause?: string;
+  cause?: SerializedError;
 }
 
 /** A failure whose message the venue wrote for clients; any other error's message is a cause. */
@@ -181,7 +182,7 @@ export class StatedFailure extends Error {}
 /** The failure answer for an error a storage thread met: its own message if stated, else `message` with the error as the cause. */
 export function failureOf(error: unknown, message: string): StorageFailure {
   if (error instanceof StatedFailure) return { message: error.message };
-  return { message, cause: error instanceof Error ? error.message : String(error) };
+  return { message, cause: serializeError(error) };
 }
 
 /** command (and match) answer the command requests; answer the read-plane ones. */

@@ -62,7 +62,7 @@ export function sendPlaneAnswer(answer: PlaneAnswer, send: Send): void {
 export type ServerErrorCode = 'OVERLOADED' | 'UNAVAILABLE';
 
 /** Where the causes of 5xx answers go: the thread's logger (gateway-thread.ts sets it). */
-let causeLog: (fields: { requestId: string; err: string }, message: string) => void = () => undefined;
+let causeLog: (fields: { requestId: string; err: unknown }, message: string) => void = () => undefined;
 
 export function setCauseLog(log: typeof causeLog): void {
   causeLog = log;
@@ -74,7 +74,7 @@ export function setCauseLog(log: typeof causeLog): void {
  */
 export function serverErrorBody(code: ServerErrorCode, message: string, cause?: unknown): string {
   const requestId = randomUUID();
-  if (cause !== undefined) causeLog({ requestId, err: cause instanceof Error ? cause.message : String(cause) }, message);
+  if (cause !== undefined) causeLog({ requestId, err: cause }, message); // the logger's serializer (core/log-format.ts) writes it
   return JSON.stringify({ error: message, code, requestId });
 }
 

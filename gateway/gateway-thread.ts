@@ -6,6 +6,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import pino from 'pino';
+import { loggerOptions } from '../core/log-format.ts';
 import uWS from 'uWebSockets.js';
 import type { VenueConfig } from '../core/config.ts';
 import { setCauseLog } from './error-catalog.ts';
@@ -40,7 +41,7 @@ const DRAIN_TIMEOUT_MS = 15_000;
 
 const data = workerData as GatewayThreadData;
 const { config, memory, gatewayId } = data;
-const logger = pino({ level: config.logLevel, base: { thread: `gateway-${gatewayId}` } });
+const logger = pino(loggerOptions(`gateway-${gatewayId}`, config.logLevel));
 setCauseLog((fields, message) => logger.error(fields, message));
 const sessions = new SessionRegistry(data.session, data.knownSessions);
 const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort, ownReads: data.ownReadPort });

@@ -119,6 +119,10 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   const { config, flow, principals, validator, sessions, venueControl } = deps;
   const app = uWS.App();
 
+  /** Any other method on a served path is 405 (the resource exists; RFC 9110), not the catch-all's 404. */
+  const onlyMethod = (path: string, method: 'GET' | 'POST') =>
+    app.any(path, (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', `${path.replace(/:(\w+)/g, '{$1}')} takes ${method} only`));
+
   /** Authenticates and checks the role; answers and returns null on failure. */
   const admit = (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission): Principal | null => {
     const principal = principals.authenticate(req.getHeader('authorization'));
@@ -134,6 +138,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   };
 
   app.get('/healthz', (res) => sendNow(res, 200, '{"status":"ok"}'));
+  onlyMethod('/healthz', 'GET');
   app.get('/readyz', (res) => {
     if (Atomics.load(venueControl, 1) === 1) failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
     else if (Atomics.load(venueControl, 0) !== 1) failNow(res, 'UNAVAILABLE', 'the venue is starting');
@@ -141,6 +146,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     else if (flow.haltedShards().length > 0) failNow(res, 'UNAVAILABLE', `shard ${flow.haltedShards().join(', ')} halted after an internal check failed (see the log): its commands are refused until the venue is restarted`);
     else sendNow(res, 200, '{"status":"ready"}');
   });
+  onlyMethod('/readyz', 'GET');
 
   for (const [path, route, routeCode] of ORDER_ROUTES) {
     app.post(path, (res, req) => {
@@ -193,7 +199,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         });
       });
     });
-    app.any(path, (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', `${path} takes POST`));
+    onlyMethod(path, 'POST');
   }
 
   app.get('/api/v1/commands/:commandId', (res, req) => {
@@ -205,6 +211,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, storageError(error), { ...JSON_HEADERS, 'Retry-After': '1' }),
     );
   });
+  onlyMethod('/api/v1/commands/:commandId', 'GET');
 
   app.get('/admin/v1/audit/commands/:commandId', (res, req) => {
     if (admit(res, req, 'admin') === null) return;
@@ -214,7 +221,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, storageError(error), RETRY_HEADERS),
     );
   });
-  app.any('/admin/v1/audit/commands/:commandId', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/admin/v1/audit/commands/{commandId} takes GET'));
+  onlyMethod('/admin/v1/audit/commands/:commandId', 'GET');
 
   app.post('/admin/v1/projections/order-lifecycle/rebuild', (res, req) => {
     if (admit(res, req, 'admin') === null) return;
@@ -225,6 +232,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', REBUILD_FAILED, error), RETRY_HEADERS),
     );
   });
+  onlyMethod('/admin/v1/projections/order-lifecycle/rebuild', 'POST');
 
   app.get('/admin/v1/persistence/status', (res, req) => {
     if (admit(res, req, 'admin') === null) return;
@@ -237,6 +245,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', STATUS_FAILED, error), RETRY_HEADERS),
     );
   });
+  onlyMethod('/admin/v1/persistence/status', 'GET');
 
   app.post('/admin/v1/venue/sessions', (res, req) => {
     if (Atomics.load(venueControl, 1) === 1 || Atomics.load(venueControl, 0) !== 1) {
@@ -275,22 +284,25 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
       );
     });
   });
-  app.any('/admin/v1/venue/sessions', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/admin/v1/venue/sessions takes POST'));
+  onlyMethod('/admin/v1/venue/sessions', 'POST');
 
   app.get('/api/v1/venue/session', (res, req) => {
     if (admit(res, req, 'public') === null) return;
     sendNow(res, 200, JSON.stringify(sessions.active));
   });
+  onlyMethod('/api/v1/venue/session', 'GET');
 
   app.get('/api/v1/openapi.json', (res, req) => {
     if (admit(res, req, 'public') === null) return;
     sendNow(res, 200, deps.openApiJson);
   });
+  onlyMethod('/api/v1/openapi.json', 'GET');
 
-  registerReadRoutes(app, { validator, admit, send: sendNow, read: (read) => flow.readPlane(read) });
+  registerReadRoutes(app, { validator, admit, onlyMethod, send: sendNow, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {
     validator,
     admit,
+    onlyMethod,
     send: sendNow,
     read: (read) => flow.readPlane(read),
     adminMaxBodyBytes: config.adminMaxBodyBytes,

@@ -114,7 +114,8 @@ function readOperation(
       200: { description: summary, content: json(ref(response)) },
       400: error('an unknown, repeated or invalid query parameter, or a value out of range'),
       401: error('missing or unknown bearer token'),
-      403: error(extra.forbidden ?? 'the role may not use this route'),
+      // Market data and the inventory are open to every role: only a role-scoped read has a 403.
+      ...(extra.forbidden === undefined ? {} : { 403: error(extra.forbidden) }),
       ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
       ...(extra.conflict === undefined ? {} : { 409: error(extra.conflict) }),
       503: error('storage is unavailable or the projections are behind past the bound'),
@@ -138,7 +139,6 @@ function settlementAdminOperation(operationId: string, summary: string, body: st
         403: error('operators only'),
         ...(extra.notFound === undefined ? {} : { 404: error(extra.notFound) }),
         ...(extra.conflict === undefined ? {} : { 409: error(extra.conflict) }),
-        405: error('the route takes POST'),
         408: error('REQUEST_TIMEOUT: the body did not arrive within 5 s of the headers; nothing is stored and the connection is closed'),
         413: error('the body is larger than ADMIN_MAX_BODY_BYTES'),
         503: error('storage is unavailable'),
@@ -148,7 +148,7 @@ function settlementAdminOperation(operationId: string, summary: string, body: st
 }
 
 /** A settlement read of one scenario run (a venue runId). */
-function settlementReadOperation(operationId: string, summary: string, response: string, options: { query?: boolean; public?: boolean } = {}) {
+function settlementReadOperation(operationId: string, summary: string, response: string, options: { query?: boolean; public?: boolean; notFound?: string } = {}) {
   const query = options.query ? Object.entries(QUERIES.score.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })) : [];
   return {
     get: {
@@ -162,6 +162,7 @@ function settlementReadOperation(operationId: string, summary: string, response:
         400: error(options.query ? 'an invalid scenarioRunId, or an unknown, repeated or invalid query parameter' : 'an invalid scenarioRunId, or any query parameter'),
         401: error('missing or unknown bearer token'),
         ...(options.public ? {} : { 403: error('viewers may not read settlement evidence (traders see the rows of their own participants)') }),
+        ...(options.notFound === undefined ? {} : { 404: error(options.notFound) }),
         503: error('storage is unavailable'),
       },
     },
@@ -173,9 +174,15 @@ const SETTLEMENT_SCHEMA_NAMES = Object.fromEntries(
 );
 
 export function buildOpenApi(): Record<string, unknown> {
-  return {
+  return withMethodNotAllowed({
     openapi: '3.1.0',
-    info: { title: 'Trading venue', version: '1.0.0', description: 'Order entry, command status, venue session, market data, own-order reads, availability, settlement evidence and the operator routes.' },
+    info: {
+      title: 'Trading venue',
+      version: '1.0.0',
+      description: 'Order entry, command status, venue session, market data, own-order reads, availability, settlement evidence and the operator routes.',
+      // package.json is private with no license: SPDX's form for a license of its own is LicenseRef-<name>.
+      license: { name: 'Proprietary (private package, all rights reserved)', identifier: 'LicenseRef-Proprietary' },
+    },
     // npm start serves on HOST and PORT, 127.0.0.1:8080 unless set.
     servers: [{ url: 'http://127.0.0.1:8080', description: 'The local venue (npm start with the default HOST and PORT)' }],
     // Every route needs a bearer token unless it declares `security: []` (the probes).
@@ -227,6 +234,7 @@ export function buildOpenApi(): Record<string, unknown> {
             401: error('missing or unknown bearer token'),
             403: error('the role may not read command status'),
             404: error('no such command (or not yours)'),
+            503: error('storage is unavailable'),
           },
         },
       },
@@ -325,7 +333,6 @@ export function buildOpenApi(): Record<string, unknown> {
             401: error('missing or unknown bearer token'),
             403: error('operators only'),
             404: error('no such command is durably accepted'),
-            405: error('the route takes GET'),
             503: error('storage is unavailable'),
           },
         },
@@ -380,7 +387,7 @@ export function buildOpenApi(): Record<string, unknown> {
       '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation('getSettlementExceptions', 'Exceptions (clearing rejections, leg breaks) with open/resolved counts', 'SettlementExceptions'),
       '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('getSettlementProof', 'The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
       '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('getSettlementScore', 'Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
-      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('getSettlementLeaderboard', 'Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true }),
+      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('getSettlementLeaderboard', 'Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true, notFound: 'COMPETITION_PROFILE is not set: the route is not served' }),
       // The probes are the only routes that take no token (API contract, Authentication).
       '/healthz': {
         get: { operationId: 'getLiveness', tags: ['probes'], summary: 'Liveness: 200 while the process lives', security: [], responses: { 200: { description: '{ "status": "ok" }' } } },
@@ -395,5 +402,22 @@ export function buildOpenApi(): Record<string, unknown> {
         },
       },
     },
-  };
+  });
 }
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/**
+ * Every path answers 405 to a method it does not take (RFC 9110: the resource exists),
+ * so each operation documents it; that is also the probes' one client error.
+ */
+function withMethodNotAllowed(doc: Record<string, unknown>): Record<string, unknown> {
+  for (const item of Object.values(doc.paths as Record<string, Partial<Record<(typeof HTTP_METHODS)[number], { responses: Record<string, unknown> }>>>)) {
+    const methods = HTTP_METHODS.filter((method) => item[method] !== undefined);
+    for (const method of methods) {
+      item[method]!.responses['405'] = error(`METHOD_NOT_ALLOWED: the path takes ${methods.map((m) => m.toUpperCase()).join(', ')} only`);
+    }
+  }
+  return doc;
+}
+

@@ -26,6 +26,8 @@ export const BARS_MAX_COUNT = 1440;
 export interface ReadRouteDependencies {
   validator: RequestValidator;
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
+  /** Answers 405 to the other methods on `path`. */
+  onlyMethod: (path: string, method: 'GET' | 'POST') => void;
   /** Writes a whole answer (corked). */
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   read: (read: PlaneRead) => Promise<PlaneAnswer>;
@@ -88,6 +90,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
         },
       );
     });
+    deps.onlyMethod(path, method === 'get' ? 'GET' : 'POST');
   };
 
   const instrument = (value: string, details: ErrorDetail[]): string => {

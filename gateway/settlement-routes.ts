@@ -19,6 +19,8 @@ const RUN_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 export interface SettlementRouteDependencies {
   validator: RequestValidator;
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
+  /** Answers 405 to the other methods on `path`. */
+  onlyMethod: (path: string, method: 'GET' | 'POST') => void;
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
   readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: Send) => void) => void;
@@ -108,7 +110,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
         void forward({ kind: 'settlement-admin', admin: request }, answer);
       });
     });
-    app.any(path, (res, req) => deps.send(res, ERRORS.METHOD_NOT_ALLOWED.status, req.getMethod() === 'head' ? '' : errorBody('METHOD_NOT_ALLOWED', `${path} takes POST`))); // HEAD: no body
+    deps.onlyMethod(path, 'POST');
   }
 
   const views: SettlementRead['view'][] = [...SETTLEMENT_VIEWS, ...(deps.competition ? (['leaderboard'] as const) : [])];
@@ -148,5 +150,6 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
         if (!aborted) deps.send(res, status, body, headers);
       });
     });
+    deps.onlyMethod(path, 'GET');
   }
 }

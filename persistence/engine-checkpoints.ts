@@ -91,7 +91,7 @@ export async function adoptSavedEngines(
       await client.query(NOTE_SQL, [settingOf(shard), `${token} ${slot} ${sequence}`]);
       notes[shard] = { token, slot, sequence };
     } catch (error) {
-      logger.warn({ shard, sequence, err: (error as Error).message }, 'the engine saved at the last stop was not kept as a checkpoint: a crash replays the journal from the previous one');
+      logger.warn({ shard, sequence, err: error }, 'the engine saved at the last stop was not kept as a checkpoint: a crash replays the journal from the previous one');
     }
   }
 }
@@ -195,7 +195,7 @@ export class EngineCheckpoints {
       options.notes[shard] = { token, slot, sequence };
       options.logger.info({ shard, sequence, bytes, pauseMs, wroteMs, notedMs: Math.round(performance.now() - started) }, 'engine checkpoint noted');
     } catch (error) {
-      options.logger.warn({ shard, sequence, err: (error as Error).message }, 'engine checkpoint not kept: a crash replays the journal from the previous one');
+      options.logger.warn({ shard, sequence, err: error }, 'engine checkpoint not kept: a crash replays the journal from the previous one');
     }
   }
 }

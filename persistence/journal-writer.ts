@@ -229,7 +229,7 @@ export class JournalWriter {
       } catch (error) {
         const code = (error as { code?: string }).code;
         if (code === '23505' && !retrying) throw error; // a real conflict, not a lost acknowledgement
-        if (this.control.databaseState !== DB_DOWN) this.log('error', 'journal commit failed; retrying', { err: (error as Error).message, code });
+        if (this.control.databaseState !== DB_DOWN) this.log('error', 'journal commit failed; retrying', { err: error, code });
         this.control.databaseState = DB_DOWN;
         await clientRef.client?.end().catch(() => undefined);
         clientRef.client = null;

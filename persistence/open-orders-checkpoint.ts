@@ -40,7 +40,7 @@ export class OpenOrdersCheckpoint {
       await noteOpenOrders(client, { token: saved.token, slot, watermarks });
       this.noted = { token: saved.token, slot, watermarks };
     } catch (error) {
-      this.log('warn', 'the open orders saved at the stop were not kept as a checkpoint', { err: (error as Error).message });
+      this.log('warn', 'the open orders saved at the stop were not kept as a checkpoint', { err: error });
     }
   }
 
@@ -69,7 +69,7 @@ export class OpenOrdersCheckpoint {
       this.noted = note;
       this.log('info', 'open orders checkpoint written after the start', { count, bytes, slot, watermarks: note.watermarks, ms: Math.round(performance.now() - began) });
     } catch (error) {
-      this.log('warn', 'the open orders the start loaded were not kept as a checkpoint: a crash replays the journal after the one named before', { err: (error as Error).message });
+      this.log('warn', 'the open orders the start loaded were not kept as a checkpoint: a crash replays the journal after the one named before', { err: error });
     }
   }
 }

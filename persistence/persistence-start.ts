@@ -60,7 +60,7 @@ export async function loadStorage(parts: StartParts): Promise<StartResult> {
   const analyzed = analyzer.then((reader) => analyzeStale(reader, ['runtime.order_lifecycle_state']));
   void analyzed
     .then(async (first) => [...first, ...(await analyzeStale(await analyzer, STARTUP_TABLES))])
-    .then((tables) => log('info', 'planner statistics refreshed', { tables }), (error: unknown) => log('warn', 'planner statistics not refreshed', { err: (error as Error).message }))
+    .then((tables) => log('info', 'planner statistics refreshed', { tables }), (error: unknown) => log('warn', 'planner statistics not refreshed', { err: error }))
     .finally(() => analyzer.then((reader) => reader.end()).catch(() => undefined));
   // The displayed books' GROUP BY over the open orders runs beside the projector's load of
   // them, on its own connection, once the lifecycle table is analyzed (only faster reads:

@@ -3,6 +3,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
+import { loggerOptions } from '../core/log-format.ts';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
@@ -19,7 +20,7 @@ import { FlushLoop } from './projection-flush-loop.ts';
 import { Projector } from './projector.ts';
 
 const data = workerData as PersistenceThreadData;
-const logger = pino({ level: data.logLevel, base: { thread: 'persistence' } });
+const logger = pino(loggerOptions('persistence', data.logLevel));
 const log = (level: 'info' | 'warn' | 'error', message: string, fields: object = {}) => logger[level](fields, message);
 const control = new PersistenceControl(data.control);
 const queueMarks = new QueueMarks(data.queueMarks);

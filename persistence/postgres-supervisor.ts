@@ -114,7 +114,7 @@ export class PostgresSupervisor {
         this.onReport(this.report);
         return;
       } catch (error) {
-        this.log('error', `the embedded PostgreSQL did not start (try ${this.attempt} of ${this.maxTries})`, { err: (error as Error).message });
+        this.log('error', `the embedded PostgreSQL did not start (try ${this.attempt} of ${this.maxTries})`, { err: error });
       }
     }
   }

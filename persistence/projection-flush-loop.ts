@@ -80,7 +80,7 @@ export class FlushLoop {
           await projector.flush(this.client!);
           break;
         } catch (error) {
-          this.log('error', 'projection failed; retrying', { err: (error as Error).message });
+          this.log('error', 'projection failed; retrying', { err: error });
           Atomics.add(control.ints, 2, 1);
           await this.client?.end().catch(() => undefined);
           this.client = null;
@@ -135,7 +135,7 @@ export class FlushLoop {
         return;
       } catch (error) {
         this.lost = true;
-        this.log('warn', 'the projections\' connection is lost; reconnecting', { err: (error as Error).message });
+        this.log('warn', 'the projections\' connection is lost; reconnecting', { err: error });
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         delayMs = Math.min(delayMs * 2, 1000);
       }

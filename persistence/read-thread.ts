@@ -13,6 +13,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import pino from 'pino';
+import { loggerOptions } from '../core/log-format.ts';
 import { crc32 } from 'node:zlib';
 import { storedIntake } from '../core/intake-record.ts';
 import { packCurrency } from '../core/command-slot.ts';
@@ -70,7 +71,7 @@ const READ_TABLES = ['runtime.trades', 'runtime.executions', 'runtime.order_life
 const PROJECTION_WAIT_MS = 2_000;
 
 const data = workerData as ReadThreadData;
-const logger = pino({ level: data.logLevel, base: { thread: 'read' } });
+const logger = pino(loggerOptions('read', data.logLevel));
 const control = new PersistenceControl(data.control);
 const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4, application_name: READS_APPLICATION_NAME });
 pool.on('error', () => undefined);
@@ -347,7 +348,7 @@ const statistics =
         READ_TABLES,
         data.plannerStatisticsIntervalMs,
         (tables, ms) => logger.debug({ tables, ms }, 'planner statistics refreshed'),
-        (error) => logger.warn({ err: error.message }, 'planner statistics not refreshed'),
+        (error) => logger.warn({ err: error }, 'planner statistics not refreshed'),
       )
     : null;
 
@@ -393,7 +394,7 @@ Promise.all([storedSnapshots(pool), pool.query<{ projection_name: string; princi
     parentPort!.postMessage({ type: 'ready' });
   },
   (error: Error) => {
-    logger.fatal({ err: error.message }, 'the read thread could not load the snapshots');
+    logger.fatal({ err: error }, 'the read thread could not load the snapshots');
     process.exit(1);
   },
 );

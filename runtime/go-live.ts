@@ -61,7 +61,7 @@ export function goLive(venue: Venue, live: GoLive): void {
       },
       uncovered: live.uncovered,
       save: () => checkpointKeyFilters(venue),
-      onFailure: (error) => logger.warn({ err: error.message }, 'the key filters could not be saved: a start after a crash reads more of storage (the next save tries again)'),
+      onFailure: (error) => logger.warn({ err: error }, 'the key filters could not be saved: a start after a crash reads more of storage (the next save tries again)'),
     });
   }
   Atomics.store(new Int32Array(memory.venueControl), VENUE_READY_WORD, 1);

@@ -146,7 +146,7 @@ async function keepForNextStart(venue: Venue, books: SavedBooks | null): Promise
     );
     logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
   } catch (error) {
-    logger.warn({ err: (error as Error).message }, 'what the next start could reuse was not saved: it replays the journals and scans storage');
+    logger.warn({ err: error }, 'what the next start could reuse was not saved: it replays the journals and scans storage');
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -3,13 +3,14 @@
 
 import type { Worker } from 'node:worker_threads';
 import pino from 'pino';
+import { loggerOptions } from '../core/log-format.ts';
 import type { VenueConfig } from '../core/config.ts';
 import type { ForgettingTable, VenueMemory } from '../gateway/venue-memory.ts';
 import type { EngineCheckpoints } from '../persistence/engine-checkpoints.ts';
 import type { KeyFilterCheckpoints } from '../persistence/key-filter-snapshot.ts';
 import type { Prefaulting } from './prefault.ts';
 
-export const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { thread: 'main' } });
+export const logger = pino(loggerOptions('main', process.env.LOG_LEVEL ?? 'info'));
 
 /** The worker threads' entries, compiled to JavaScript at start (runtime/worker-build.ts). */
 export const WORKER_ENTRIES = {

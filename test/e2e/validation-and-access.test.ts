@@ -139,7 +139,7 @@ test('validation comes before authorization: an invalid body for a foreign parti
   await expectError(venue.order('/api/v1/orders/submit', body), 400, 'VALIDATION_FAILED');
 });
 
-test('unknown routes and /internal routes other than the projector status are 404; a wrong method on an order route is 405', async () => {
+test('unknown routes and /internal routes other than the projector status are 404; a wrong method on a served path is 405', async () => {
   await expectError(venue.get('/api/v1/nothing-here', TOKENS.traderA), 404, 'NOT_FOUND');
   for (const path of ['/internal/admin/settlement/facts', '/internal/admin/anything', '/internal']) {
     await expectError(venue.get(path, TOKENS.operator), 404, 'NOT_FOUND');
@@ -147,7 +147,7 @@ test('unknown routes and /internal routes other than the projector status are 40
   }
   // The one /internal route the specification names (the snapshot loop's status) is a GET.
   assert.equal((await venue.get('/internal/market-data/projector/status', TOKENS.operator)).status, 200);
-  await expectError(venue.request('POST', '/internal/market-data/projector/status', { token: TOKENS.operator, body: '{}' }), 404, 'NOT_FOUND');
+  await expectError(venue.request('POST', '/internal/market-data/projector/status', { token: TOKENS.operator, body: '{}' }), 405, 'METHOD_NOT_ALLOWED');
   await expectError(venue.get('/api/v1/orders/submit', TOKENS.traderA), 405, 'METHOD_NOT_ALLOWED');
 });
 

@@ -543,8 +543,9 @@ test('nothing under /internal answers but GET of the snapshot loop status: 404 f
   const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'];
   const probes: Array<{ method: string; path: string; role: Role }> = [];
   for (const path of [...paths, ...spellings]) for (const method of methods) for (const role of ROLES) probes.push({ method, path, role });
-  // The snapshot loop's own path answers no other method.
-  for (const method of methods.filter((m) => m !== 'GET')) for (const role of ROLES) probes.push({ method, path: '/internal/market-data/projector/status', role });
+  // The snapshot loop's own path answers no other method: 405, as every documented path.
+  const projector = '/internal/market-data/projector/status';
+  for (const method of methods.filter((m) => m !== 'GET')) for (const role of ROLES) probes.push({ method, path: projector, role });
 
   // A well-formed fact bundle, had any /internal/admin handler taken it.
   const probeFact = { factId: crypto.randomUUID(), factType: 'SettlementNoteRecorded', occurredAt: new Date().toISOString(), payload: { note: 'internal probe' } };
@@ -556,8 +557,9 @@ test('nothing under /internal answers but GET of the snapshot loop status: 404 f
       const { method, path, role } = probes[k]!;
       const answer = await send(method, path, { authorization: AUTHORIZATION[role], body: method === 'GET' || method === 'HEAD' ? undefined : body });
       const what = `${method} ${path} as ${role}`;
-      if (method === 'HEAD') assert.equal(answer.status, 404, what);
-      else assertError(answer, 404, 'NOT_FOUND', what);
+      const [status, code] = path === projector ? [405, 'METHOD_NOT_ALLOWED'] : [404, 'NOT_FOUND'];
+      if (method === 'HEAD') assert.equal(answer.status, status, what);
+      else assertError(answer, status, code, what);
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));

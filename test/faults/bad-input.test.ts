@@ -795,7 +795,7 @@ class Generator {
       const route = r.pick(READ_ROUTES);
       const method = r.pick(route.method === 'GET' ? ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'] : ['GET', 'PUT', 'DELETE', 'PATCH']);
       const target = route.path();
-      this.keepAlive('wrong-method-or-route', route.name, `${method} ${target}`, readRequest(method, target, AUTH[r.pick(route.roles)], [['Content-Length', '0']]), [404], { noBody: method === 'HEAD' });
+      this.keepAlive('wrong-method-or-route', route.name, `${method} ${target}`, readRequest(method, target, AUTH[r.pick(route.roles)], [['Content-Length', '0']]), [405], { noBody: method === 'HEAD' });
     } else {
       const path = r.pick([
         '/api/v1/nothing', '/api/v2/orders/submit', '/API/V1/ORDERS/SUBMIT', '/api/v1/orders/submit/', '/api/v1//orders/submit', '/api/v1/orders/submit/extra',

@@ -53,7 +53,7 @@ test('the OpenAPI document lists every route with its method', () => {
 
 test('order routes document every status code of the contract', () => {
   for (const path of ['/api/v1/orders/submit', '/api/v1/orders/cancel', '/api/v1/orders/modify', '/api/v1/orders/cancel-by-client-order']) {
-    assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '408', '409', '413', '503']);
+    assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '405', '408', '409', '413', '503']);
     assert.deepEqual(doc.paths[path].post.parameters.map((p: { name: string }) => p.name), ['X-Client-Id', 'Idempotency-Key', 'X-Processing-Mode']);
   }
 });
@@ -160,12 +160,12 @@ test('the probes take no token; every other operation needs the bearer scheme', 
   }
 });
 
-test('every operation documents a success, and a 4xx wherever a client can get one', () => {
+test('every operation documents a success, a 4xx, and the 405 of a method its path does not take', () => {
   for (const { path, method, op } of operations) {
     const codes = Object.keys(op.responses);
     assert.ok(codes.some((code) => code.startsWith('2')), `${method} ${path} documents a 2xx`);
-    // The probes answer without reading the request, so they have no client error.
-    if (!PUBLIC_ROUTES.includes(path)) assert.ok(codes.some((code) => code.startsWith('4')), `${method} ${path} documents a 4xx`);
+    assert.ok(codes.some((code) => code.startsWith('4')), `${method} ${path} documents a 4xx`);
+    assert.match(op.responses['405']?.description ?? '', new RegExp(`takes ${method.toUpperCase()} only`), `${method} ${path} documents 405`);
   }
 });
 
