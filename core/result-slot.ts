@@ -13,7 +13,12 @@
 //   32 engineOrderId f64 (ACCEPTED)      48 quantity f64 (units)
 //   40 batch number f64                  56 price f64 (nanos)
 
+import { EVENT_EXECUTION, EVENT_TRADE } from './codes.ts';
 import { formatUuid } from './uuid.ts';
+
+function hasSecondOrder(kind: number): boolean {
+  return kind === EVENT_EXECUTION || kind === EVENT_TRADE;
+}
 
 export const RESULT_RECORD_BYTES = 64;
 export const RESULT_HEADER = 16;
@@ -90,7 +95,8 @@ export function readEvent(views: RecordViews, byteOffset: number): ResultEvent {
     side: views.bytes[byteOffset + RESULT_SIDE_BYTE]!,
     code: views.words[w + RESULT_CODE_WORD]!,
     orderA: formatUuid(views.words, w + RESULT_UUID_A_WORD),
-    orderB: formatUuid(views.words, w + RESULT_UUID_B_WORD),
+    // Only executions and trades name a second order: the others leave it '' rather than format a string no one reads.
+    orderB: hasSecondOrder(views.bytes[byteOffset + RESULT_KIND_BYTE]!) ? formatUuid(views.words, w + RESULT_UUID_B_WORD) : '',
     sequence: views.floats[f + RESULT_SEQUENCE_FLOAT]!,
     quantity: views.floats[f + RESULT_QUANTITY_FLOAT]!,
     price: views.floats[f + RESULT_PRICE_FLOAT]!,
