@@ -88,3 +88,33 @@ export function idKey(words: Int32Array, at: number): string {
   const d = words[at + 3]!;
   return String.fromCharCode(a >>> 16, a & 0xffff, b >>> 16, b & 0xffff, c >>> 16, c & 0xffff, d >>> 16, d & 0xffff);
 }
+
+/**
+ * The words of UUIDs seen again and again (a trader's participant and account, an
+ * instrument), kept by their text: one parse per distinct id instead of one array per
+ * command. The arrays it returns are shared: read them, never write them. Bounded: when
+ * full it starts over, so ids a client makes up cost a parse each, never memory.
+ */
+export class UuidWordsCache {
+  private readonly byText = new Map<string, Int32Array>();
+  private readonly capacity: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+
+  /** The words of a canonical UUID's text, or throws if it is not one (the caller validated it). */
+  words(text: string): Int32Array {
+    let words = this.byText.get(text);
+    if (words === undefined) {
+      words = uuidWords(text);
+      if (this.byText.size >= this.capacity) this.byText.clear();
+      this.byText.set(text, words);
+    }
+    return words;
+  }
+
+  get size(): number {
+    return this.byText.size;
+  }
+}

@@ -21,7 +21,7 @@ import type { KeyFilter } from '../core/key-filter.ts';
 import { shardOf } from '../core/shard-map.ts';
 import { NOT_FOUND, type SharedKeyTable } from '../core/shared-key-table.ts';
 import type { ReadAnswer, ReadRequest, StoredClientOrder } from '../core/storage-protocol.ts';
-import { formatUuid, uuidWords } from '../core/uuid.ts';
+import { formatUuid, UuidWordsCache, uuidWords } from '../core/uuid.ts';
 import { fail, storageFailed, storageSilent, type Reply } from './answers.ts';
 import type { CommandDispatch } from './command-dispatch.ts';
 import { RESULT, type CommandStore } from './command-store.ts';
@@ -64,6 +64,8 @@ export class OrderRouting {
   private readonly commands: CommandDispatch;
   /** A submit's clientOrderId claim and the claim it met: written and read within one call (copied when a path waits). */
   private readonly claimExtra = new Int32Array(14);
+  /** Participants', accounts' and instruments' words, parsed once each (shared arrays: only read). */
+  private readonly ids = new UuidWordsCache(4096);
   private readonly holderExtra = new Int32Array(14);
 
   constructor(gatewayId: number, shardCount: number, sessions: SessionRegistry, tables: ClaimTables, stores: CommandStore[], reads: ReadClient, commands: CommandDispatch) {
@@ -81,7 +83,7 @@ export class OrderRouting {
 
   submit(request: OrderRequest, intake: IntakeInfo, index: number, ref: number, commandId: Int32Array, undoClaims: () => void): void {
     const body = request.body as SubmitBody;
-    const instrument = uuidWords(body.instrumentId);
+    const instrument = this.ids.words(body.instrumentId);
     const orderId = uuidWords(body.orderId);
     const shard = shardOf(instrument, 0, this.shardCount);
     const runNo = this.sessions.activeRunNo;
@@ -99,8 +101,8 @@ export class OrderRouting {
       commandId,
       orderId,
       instrumentId: instrument,
-      participantId: uuidWords(body.participantId),
-      accountId: uuidWords(body.accountId),
+      participantId: this.ids.words(body.participantId),
+      accountId: this.ids.words(body.accountId),
       currency: packCurrency(body.currency),
       priceNanos: request.priceNanos,
       quantityUnits: request.quantityUnits,
@@ -201,9 +203,9 @@ export class OrderRouting {
     const session = this.sessions.sessionOf(body.runId, body.venueSessionId);
     this.targetOrder(request, intake, index, commandId, undoClaims, {
       orderId: uuidWords(body.orderId),
-      instrumentId: uuidWords(body.instrumentId),
-      participantId: uuidWords(body.participantId),
-      accountId: uuidWords(body.accountId),
+      instrumentId: this.ids.words(body.instrumentId),
+      participantId: this.ids.words(body.participantId),
+      accountId: this.ids.words(body.accountId),
       runNo: session === undefined ? -1 : session.runNo,
       sessionNo: session === undefined ? -1 : session.sessionNo,
     });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatUuid, isUuid, parseUuidInto, uuidWords } from '../../core/uuid.ts';
+import { formatUuid, isUuid, parseUuidInto, uuidWords, UuidWordsCache } from '../../core/uuid.ts';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 
 test('a UUID parses to four big-endian words and formats back in lower case', () => {
@@ -47,4 +47,17 @@ test('anything but the canonical 8-4-4-4-12 hex form is rejected', () => {
     assert.equal(isUuid(text), false, text);
   }
   assert.throws(() => uuidWords('nope'), TypeError);
+});
+
+test('UuidWordsCache gives the words of each id, the same array for the same text, and stays within its bound', () => {
+  const cache = new UuidWordsCache(3);
+  const ids = Array.from({ length: 10 }, () => crypto.randomUUID());
+  const first = cache.words(ids[0]!);
+  assert.deepEqual([...first], [...uuidWords(ids[0]!)]);
+  assert.equal(cache.words(ids[0]!), first, 'a second lookup returns the kept array');
+  for (const id of ids) {
+    assert.deepEqual([...cache.words(id)], [...uuidWords(id)], id);
+    assert.ok(cache.size <= 3, `size ${cache.size}`);
+  }
+  assert.throws(() => cache.words('not-a-uuid'), /not a UUID/);
 });
