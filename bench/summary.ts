@@ -124,7 +124,8 @@ function sustainedSummary(s: any): string | null {
 
 const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? 'met' : '**missed**');
 
-export function buildSummary(): string {
+/** `full`: everything (SUMMARY.md); otherwise the README's part: the targets and the CPU per command by mode. */
+export function buildSummary(full = true): string {
   const compare = load('core-compare');
   const l = load('load');
   const rows: string[][] = [];
@@ -217,6 +218,12 @@ export function buildSummary(): string {
     '|---|---|---|---|',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ];
+  if (!full) {
+    const perModeOnly = durableSubmitTable(load('durable-submit'));
+    if (perModeOnly.length > 0) lines.push('', ...perModeOnly);
+    lines.push('', 'The ceilings, the load table by thread count, the open loop, where the cores went and the sustained run: [bench/results/SUMMARY.md](bench/results/SUMMARY.md).');
+    return lines.join('\n');
+  }
   if (l) {
     lines.push(
       '',
@@ -247,10 +254,11 @@ export function buildSummary(): string {
 export function writeSummary(): void {
   const text = buildSummary();
   writeFileSync(join(RESULTS_DIR, 'SUMMARY.md'), `# Benchmark summary\n\n${text}\n`);
+  const brief = buildSummary(false);
   const readme = readFileSync(README, 'utf8');
   const from = readme.indexOf(START);
   const to = readme.indexOf(END);
-  if (from >= 0 && to > from) writeFileSync(README, `${readme.slice(0, from + START.length)}\n${text}\n${readme.slice(to)}`);
+  if (from >= 0 && to > from) writeFileSync(README, `${readme.slice(0, from + START.length)}\n${brief}\n${readme.slice(to)}`);
   console.log(text);
 }
 
