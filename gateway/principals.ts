@@ -103,7 +103,7 @@ export class Principals {
   authenticate(authorization: string): Principal | null {
     if (authorization.length < 8 || authorization.length > 512) return null;
     const space = authorization.indexOf(' ');
-    if (space < 0 || authorization.slice(0, space).toLowerCase() !== 'bearer') return null;
+    if (space !== 6 || !isBearer(authorization)) return null;
     const token = authorization.slice(space + 1).trim();
     if (token === '') return null;
     const cached = this.byToken.get(token);
@@ -115,6 +115,14 @@ export class Principals {
     }
     return principal;
   }
+}
+
+const BEARER = 'bearer';
+
+/** Whether the header starts with "Bearer" in any case (compared by character, no lower-cased copy per request). */
+function isBearer(authorization: string): boolean {
+  for (let k = 0; k < 6; k++) if ((authorization.charCodeAt(k) | 0x20) !== BEARER.charCodeAt(k)) return false;
+  return true;
 }
 
 export function mayActFor(principal: Principal, participantId: string, accountId?: string): boolean {
