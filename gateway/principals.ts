@@ -56,7 +56,7 @@ export class Principals {
     try {
       parsed = JSON.parse(readFileSync(path, 'utf8'));
     } catch (error) {
-      throw new Error(`PRINCIPALS_FILE ${path} cannot be read as JSON: ${(error as Error).message}`);
+      throw new Error(`PRINCIPALS_FILE ${path} cannot be read as JSON: ${(error as Error).message}`, { cause: error });
     }
     return Principals.fromJson(parsed, path);
   }

@@ -51,11 +51,26 @@ const ADMIN_ROUTES: [string, SettlementBodyName][] = [
 
 export const SETTLEMENT_VIEWS = ['facts', 'obligations', 'ledger', 'exceptions', 'proof', 'score'] as const;
 
+/** The fields of the settlement bodies (SETTLEMENT_BODY_SCHEMAS); each route's schema says which its body has. */
+interface SettlementBody {
+  scenarioRunId: string;
+  facts: { factId: string; factType: string; occurredAt: string; causationId?: string; payload: Record<string, unknown> }[];
+  profile?: string;
+  obligationId: string;
+  amountNanos: string;
+  currency: string;
+  quantityUnits: string;
+  reason: string;
+  ledgerEntryId: string;
+  scope: 'platform' | 'venueSession' | 'scenarioRun';
+  scopeId?: string;
+}
+
 /** The validated body as the read thread's request; null (with details) when it cannot be one. */
-function adminRequest(name: SettlementBodyName, body: any, details: ErrorDetail[]): SettlementAdmin | null {
+function adminRequest(name: SettlementBodyName, body: SettlementBody, details: ErrorDetail[]): SettlementAdmin | null {
   switch (name) {
     case 'facts': {
-      const facts = (body.facts as any[]).map((fact, index) => {
+      const facts = body.facts.map((fact, index) => {
         const occurredAtUs = rfc3339Micros(fact.occurredAt);
         if (occurredAtUs === null) details.push({ field: `facts.${index}.occurredAt`, message: 'occurredAt must be an RFC 3339 date-time' });
         const badText = badFreeTextIn(fact.payload, `facts.${index}.payload`);
@@ -79,7 +94,7 @@ function adminRequest(name: SettlementBodyName, body: any, details: ErrorDetail[
         details.push({ field: 'scopeId', message: body.scope === 'platform' ? 'the platform scope takes no scopeId' : `the ${body.scope} scope needs a scopeId` });
         return null;
       }
-      return { action: 'profiles', scope: body.scope, scopeId: body.scopeId ?? null, profile: body.profile };
+      return { action: 'profiles', scope: body.scope, scopeId: body.scopeId ?? null, profile: body.profile! }; // required by its schema
   }
 }
 
@@ -102,7 +117,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
         }
         const body = parsed.value;
         const details = validator.validateSettlementBody(name, body);
-        const request = details.length === 0 ? adminRequest(name, body, details) : null;
+        const request = details.length === 0 ? adminRequest(name, body as SettlementBody, details) : null; // validated: the schema's shape
         if (request === null || details.length > 0) {
           sendError(answer, 'VALIDATION_FAILED', undefined, details);
           return;

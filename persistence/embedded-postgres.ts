@@ -234,7 +234,7 @@ async function waitUntilReady(child: ChildProcess, host: string, port: number, p
       return;
     } catch (error) {
       await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${START_TIMEOUT_MS} ms: ${(error as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within ${START_TIMEOUT_MS} ms: ${(error as Error).message}`, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -39,7 +39,7 @@ export async function migrate(client: pg.Client, dir = MIGRATIONS_DIR): Promise<
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${name} failed: ${(error as Error).message}`);
+        throw new Error(`migration ${name} failed: ${(error as Error).message}`, { cause: error });
       }
       done.push(name);
     }

@@ -38,28 +38,24 @@ export class OperatorRequests {
 
   /** Answers the requests coming on one gateway's port; until the writer starts, that the venue is starting. */
   listen(port: MessagePort): void {
-    port.on('message', async (request: AdminRequest) => {
-      const writer = this.pipeline.writer;
-      if (writer === null) {
-        port.postMessage({ id: request.id, ok: false, message: 'the venue is starting' } satisfies AdminAnswer);
-        return;
-      }
-      if (request.type === 'audit-pending') {
-        port.postMessage({ id: request.id, ok: true, type: 'audit-pending', payload: this.projector.pendingAudit(request.commandId) } satisfies AdminAnswer);
-        return;
-      }
-      if (request.type === 'status') {
-        port.postMessage({ id: request.id, ok: true, type: 'status', payload: this.status(writer) } satisfies AdminAnswer);
-        return;
-      }
-      if (request.type === 'roll-session') {
-        port.postMessage(await this.rollVenueSession(request));
-        return;
-      }
-      const answer = this.rebuilds.then(() => this.rebuildLifecycle(request.id)); // never rejects: a failure is an answer
-      this.rebuilds = answer;
-      port.postMessage(await answer);
+    port.on('message', (request: AdminRequest) => {
+      // A request that throws is still answered: its gateway waits on the id until its bound.
+      this.answer(request).then(
+        (answer) => port.postMessage(answer),
+        (error: unknown) => port.postMessage({ id: request.id, ok: false, ...failureOf(error, 'the persistence thread could not answer the request') } satisfies AdminAnswer),
+      );
     });
+  }
+
+  private async answer(request: AdminRequest): Promise<AdminAnswer> {
+    const writer = this.pipeline.writer;
+    if (writer === null) return { id: request.id, ok: false, message: 'the venue is starting' };
+    if (request.type === 'audit-pending') return { id: request.id, ok: true, type: 'audit-pending', payload: this.projector.pendingAudit(request.commandId) };
+    if (request.type === 'status') return { id: request.id, ok: true, type: 'status', payload: this.status(writer) };
+    if (request.type === 'roll-session') return this.rollVenueSession(request);
+    const answer = this.rebuilds.then(() => this.rebuildLifecycle(request.id)); // never rejects: a failure is an answer
+    this.rebuilds = answer;
+    return answer;
   }
 
   private status(writer: JournalWriter): PersistenceStatus {

@@ -94,6 +94,6 @@ export function runScript(client: pg.ClientBase, sql: string, copies: readonly U
   const copyStatements = sql.match(/\bFROM\s+STDIN\b/gi)?.length ?? 0;
   if (copyStatements !== copies.length) throw new Error(`the script has ${copyStatements} COPY statements and ${copies.length} data buffers`);
   const script = new Script(sql, copies);
-  client.query(script as unknown as pg.QueryConfig);
+  client.query(script as unknown as pg.Submittable); // returns the script itself, not a promise: `done` settles it
   return script.done;
 }

@@ -104,7 +104,7 @@ export function tupleInteger(tuple: Buffer, k: number): number | null {
 /** The server's message, as a text column holds it. */
 export function refusalMessage(error: Error & { detail?: string }): string {
   const text = error.detail === undefined ? error.message : `${error.message} (${error.detail})`;
-  return text.replace(/\u0000/g, '').slice(0, MESSAGE_MAX);
+  return text.replaceAll('\u0000', '').slice(0, MESSAGE_MAX);
 }
 
 /** The COPY data of QUARANTINE_COPY_SQL for these rows. */

@@ -102,10 +102,30 @@ const SELECT = `
          cl.stream_sequence, cl.shard_batch, cl.result_status, cl.reject_code, cl.journal_offset, ${JOURNAL_OF_COMMAND.column}
     FROM runtime.command_log cl ${JOURNAL_OF_COMMAND.join}`;
 
-function toStored(row: Record<string, any>): StoredCommand {
+/** A row of SELECT as node-postgres returns it: smallints as numbers, bigints as text. */
+interface CommandLogRow {
+  command_id: string;
+  client_id: string;
+  idempotency_key: string;
+  route: number;
+  processing_mode: number;
+  shard_id: number;
+  principal_id: string;
+  order_id: string | null;
+  instrument_id: string | null;
+  payload_hash: string;
+  stream_sequence: string;
+  shard_batch: string;
+  result_status: number;
+  reject_code: string | null;
+  journal_offset: number | null;
+  journal: Buffer;
+}
+
+function toStored(row: CommandLogRow): StoredCommand {
   const mode = Number(row.processing_mode);
   const shard = Number(row.shard_id);
-  const envelope = storedEnvelope(row as Parameters<typeof storedEnvelope>[0]);
+  const envelope = storedEnvelope(row);
   const syncResult = PROCESSING_MODE_NAMES[mode] === 'sync-result';
   return {
     commandId: row.command_id,
@@ -128,8 +148,6 @@ function toStored(row: Record<string, any>): StoredCommand {
     responseBody: syncResult ? envelope : renderPointer(row.command_id, PROCESSING_MODE_NAMES[mode]!),
   };
 }
-
-const projected = () => Array.from({ length: data.shardCount }, (_, shard) => control.projected(shard));
 
 /** The snapshot loop's state, reported by /internal/market-data/projector/status. */
 const projectorState = {
@@ -298,7 +316,7 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
   await readYourWrites();
   if (request.type === 'plane') return { command: null, answer: await plane(request.read) };
   const one = async (where: string, value: string) => {
-    const result = await pool.query(`${SELECT} WHERE ${where}`, [value]);
+    const result = await pool.query<CommandLogRow>(`${SELECT} WHERE ${where}`, [value]);
     return result.rows.length === 0 ? null : toStored(result.rows[0]!);
   };
   if (request.type === 'command') return { command: await one('cl.command_id = $1', request.commandId) };

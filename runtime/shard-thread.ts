@@ -13,7 +13,6 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
 import { EVENT_ACCEPTED, EXPIRY_SCAN_SLOTS } from '../core/codes.ts';
 import { expiryProgress, expirySlot } from '../core/session-expiry.ts';
-import type { EngineCapture } from '../core/engine-state.ts';
 import { captureEngine, engineStateBytes, readEngineSnapshot, writeEngineSnapshot } from '../persistence/engine-snapshot.ts';
 import { INSTRUMENT_CAPACITY_DEFAULT, MatchingEngine, OWNER_CAPACITY_DEFAULT } from '../core/matching-engine.ts';
 import { SHARD_COMMANDS_WORD, ShardRunner } from '../core/shard-runner.ts';

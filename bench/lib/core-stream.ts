@@ -163,7 +163,6 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
     if (random.chance(0.001)) mid += random.chance(0.5) ? tick : -tick;
 
     const roll = i < options.restingOrders ? 0 : random.below(100);
-    let target = -1;
     if (roll < options.restPct || live.length === 0) {
       const side = random.chance(0.5) ? Side.BUY : Side.SELL;
       // Distance from the mid: mostly close, a long tail out to `spread` ticks.
@@ -175,7 +174,7 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       writeSubmit(words, floats, w, f, nextOrder++, side, hidden ? OrderType.LIMIT_HIDDEN : OrderType.LIMIT, TimeInForce.DAY, price, quantity);
       if (i >= options.restingOrders) counts.rest++;
     } else if (roll < options.restPct + options.cancelPct) {
-      target = live[random.below(live.length)]!;
+      const target = live[random.below(live.length)]!;
       writeTarget(words, w, Opcode.CANCEL, target);
       if (ops) recordOp(ops, i, ReplayOp.CANCEL, target, 0, 0, 0);
       counts.cancel++;
@@ -189,7 +188,7 @@ export function buildCoreStream(options: StreamOptions): CommandStream {
       writeSubmit(words, floats, w, f, nextOrder++, side, OrderType.LIMIT, TimeInForce.IOC, Math.max(tick, price), quantity);
       counts.cross++;
     } else {
-      target = live[random.below(live.length)]!;
+      const target = live[random.below(live.length)]!;
       writeTarget(words, w, Opcode.MODIFY, target);
       const price = livePrice.get(target)!;
       const quantity = liveQuantity.get(target)!;

@@ -331,8 +331,12 @@ export function proofTotals(state: SettlementState, obligationId: string) {
   let securityCredits = 0n;
   for (const entry of state.ledger) {
     if (entry.obligationId !== obligationId) continue;
-    if (entry.assetType === 'CASH') entry.direction === 'DEBIT' ? (cashDebits += entry.amount) : (cashCredits += entry.amount);
-    else entry.direction === 'DEBIT' ? (securityDebits += entry.amount) : (securityCredits += entry.amount);
+    const debit = entry.direction === 'DEBIT';
+    if (entry.assetType === 'CASH') {
+      if (debit) cashDebits += entry.amount;
+      else cashCredits += entry.amount;
+    } else if (debit) securityDebits += entry.amount;
+    else securityCredits += entry.amount;
   }
   const any = cashDebits + cashCredits + securityDebits + securityCredits > 0n;
   return { cashDebits, cashCredits, securityDebits, securityCredits, balanced: any && cashDebits === cashCredits && securityDebits === securityCredits };

@@ -145,7 +145,7 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
   const session: Session & { startedAt: string } = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
   assert.equal(session.runId, runId);
   let trades = 0;
-  let stopCode: number | null = null;
+  let stopCode: number | null;
   try {
     for (let cycle = 1; cycle <= CYCLES; cycle++) {
       const seed = seeds.nextUint32();

@@ -7,10 +7,8 @@ import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { topOfBook, depth } from '../../core/book-queries.ts';
 import {
   EVENT_ACCEPTED,
-  EVENT_EXECUTION,
   EVENT_EXPIRED,
   EVENT_REJECTED,
-  EVENT_TRADE,
   EventKind,
   EXPIRY_SCAN_SLOTS,
   Opcode,

@@ -571,6 +571,7 @@ class Generator {
     );
     const route = r.pick(candidates);
     const auth = AUTH[r.pick(route.roles)];
+    // eslint-disable-next-line no-control-regex -- control characters are the hostile input under test
     const encode = (value: string) => (r.chance(0.3) && /^[^\x00-\x20#%&+?/\\]*$/.test(value) && /[^\x00-\x7f]/.test(value) ? value : percentEncode(value));
     let pathParam: string | undefined;
     let query: string[] = [];
@@ -1301,6 +1302,7 @@ const storageCannotHold = (value: string) => value.includes('\u0000') || /[\ud80
 function hostileRefused(kind: Kind, value: string): boolean {
   if (storageCannotHold(value)) return true;
   if (typeof kind !== 'string' || !kind.startsWith('text')) return true; // ids, numbers, enums, dates: none of these values is one
+  // eslint-disable-next-line no-control-regex -- control characters are the hostile input under test
   if (IDENTIFIER_KINDS.has(kind) && /[\u0000-\u001f\u007f-\u009f]/.test(value)) return true;
   const length = [...value].length;
   return length === 0 || length > Number(kind.slice(4));

@@ -29,11 +29,12 @@ test('a claimed port stays bound until released, a busy one is refused, and rele
   await assert.rejects(claimPort('127.0.0.1', claim.port), /already in use/);
   // A free port asked of the kernel meanwhile, as the embedded PostgreSQL asks for one, is never this one.
   const others = await Promise.all(Array.from({ length: 50 }, () => listen(0)));
-  for (const other of others) {
+  const servers = others.map((other) => {
     assert.ok('close' in other);
-    assert.notEqual(other.port, claim.port);
-  }
-  await Promise.all(others.map((other) => ('close' in other ? other.close() : undefined)));
+    return other;
+  });
+  for (const server of servers) assert.notEqual(server.port, claim.port);
+  await Promise.all(servers.map((server) => server.close()));
 
   // A client that connects meanwhile (a /readyz probe during the start) is cut off, and does not hold up the release.
   const client = connect({ host: '127.0.0.1', port: claim.port });

@@ -138,12 +138,15 @@ export async function sendUntilKilled(
   let inFlightAtKill = 0;
   let next = 0;
   let killing: Promise<void> | null = null;
-  const kill = () => {
-    if (killing !== null) return;
-    inFlightAtKill = inFlight;
-    killing = venue.kill({ database: options.database === true });
+  const kill = (): Promise<void> => {
+    if (killing === null) {
+      inFlightAtKill = inFlight;
+      killing = venue.kill({ database: options.database === true });
+    }
+    return killing;
   };
-  const timer = options.killAfterMs === undefined ? undefined : setTimeout(kill, options.killAfterMs);
+  // Awaited once, at the end, whichever call started it.
+  const timer = options.killAfterMs === undefined ? undefined : setTimeout(() => void kill(), options.killAfterMs);
   const worker = async () => {
     while (next < commands.length && killing === null) {
       const command = commands[next++]!;
@@ -151,7 +154,7 @@ export async function sendUntilKilled(
       try {
         const answer = await venue.order(command.path, command.body, { key: command.key, token: command.token, ...(command.mode === undefined ? {} : { mode: command.mode }) });
         command.answer = { status: answer.status, text: answer.text };
-        if (++answered === options.killAfterAnswers) kill();
+        if (++answered === options.killAfterAnswers) void kill();
       } catch {
         // the connection died with the venue: not acknowledged
       } finally {
@@ -162,8 +165,7 @@ export async function sendUntilKilled(
   await Promise.all(Array.from({ length: options.concurrency }, worker));
   clearTimeout(timer);
   const killedMidLoad = killing !== null;
-  kill();
-  await killing;
+  await kill();
   return { sent: next, answered, inFlightAtKill, killedMidLoad };
 }
 

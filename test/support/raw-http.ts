@@ -136,7 +136,7 @@ export function rawExchange(
     const timer = setTimeout(() => finish(false, true), options.timeoutMs);
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
-      let count = 0;
+      let count: number;
       try {
         count = parseAnswers(received).answers.length;
       } catch {
