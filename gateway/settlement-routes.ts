@@ -8,7 +8,7 @@ import type uWS from 'uWebSockets.js';
 import type { PlaneAnswer, PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
 import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
 import { storageError } from './storage-client.ts';
-import { errorBody, type ErrorDetail, ERRORS, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './settlement-schemas.ts';
 import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
