@@ -9,6 +9,9 @@ import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from '../core
 import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, serverErrorBody, STATUS_LINES } from './error-catalog.ts';
 import { fail, invalid, type Reply } from './answers.ts';
 import type { OrderFlow } from './order-flow.ts';
+import type { HttpMetrics } from './http-metrics.ts';
+import type { MetricsExposition } from './metrics-exposition.ts';
+import { OUTCOME_ACCEPTED } from '../core/venue-metrics.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.ts';
@@ -39,14 +42,32 @@ export interface HttpDependencies {
   openApiJson: string;
   /** Venue control words: [0] ready, [1] draining. */
   venueControl: Int32Array;
+  /** This thread's answer counters (gateway/http-metrics.ts). */
+  metrics: HttpMetrics;
+  /** What GET /metrics writes, built at the first scrape (gateway/metrics-exposition.ts). */
+  exposition: () => MetricsExposition;
 }
+
+/** This thread's counters: one app per gateway thread, so one per module. */
+let metrics: HttpMetrics;
 
 /** A uWebSockets.js response behind the Reply interface: answers once, never after an abort. */
 class UwsReply implements Reply {
   aborted = false;
   private done = false;
+  /** The route the request reached, fixed at arrival: the answer may come later, in another handler's turn. */
+  private readonly route = metrics.active;
+  /** An order command's processing mode, once read (metrics: its duration is timed from then on). */
+  mode = -1;
+  outcome = OUTCOME_ACCEPTED;
+  private readonly arrivedMs: number;
 
-  constructor(private readonly res: uWS.HttpResponse) {
+  /** `commandRoute`: the order route's code (gateway/status-view.ts ROUTE_*), or -1 for any other request. */
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    private readonly commandRoute = -1,
+  ) {
+    this.arrivedMs = commandRoute >= 0 ? performance.now() : 0;
     res.onAborted(() => {
       this.aborted = true;
     });
@@ -56,6 +77,8 @@ class UwsReply implements Reply {
   send(status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS, closeConnection = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
+    metrics.answered(this.route, status);
+    if (this.commandRoute >= 0) metrics.command(this.commandRoute, this.mode, status, this.outcome, this.arrivedMs);
     this.res.cork(() => {
       this.res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
@@ -85,7 +108,9 @@ export function endAnswer(res: uWS.HttpResponse, body: string | Uint8Array, clos
   res.onWritable((offset) => res.tryEnd(bytes.subarray(offset), size)[0]);
 }
 
-function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+/** `route`: the route to count the answer under; by default the handler's running now (an answer written later must name its own). */
+function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS, route = metrics.active): void {
+  metrics.answered(route, status);
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
     for (const name in headers) res.writeHeader(name, headers[name]!);
@@ -117,7 +142,14 @@ const ORDER_ROUTES: Array<[string, OrderRoute, number]> = [
 
 export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   const { config, flow, principals, validator, sessions, venueControl } = deps;
+  metrics = deps.metrics;
   const app = uWS.App();
+  metrics.countRoutes(app);
+  /** A Send for an answer that may be written after the handler returned: counted under the route the request reached. */
+  const sender = (res: uWS.HttpResponse) => {
+    const route = metrics.active;
+    return (status: number, body: string, headers?: Record<string, string>) => sendNow(res, status, body, headers, route);
+  };
 
   /** Authenticates and checks the role; answers and returns null on failure. */
   const admit = (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission): Principal | null => {
@@ -159,7 +191,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         failNow(res, 'PAYLOAD_TOO_LARGE', bodyTooLarge(config.maxBodyBytes));
         return;
       }
-      const reply = new UwsReply(res);
+      const reply = new UwsReply(res, routeCode);
       readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw, rawBytes) => {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         const parsed = parseJsonBody(raw);
@@ -178,12 +210,14 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
           fail(reply, 'FORBIDDEN', forbidden);
           return;
         }
+        const mode = (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode;
+        reply.mode = PROCESSING_MODES.indexOf(mode);
         flow.handle({
           route: routeCode,
           principal,
           clientId,
           idempotencyKey,
-          mode: (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode,
+          mode,
           body: result.body,
           raw,
           rawBytes,
@@ -287,11 +321,23 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     sendNow(res, 200, deps.openApiJson);
   });
 
-  registerReadRoutes(app, { validator, admit, send: sendNow, read: (read) => flow.readPlane(read) });
+  app.get('/metrics', (res, req) => {
+    if (admit(res, req, 'metrics') === null) return;
+    const reply = new UwsReply(res);
+    const exposition = deps.exposition();
+    exposition.metrics().then(
+      (text) => reply.send(200, text, { 'Content-Type': exposition.contentType }),
+      (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', 'the metrics could not be gathered; retry shortly', error), RETRY_HEADERS),
+    );
+  });
+  app.any('/metrics', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/metrics takes GET'));
+
+  registerReadRoutes(app, { validator, admit, send: sendNow, sender, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {
     validator,
     admit,
     send: sendNow,
+    sender,
     read: (read) => flow.readPlane(read),
     adminMaxBodyBytes: config.adminMaxBodyBytes,
     competition: config.competitionProfile !== '',

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
+import { PersistenceCounters } from '../core/venue-metrics.ts';
 import { JournalWriter } from './journal-writer.ts';
 import { MarketViews } from './market-views.ts';
 import { OpenOrdersCheckpoint } from './open-orders-checkpoint.ts';
@@ -100,6 +101,7 @@ async function main(): Promise<void> {
     journalDurable: durable,
     lastCommitNo: start.lastCommitNo,
     log,
+    counters: new PersistenceCounters(data.metrics),
   });
   ownReads.ready = true;
   for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, durable[shard]!);
