@@ -14,7 +14,7 @@ after(async () => {
 });
 
 /** The exposition's samples by name and labels as written (`name{a="1",b="2"}`). */
-async function scrape(token = TOKENS.operator): Promise<Map<string, number>> {
+async function scrape(token: string = TOKENS.operator): Promise<Map<string, number>> {
   const answer = await venue.get('/metrics', token);
   assert.equal(answer.status, 200, answer.text);
   const samples = new Map<string, number>();
