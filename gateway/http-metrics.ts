@@ -58,13 +58,13 @@ export class HttpMetrics {
   }
 
   /**
-   * An order command's answer: its outcome, and unless it was refused before its mode
-   * was read (`mode` -1), its time from arrival (`arrivedMs`, performance.now()).
+   * An order command's answer: its outcome, and unless it was refused before it was
+   * taken (`mode` -1), its time from arrival (`arrivedUs`, µs since the epoch).
    */
-  command(commandRoute: number, mode: number, status: number, marked: number, arrivedMs: number): void {
+  command(commandRoute: number, mode: number, status: number, marked: number, arrivedUs: number): void {
     const outcome = outcomeOf(status, marked);
     this.counters.command(commandRoute, outcome);
-    if (mode >= 0) this.counters.duration(commandRoute, mode, (performance.now() - arrivedMs) / 1000);
+    if (mode >= 0) this.counters.duration(commandRoute, mode, ((performance.timeOrigin + performance.now()) * 1000 - arrivedUs) / 1e6);
   }
 
   /**

@@ -57,17 +57,16 @@ class UwsReply implements Reply {
   private done = false;
   /** The route the request reached, fixed at arrival: the answer may come later, in another handler's turn. */
   private readonly route = metrics.active;
-  /** An order command's processing mode, once read (metrics: its duration is timed from then on). */
+  /** An order command's processing mode and arrival (µs since the epoch), once its body is read and valid: it is timed from then. */
   mode = -1;
+  arrivedUs = 0;
   outcome = OUTCOME_ACCEPTED;
-  private readonly arrivedMs: number;
 
   /** `commandRoute`: the order route's code (gateway/status-view.ts ROUTE_*), or -1 for any other request. */
   constructor(
     private readonly res: uWS.HttpResponse,
     private readonly commandRoute = -1,
   ) {
-    this.arrivedMs = commandRoute >= 0 ? performance.now() : 0;
     res.onAborted(() => {
       this.aborted = true;
     });
@@ -78,7 +77,7 @@ class UwsReply implements Reply {
     if (this.aborted || this.done) return;
     this.done = true;
     metrics.answered(this.route, status);
-    if (this.commandRoute >= 0) metrics.command(this.commandRoute, this.mode, status, this.outcome, this.arrivedMs);
+    if (this.commandRoute >= 0) metrics.command(this.commandRoute, this.mode, status, this.outcome, this.arrivedUs);
     this.res.cork(() => {
       this.res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
@@ -211,7 +210,10 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
           return;
         }
         const mode = (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode;
+        // One clock read serves the intake record and the duration.
+        const receivedAtUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
         reply.mode = PROCESSING_MODES.indexOf(mode);
+        reply.arrivedUs = receivedAtUs;
         flow.handle({
           route: routeCode,
           principal,
@@ -223,6 +225,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
           rawBytes,
           priceNanos: result.priceNanos,
           quantityUnits: result.quantityUnits,
+          receivedAtUs,
           reply,
         });
       });
