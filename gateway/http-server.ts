@@ -335,7 +335,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   });
   app.any('/metrics', (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', '/metrics takes GET'));
 
-  registerReadRoutes(app, { validator, admit, send: sendNow, sender, read: (read) => flow.readPlane(read) });
+  registerReadRoutes(app, { validator, admit, sender, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {
     validator,
     admit,

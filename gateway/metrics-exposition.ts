@@ -62,7 +62,7 @@ export class MetricsExposition {
       ),
     );
     register(
-      sharedMetric('venue_command_duration_seconds', 'Order commands from arrival (request headers in) to answer, by route and processing mode; commands refused before their mode was read are not timed.', 'histogram', () => {
+      sharedMetric('venue_command_duration_seconds', 'Order commands from arrival (the body read and valid, when the intake record is stamped) to answer, by route and processing mode; the 400s are not timed.', 'histogram', () => {
         const samples: Sample[] = [];
         COMMAND_ROUTES.forEach((route, index) => MODES.forEach((mode, slot) => histogramSamples('venue_command_duration_seconds', { route, mode }, reader.duration(index, slot), samples)));
         return samples;

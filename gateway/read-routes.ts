@@ -26,9 +26,7 @@ export const BARS_MAX_COUNT = 1440;
 export interface ReadRouteDependencies {
   validator: RequestValidator;
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
-  /** Writes a whole answer (corked). */
-  send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
-  /** A Send for `res` that may answer after the handler returned (counted under the route the request reached). */
+  /** A Send for `res`, which writes a whole answer (corked), also after the handler returned (counted under the route the request reached). */
   sender: (res: uWS.HttpResponse) => Send;
   read: (read: PlaneRead) => Promise<PlaneAnswer>;
 }
