@@ -8,6 +8,8 @@ import { errorBody, type ErrorCode, type ErrorDetail, ERRORS, serverErrorBody } 
 export interface Reply {
   send(status: number, body: string | Uint8Array, headers?: Record<string, string>): void;
   readonly aborted: boolean;
+  /** What a 200 or 202 answer means for the metrics (core/venue-metrics.ts OUTCOME_*): accepted unless marked rejected or replayed. */
+  outcome: number;
 }
 
 export const RETRY_AFTER = { 'Retry-After': '1' };

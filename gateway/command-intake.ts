@@ -77,7 +77,7 @@ export class CommandIntake {
     const scopeBytes = scopeDigest(request.principal.principalId, request.clientId, request.idempotencyKey);
     const scope = wordsOf(scopeBytes);
     const commandId = uuidWords(body.commandId);
-    const receivedAtUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+    const receivedAtUs = request.receivedAtUs;
     const intake: IntakeInfo = {
       route,
       mode: PROCESSING_MODES.indexOf(request.mode),

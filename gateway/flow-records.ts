@@ -26,6 +26,8 @@ export interface OrderRequest {
   rawBytes: number;
   priceNanos: number;
   quantityUnits: number;
+  /** When the command arrived whole (its body read), µs since the epoch: its intake record's and its duration's start. */
+  receivedAtUs: number;
   reply: Reply;
 }
 

@@ -11,9 +11,12 @@ import uWS from 'uWebSockets.js';
 import type { VenueConfig } from '../core/config.ts';
 import { setCauseLog } from './error-catalog.ts';
 import { buildApp } from './http-server.ts';
+import { HttpMetrics } from './http-metrics.ts';
+import { MetricsExposition } from './metrics-exposition.ts';
 import { buildOpenApi } from './openapi.ts';
 import { OrderFlow } from './order-flow.ts';
 import { Principals } from './principals.ts';
+import { QueueMarks } from '../core/queue-marks.ts';
 import { SessionRegistry, type NumberedSession } from './sessions.ts';
 import { SessionSwitches, type SessionMessage } from './session-roll.ts';
 import { RequestValidator } from './validation.ts';
@@ -46,6 +49,9 @@ setCauseLog((fields, message) => logger.error(fields, message));
 const sessions = new SessionRegistry(data.session, data.knownSessions);
 const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort, ownReads: data.ownReadPort });
 const switches = new SessionSwitches(gatewayId, sessions, (message: SessionMessage) => parentPort!.postMessage(message));
+const metrics = new HttpMetrics(memory.metrics, gatewayId);
+// Built at the first scrape: prom-client's default metrics sample the event loop on a timer, which an unscraped gateway does without.
+let exposition: MetricsExposition | null = null;
 const app = buildApp({
   config,
   flow,
@@ -55,6 +61,8 @@ const app = buildApp({
   switches,
   openApiJson: JSON.stringify(buildOpenApi()),
   venueControl: new Int32Array(memory.venueControl),
+  metrics,
+  exposition: () => (exposition ??= new MetricsExposition(memory, config, new QueueMarks(memory.queueMarks), metrics.routes)),
 });
 let listenSocket: uWS.us_listen_socket | null = null;
 let running = true;

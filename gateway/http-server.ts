@@ -9,6 +9,9 @@ import { PROCESSING_MODES, type ProcessingMode, type VenueConfig } from '../core
 import { errorBody, type ErrorCode, ERRORS, type ErrorDetail, serverErrorBody, STATUS_LINES } from './error-catalog.ts';
 import { fail, invalid, type Reply } from './answers.ts';
 import type { OrderFlow } from './order-flow.ts';
+import type { HttpMetrics } from './http-metrics.ts';
+import type { MetricsExposition } from './metrics-exposition.ts';
+import { OUTCOME_ACCEPTED } from '../core/venue-metrics.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.ts';
@@ -39,14 +42,31 @@ export interface HttpDependencies {
   openApiJson: string;
   /** Venue control words: [0] ready, [1] draining. */
   venueControl: Int32Array;
+  /** This thread's answer counters (gateway/http-metrics.ts). */
+  metrics: HttpMetrics;
+  /** What GET /metrics writes, built at the first scrape (gateway/metrics-exposition.ts). */
+  exposition: () => MetricsExposition;
 }
+
+/** This thread's counters: one app per gateway thread, so one per module. */
+let metrics: HttpMetrics;
 
 /** A uWebSockets.js response behind the Reply interface: answers once, never after an abort. */
 class UwsReply implements Reply {
   aborted = false;
   private done = false;
+  /** The route the request reached, fixed at arrival: the answer may come later, in another handler's turn. */
+  private readonly route = metrics.active;
+  /** An order command's processing mode and arrival (µs since the epoch), once its body is read and valid: it is timed from then. */
+  mode = -1;
+  arrivedUs = 0;
+  outcome = OUTCOME_ACCEPTED;
 
-  constructor(private readonly res: uWS.HttpResponse) {
+  /** `commandRoute`: the order route's code (gateway/status-view.ts ROUTE_*), or -1 for any other request. */
+  constructor(
+    private readonly res: uWS.HttpResponse,
+    private readonly commandRoute = -1,
+  ) {
     res.onAborted(() => {
       this.aborted = true;
     });
@@ -56,6 +76,8 @@ class UwsReply implements Reply {
   send(status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS, closeConnection = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
+    metrics.answered(this.route, status);
+    if (this.commandRoute >= 0) metrics.command(this.commandRoute, this.mode, status, this.outcome, this.arrivedUs);
     this.res.cork(() => {
       this.res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
@@ -85,7 +107,9 @@ export function endAnswer(res: uWS.HttpResponse, body: string | Uint8Array, clos
   res.onWritable((offset) => res.tryEnd(bytes.subarray(offset), size)[0]);
 }
 
-function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+/** `route`: the route to count the answer under; by default the handler's running now (an answer written later must name its own). */
+function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS, route = metrics.active): void {
+  metrics.answered(route, status);
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
     for (const name in headers) res.writeHeader(name, headers[name]!);
@@ -117,7 +141,14 @@ const ORDER_ROUTES: Array<[string, OrderRoute, number]> = [
 
 export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   const { config, flow, principals, validator, sessions, venueControl } = deps;
+  metrics = deps.metrics;
   const app = uWS.App();
+  metrics.countRoutes(app);
+  /** A Send for an answer that may be written after the handler returned: counted under the route the request reached. */
+  const sender = (res: uWS.HttpResponse) => {
+    const route = metrics.active;
+    return (status: number, body: string, headers?: Record<string, string>) => sendNow(res, status, body, headers, route);
+  };
 
   /** Any other method on a served path is 405 (the resource exists; RFC 9110), not the catch-all's 404. */
   const onlyMethod = (path: string, method: 'GET' | 'POST') =>
@@ -165,7 +196,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
         failNow(res, 'PAYLOAD_TOO_LARGE', bodyTooLarge(config.maxBodyBytes));
         return;
       }
-      const reply = new UwsReply(res);
+      const reply = new UwsReply(res, routeCode);
       readBody(res, config.maxBodyBytes, lengthHeader, reply, (raw, rawBytes) => {
         const headerProblems = checkOrderHeaders(clientId, idempotencyKey, modeHeader);
         const parsed = parseJsonBody(raw);
@@ -184,17 +215,23 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
           fail(reply, 'FORBIDDEN', forbidden);
           return;
         }
+        const mode = (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode;
+        // One clock read serves the intake record and the duration.
+        const receivedAtUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+        reply.mode = PROCESSING_MODES.indexOf(mode);
+        reply.arrivedUs = receivedAtUs;
         flow.handle({
           route: routeCode,
           principal,
           clientId,
           idempotencyKey,
-          mode: (modeHeader === '' ? config.processingMode : modeHeader) as ProcessingMode,
+          mode,
           body: result.body,
           raw,
           rawBytes,
           priceNanos: result.priceNanos,
           quantityUnits: result.quantityUnits,
+          receivedAtUs,
           reply,
         });
       });
@@ -298,12 +335,24 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   });
   onlyMethod('/api/v1/openapi.json', 'GET');
 
-  registerReadRoutes(app, { validator, admit, onlyMethod, send: sendNow, read: (read) => flow.readPlane(read) });
+  app.get('/metrics', (res, req) => {
+    if (admit(res, req, 'metrics') === null) return;
+    const reply = new UwsReply(res);
+    const exposition = deps.exposition();
+    exposition.metrics().then(
+      (text) => reply.send(200, text, { 'Content-Type': exposition.contentType }),
+      (error: Error) => reply.send(503, serverErrorBody('UNAVAILABLE', 'the metrics could not be gathered; retry shortly', error), RETRY_HEADERS),
+    );
+  });
+  onlyMethod('/metrics', 'GET');
+
+  registerReadRoutes(app, { validator, admit, onlyMethod, sender, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {
     validator,
     admit,
     onlyMethod,
     send: sendNow,
+    sender,
     read: (read) => flow.readPlane(read),
     adminMaxBodyBytes: config.adminMaxBodyBytes,
     competition: config.competitionProfile !== '',

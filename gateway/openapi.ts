@@ -39,6 +39,7 @@ const TAGS = {
   settlement: 'Settlement evidence of a scenario run: facts, obligations, ledger, exceptions, proof, scores',
   admin: 'Operator routes: command audit, projection rebuild, persistence status, session roll, settlement facts and repairs',
   probes: 'Liveness and readiness; no token',
+  metrics: 'The Prometheus metrics, for operators and viewers',
 } as const;
 type Tag = keyof typeof TAGS;
 
@@ -388,6 +389,21 @@ export function buildOpenApi(): Record<string, unknown> {
       '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('getSettlementProof', 'The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
       '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('getSettlementScore', 'Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
       '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('getSettlementLeaderboard', 'Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true, notFound: 'COMPETITION_PROFILE is not set: the route is not served' }),
+      '/metrics': {
+        get: {
+          operationId: 'getMetrics',
+          tags: ['metrics'],
+          summary: 'Prometheus text exposition (written by prom-client): requests, commands, their durations, journal commits, projection lag, queue high-water marks, market-data subscribers and the process metrics',
+          security: [{ bearer: [] }],
+          responses: {
+            200: { description: 'the metrics, in the Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } },
+            401: error('missing or unknown bearer token'),
+            403: error('operators and viewers only'),
+            405: error('the route takes GET'),
+            503: error('the metrics could not be gathered'),
+          },
+        },
+      },
       // The probes are the only routes that take no token (API contract, Authentication).
       '/healthz': {
         get: { operationId: 'getLiveness', tags: ['probes'], summary: 'Liveness: 200 while the process lives', security: [], responses: { 200: { description: '{ "status": "ok" }' } } },

@@ -3,6 +3,7 @@
 //   trader   order commands, own-order reads, own command status, market data
 //   operator everything under /admin/v1, all settlement reads, any command status
 //   viewer   market data and availability only
+// Operators and viewers may scrape the metrics (GET /metrics).
 // Every role may read the venue session and the OpenAPI document.
 
 import { createHash } from 'node:crypto';
@@ -14,12 +15,12 @@ import { isUuid } from '../core/uuid.ts';
 export const DEFAULT_PRINCIPALS_FILE = fileURLToPath(new URL('./principals.dev.json', import.meta.url));
 
 export type Role = 'trader' | 'operator' | 'viewer';
-export type Permission = 'orders' | 'own-reads' | 'command-status-own' | 'command-status-any' | 'market-data' | 'admin' | 'settlement' | 'public';
+export type Permission = 'orders' | 'own-reads' | 'command-status-own' | 'command-status-any' | 'market-data' | 'admin' | 'settlement' | 'metrics' | 'public';
 
 const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   trader: ['orders', 'own-reads', 'command-status-own', 'market-data', 'public'],
-  operator: ['admin', 'settlement', 'command-status-any', 'command-status-own', 'market-data', 'public'],
-  viewer: ['market-data', 'public'],
+  operator: ['admin', 'settlement', 'command-status-any', 'command-status-own', 'market-data', 'metrics', 'public'],
+  viewer: ['market-data', 'metrics', 'public'],
 };
 
 export interface Principal {

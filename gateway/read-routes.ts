@@ -28,8 +28,8 @@ export interface ReadRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   /** Answers 405 to the other methods on `path`. */
   onlyMethod: (path: string, method: 'GET' | 'POST') => void;
-  /** Writes a whole answer (corked). */
-  send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
+  /** A Send for `res`, which writes a whole answer (corked), also after the handler returned (counted under the route the request reached). */
+  sender: (res: uWS.HttpResponse) => Send;
   read: (read: PlaneRead) => Promise<PlaneAnswer>;
 }
 
@@ -68,7 +68,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     app[method](path, (res, req) => {
       const principal = admit(res, req, permission);
       if (principal === null) return;
-      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
+      const send = deps.sender(res);
       const { query, details } = parseQuery(req.getQuery());
       if (queryName !== null) details.push(...validator.validateQuery(queryName, query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });

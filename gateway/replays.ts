@@ -5,6 +5,7 @@ import type { StoredCommand } from '../core/storage-protocol.ts';
 import { fail, send, storageFailed, storageSilent, type Reply } from './answers.ts';
 import type { CommandStore } from './command-store.ts';
 import type { VenueConfig } from '../core/config.ts';
+import { OUTCOME_REPLAYED } from '../core/venue-metrics.ts';
 import { snapshotOf, type ReadClient } from './flow-records.ts';
 
 /** The 503 of a replay whose original has no answer yet (in flight, or past the wait for it). */
@@ -16,6 +17,12 @@ interface Waiter {
   ref: number;
   commandId: Int32Array;
   deadlineMs: number;
+}
+
+/** The original's answer again, counted as a replay by the metrics. */
+function replay(reply: Reply, status: number, body: string | Uint8Array): void {
+  reply.outcome = OUTCOME_REPLAYED;
+  send(reply, status, body);
 }
 
 export class Replays {
@@ -43,7 +50,7 @@ export class Replays {
       return;
     }
     if (snapshot.response !== null) {
-      send(reply, snapshot.responseStatus, snapshot.response);
+      replay(reply, snapshot.responseStatus, snapshot.response);
       return;
     }
     // Bounded like the original's own answer: a retry is never held longer than DURABLE_WAIT_MS either.
@@ -70,7 +77,7 @@ export class Replays {
     if (stored.responseStatus === 0 || stored.responseBody === null) {
       return fail(reply, 'UNAVAILABLE', NOT_ANSWERED_YET);
     }
-    send(reply, stored.responseStatus, stored.responseBody);
+    replay(reply, stored.responseStatus, stored.responseBody);
   }
 
   /** Answers replays whose original has been answered meanwhile; gives up after a bound. */
@@ -84,7 +91,7 @@ export class Replays {
       if (snapshot === null || snapshot.response === null) {
         fail(waiter.reply, 'UNAVAILABLE', NOT_ANSWERED_YET);
       } else {
-        send(waiter.reply, snapshot.responseStatus, snapshot.response);
+        replay(waiter.reply, snapshot.responseStatus, snapshot.response);
       }
     }
   }

@@ -8,6 +8,7 @@ import type { ResultEvent, ResultHeader } from '../core/result-slot.ts';
 import type { SharedKeyTable } from '../core/shared-key-table.ts';
 import type { CommandStore } from './command-store.ts';
 import { PROCESSING_MODES } from '../core/config.ts';
+import { OUTCOME_REJECTED } from '../core/venue-metrics.ts';
 import { answerWhenDurable, recordPointer } from './durable-answers.ts';
 import type { DurabilityGate } from './durability.ts';
 import type { ClaimTables, Pending } from './flow-records.ts';
@@ -82,6 +83,7 @@ export class ResultDelivery {
     });
     const reply = pending.reply;
     if (reply === null) return; // captured-ack and accepted-async answer on the intake commit
+    if (!outcome.accepted) reply.outcome = OUTCOME_REJECTED;
     // sync-result and stream-ack answer once the outcome is on the durable journal.
     const mode = PROCESSING_MODES[pending.mode]!;
     answerWhenDurable(this.durability, reply, pending.intakeCount, shard, events[events.length - 1]!.sequence, pending.deadlineMs, pending.late, () => {

@@ -22,6 +22,8 @@ export interface SettlementRouteDependencies {
   /** Answers 405 to the other methods on `path`. */
   onlyMethod: (path: string, method: 'GET' | 'POST') => void;
   send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
+  /** A Send for `res` that may answer after the handler returned (counted under the route the request reached). */
+  sender: (res: uWS.HttpResponse) => Send;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
   readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: Send) => void) => void;
   read: (read: PlaneRead) => Promise<PlaneAnswer>;
@@ -135,7 +137,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       // The leaderboard is public; the other reads are for operators, or traders for their own rows.
       const principal = admit(res, req, 'public');
       if (principal === null) return;
-      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
+      const send = deps.sender(res);
       if (view !== 'leaderboard' && !principal.permissions.has('settlement') && !principal.permissions.has('own-reads')) {
         sendError(send, 'FORBIDDEN', `the ${[...principal.roles].join('/')} role may not read settlement evidence`);
         return;
@@ -162,7 +164,7 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       let aborted = false;
       res.onAborted(() => (aborted = true));
       void forward({ kind: 'settlement-read', read: { view, scenarioRunId, participants, asOfUs, agedFailAfterSeconds: aged } }, (status, body, headers) => {
-        if (!aborted) deps.send(res, status, body, headers);
+        if (!aborted) send(status, body, headers);
       });
     });
     deps.onlyMethod(path, 'GET');

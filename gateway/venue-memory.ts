@@ -10,6 +10,7 @@ import { BODY_SLOT_BYTES } from '../core/body-ring.ts';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import { RESULT_RECORD_BYTES } from '../core/result-slot.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
+import { createVenueMetrics } from '../core/venue-metrics.ts';
 import { createRingBuffer } from '../core/ring.ts';
 import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
@@ -89,6 +90,8 @@ export interface VenueMemory {
   tapeView: SharedArrayBuffer;
   /** Depth and high-water mark of every queue that is not a ring (core/queue-marks.ts). */
   queueMarks: SharedArrayBuffer;
+  /** Each gateway's and the persistence thread's counters for GET /metrics (core/venue-metrics.ts). */
+  metrics: SharedArrayBuffer;
 }
 
 /** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
@@ -135,6 +138,7 @@ export function createVenueMemory(config: VenueConfig, keyFilterBits: number): V
     snapshotView: SnapshotView.create(config.marketDataSnapshots),
     tapeView: TapeView.create(config.marketDataInstruments, config.marketDataTapeRows),
     queueMarks: QueueMarks.create(QUEUE_SLOTS.count(gateways)),
+    metrics: createVenueMetrics(gateways),
   };
 }
 

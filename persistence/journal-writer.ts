@@ -26,6 +26,7 @@ import { BODY_SLOT_BYTES, takeBodies } from '../core/body-ring.ts';
 import { PersistenceControl, DB_DOWN, DB_UP } from '../core/persistence-control.ts';
 import { RESULT_COUNT_WORD, RESULT_RECORD_BYTES, RESULT_SEQUENCE_FLOAT } from '../core/result-slot.ts';
 import { RingConsumer } from '../core/ring.ts';
+import type { PersistenceCounters } from '../core/venue-metrics.ts';
 import { JOURNAL_COMMAND_RECORDS } from '../core/shard-runner.ts';
 import { BinaryCopy } from './copy-binary.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
@@ -103,6 +104,7 @@ export class JournalWriter {
   private readonly journalTaken: number[];
   private commitNo: number;
   private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
+  private readonly counters: PersistenceCounters | null;
   readonly stats = new WriterStats();
 
   constructor(options: {
@@ -116,6 +118,8 @@ export class JournalWriter {
     /** The last commit number storage holds (0 for a new database). */
     lastCommitNo: number;
     log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void;
+    /** Where GET /metrics finds the commit durations (core/venue-metrics.ts); none in benchmarks. */
+    counters?: PersistenceCounters;
   }) {
     this.intakeRings = options.intakeRings.map((ring) => new RingConsumer(ring, INTAKE_RECORD_BYTES));
     this.bodyRings = options.bodyRings.map((ring) => new RingConsumer(ring, BODY_SLOT_BYTES));
@@ -126,6 +130,7 @@ export class JournalWriter {
     this.journalTaken = [...options.journalDurable];
     this.commitNo = options.lastCommitNo;
     this.log = options.log;
+    this.counters = options.counters ?? null;
   }
 
   /** True when a ring has something to take. */
@@ -222,7 +227,9 @@ export class JournalWriter {
         if (!retrying || !(await this.stored(client, commit))) {
           const started = performance.now();
           await runScript(client, COMMIT_SCRIPT[(commit.intake.length > 0 ? 1 : 0) + (commit.journals.length > 0 ? 2 : 0)]!, commitCopies(commit));
-          this.stats.busyUs += (performance.now() - started) * 1000;
+          const tookMs = performance.now() - started;
+          this.stats.busyUs += tookMs * 1000;
+          this.counters?.journalCommit(tookMs / 1000);
         }
         this.control.databaseState = DB_UP;
         break;

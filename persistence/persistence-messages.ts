@@ -49,6 +49,8 @@ export interface PersistenceThreadData {
   tapeView: SharedArrayBuffer;
   /** The queues' marks (core/queue-marks.ts): this thread notes its sealed groups. */
   queueMarks: SharedArrayBuffer;
+  /** The metrics block (core/venue-metrics.ts): this thread writes its journal commit durations. */
+  metrics: SharedArrayBuffer;
   /** The open orders saved at the last graceful stop, if the database still names them (persistence/open-orders-snapshot.ts). */
   openOrders: { file: string; token: string } | null;
   /** DATA_DIR, where the open orders a graceful stop saved are kept as the checkpoint a start after a crash replays the journal onto (persistence/open-orders-snapshot.ts); null: none. */

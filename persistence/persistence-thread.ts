@@ -7,6 +7,7 @@ import { loggerOptions } from '../core/log-format.ts';
 import { Doorbell } from '../core/doorbell.ts';
 import { DB_UP, PersistenceControl } from '../core/persistence-control.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
+import { PersistenceCounters } from '../core/venue-metrics.ts';
 import { JournalWriter } from './journal-writer.ts';
 import { MarketViews } from './market-views.ts';
 import { OpenOrdersCheckpoint } from './open-orders-checkpoint.ts';
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
     journalDurable: durable,
     lastCommitNo: start.lastCommitNo,
     log,
+    counters: new PersistenceCounters(data.metrics),
   });
   ownReads.ready = true;
   for (let shard = 0; shard < data.shardCount; shard++) control.setJournalCommitted(shard, durable[shard]!);

@@ -48,6 +48,7 @@ export function spawnPersistence(start: StorageThreadStart & { restore: RestoreP
     depthView: memory.depthView,
     tapeView: memory.tapeView,
     queueMarks: memory.queueMarks,
+    metrics: memory.metrics,
     openOrders: restore.openOrders,
     openOrdersDir: config.dataDir === '' ? null : config.dataDir,
   };

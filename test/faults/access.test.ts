@@ -447,6 +447,12 @@ function buildRows(openApi: any): Row[] {
     settlementRead('leaderboard', `?asOf=${encodeURIComponent(new Date().toISOString())}`),
     { route: 'GET /healthz', allowed: 'anyone', call: () => ({ method: 'GET', path: '/healthz' }), check: (answer) => assert.deepEqual(answer.json, { status: 'ok' }) },
     { route: 'GET /readyz', allowed: 'anyone', call: () => ({ method: 'GET', path: '/readyz' }), check: (answer) => assert.deepEqual(answer.json, { status: 'ready' }) },
+    {
+      route: 'GET /metrics',
+      allowed: ['viewer', 'operator'],
+      call: () => ({ method: 'GET', path: '/metrics' }),
+      check: (answer) => assert.match(answer.text, /^venue_commands_total\{route="submit",outcome="accepted"\} [1-9]\d*$/m),
+    },
   ];
 }
 

@@ -46,6 +46,7 @@ test('the OpenAPI document lists every route with its method', () => {
     '/api/v1/settlement/leaderboard/{scenarioRunId}': 'get',
     '/healthz': 'get',
     '/readyz': 'get',
+    '/metrics': 'get',
   };
   assert.deepEqual(Object.keys(doc.paths).sort(), Object.keys(expected).sort());
   for (const [path, method] of Object.entries(expected)) assert.ok(doc.paths[path][method], `${method} ${path}`);
