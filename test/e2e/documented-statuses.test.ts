@@ -106,6 +106,12 @@ test('the probes: 200', async () => {
   await call('GET /readyz', '/readyz', 200);
 });
 
+test('metrics: 200 for operators and viewers, 403 for a trader', async () => {
+  await call('GET /metrics', '/metrics', 200, { token: TOKENS.operator });
+  await call('GET /metrics', '/metrics', 200, { token: TOKENS.viewer });
+  await call('GET /metrics', '/metrics', 403, { token: TOKENS.traderA });
+});
+
 test('every operation: 401 without a token (the probes take none), 405 for a method its path does not take', async () => {
   const document = (await call('GET /api/v1/openapi.json', '/api/v1/openapi.json', 200, { token: TOKENS.viewer })).json;
   for (const [path, item] of Object.entries<Record<string, unknown>>(document.paths)) {
@@ -286,7 +292,7 @@ test('every answered status is documented for its operation, and every documente
       }
     }
   }
-  assert.equal(operations, 37);
+  assert.equal(operations, 38);
   assert.deepEqual(undocumented, []);
   assert.deepEqual(unseen, []);
   for (const key of Object.keys(NOT_PROVOKED)) assert.ok(observed.has(key.slice(0, key.lastIndexOf(' '))), `${key} names an operation of the document`);

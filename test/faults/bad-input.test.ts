@@ -292,6 +292,7 @@ const READ_ROUTES: ReadRoute[] = [
   // Routes whose only input is the caller: a bad token (401) or role (403) is all that can be wrong.
   { name: 'venue session', method: 'GET', path: () => '/api/v1/venue/session', roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: null, query: undefined },
   { name: 'openapi', method: 'GET', path: () => '/api/v1/openapi.json', roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: null, query: undefined },
+  { name: 'metrics', method: 'GET', path: () => '/metrics', roles: ['viewer', 'operator'], denied: ['trader'], paramStatus: null, query: undefined },
   { name: 'persistence status', method: 'GET', path: () => '/admin/v1/persistence/status', roles: ['operator'], denied: ['trader', 'viewer'], paramStatus: null, query: undefined },
   { name: 'lifecycle rebuild', method: 'POST', path: () => '/admin/v1/projections/order-lifecycle/rebuild', roles: ['operator'], denied: ['trader', 'viewer'], paramStatus: null, query: undefined },
 ];
