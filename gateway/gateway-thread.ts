@@ -11,6 +11,7 @@ import uWS from 'uWebSockets.js';
 import type { VenueConfig } from '../core/config.ts';
 import { setCauseLog } from './error-catalog.ts';
 import { buildApp } from './http-server.ts';
+import { MarketStream } from './market-stream.ts';
 import { buildOpenApi } from './openapi.ts';
 import { OrderFlow } from './order-flow.ts';
 import { Principals } from './principals.ts';
@@ -46,6 +47,7 @@ setCauseLog((fields, message) => logger.error(fields, message));
 const sessions = new SessionRegistry(data.session, data.knownSessions);
 const flow = new OrderFlow(gatewayId, config, memory, sessions, { read: data.readPort, admin: data.adminPort, ownReads: data.ownReadPort });
 const switches = new SessionSwitches(gatewayId, sessions, (message: SessionMessage) => parentPort!.postMessage(message));
+const stream = new MarketStream(memory.marketStream, memory.depthView, gatewayId);
 const app = buildApp({
   config,
   flow,
@@ -55,6 +57,7 @@ const app = buildApp({
   switches,
   openApiJson: JSON.stringify(buildOpenApi()),
   venueControl: new Int32Array(memory.venueControl),
+  stream,
 });
 let listenSocket: uWS.us_listen_socket | null = null;
 let running = true;
@@ -100,12 +103,13 @@ parentPort!.postMessage({ type: 'bind', gatewayId } satisfies GatewayMessage);
 
 async function resultLoop(): Promise<void> {
   while (running) {
-    if (flow.pollResults() > 0) {
+    // The market-data stream is read in the same loop: the persistence thread rings this doorbell after appending to it.
+    if (flow.pollResults() + stream.poll() > 0) {
       await yieldToLoop(); // let uWS write the answers and take new requests
       continue;
     }
     const seen = flow.doorbell.prepareSleep();
-    if (flow.resultsWaiting()) {
+    if (flow.resultsWaiting() || stream.waiting()) {
       flow.doorbell.wake();
       continue;
     }

@@ -12,6 +12,7 @@ import type { OrderFlow } from './order-flow.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.ts';
+import { STREAM_PATH, type MarketStream } from './market-stream.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
@@ -39,6 +40,8 @@ export interface HttpDependencies {
   openApiJson: string;
   /** Venue control words: [0] ready, [1] draining. */
   venueControl: Int32Array;
+  /** The market-data stream's upgrade route (gateway/market-stream.ts); none in apps built without it. */
+  stream?: MarketStream;
 }
 
 /** A uWebSockets.js response behind the Reply interface: answers once, never after an abort. */
@@ -297,6 +300,21 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     sendNow(res, 200, deps.openApiJson);
   });
   onlyMethod('/api/v1/openapi.json', 'GET');
+
+  // Any authenticated role; 401 before the upgrade (API contract).
+  deps.stream?.register(app, (res, req) => {
+    const principal = principals.authenticate(req.getHeader('authorization'));
+    if (principal === null) failNow(res, 'UNAUTHENTICATED');
+    return principal;
+  });
+  if (deps.stream !== undefined) {
+    // A GET without the upgrade headers falls through the WebSocket route to here.
+    app.get(STREAM_PATH, (res, req) => {
+      if (admit(res, req, 'public') === null) return;
+      failNow(res, 'VALIDATION_FAILED', 'this route takes a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)');
+    });
+    onlyMethod(STREAM_PATH, 'GET');
+  }
 
   registerReadRoutes(app, { validator, admit, onlyMethod, send: sendNow, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {
