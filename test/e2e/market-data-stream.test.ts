@@ -211,3 +211,32 @@ test('under an order load, snapshot plus updates equal the REST depth (levels=50
   assert.ok(Number(lateSnapshot.seq) > 1, `the late snapshot continues the channel's seq (${lateSnapshot.seq})`);
   await Promise.all([early.close(), late!.close()]);
 });
+
+test('a subscriber that stops reading is closed with 1013 slow consumer past 4 MiB unsent; the others stay open', async () => {
+  const wide = [];
+  for (let k = 0; k < 50; k++) {
+    wide.push(submit(submitBody({ instrumentId: S4, side: 'BUY', price: String(500 + k), quantity: String(1000 + k) })));
+    wide.push(submit(submitBody({ instrumentId: S4, side: 'SELL', price: String(600 + k), quantity: String(1000 + k), ...B }), TOKENS.traderB));
+  }
+  await Promise.all(wide);
+  const steady = await connect();
+  steady.subscribe('depth', S4);
+  const first = await steady.next((m) => m.type === 'depth-snapshot' && m.bids.length === 50 && m.asks.length === 50);
+  const snapshotBytes = JSON.stringify(first).length;
+  const slow = await connect();
+  (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+  // Each subscribe is answered with a fresh snapshot: enough of them to pass 4 MiB beyond what the kernel's buffers take.
+  const subscribes = Math.ceil((64 << 20) / snapshotBytes);
+  for (let k = 0; k < subscribes; k++) slow.subscribe('depth', S4);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.resume();
+  const deadline = Date.now() + 20_000;
+  while (slow.closed === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(slow.closed, { code: 1013, reason: 'slow consumer' });
+  assert.ok(slow.messages.length < subscribes * 2, `closed before every snapshot was sent (${slow.messages.length} messages)`);
+  await submit(submitBody({ instrumentId: S4, side: 'BUY', price: '549.5', quantity: '1' }));
+  const update = await steady.next((m) => m.type === 'depth-update');
+  assert.equal(update.seq, String(Number(first.seq) + 1));
+  assert.equal(steady.closed, null);
+  await steady.close();
+});
