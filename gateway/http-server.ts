@@ -301,8 +301,12 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   });
   onlyMethod('/api/v1/openapi.json', 'GET');
 
-  // Any authenticated role; 401 before the upgrade (API contract).
+  // Any authenticated role; 401 before the upgrade (API contract), 503 while the venue starts or stops.
   deps.stream?.register(app, (res, req) => {
+    if (Atomics.load(venueControl, 1) === 1 || Atomics.load(venueControl, 0) !== 1) {
+      failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting (recovering its order books)');
+      return null;
+    }
     const principal = principals.authenticate(req.getHeader('authorization'));
     if (principal === null) failNow(res, 'UNAUTHENTICATED');
     return principal;

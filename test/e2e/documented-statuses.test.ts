@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { deterministicId } from '../../core/settlement/facts.ts';
 import { rawExchange, rawRequest, type RawResult } from '../support/raw-http.ts';
+import { StreamClient } from '../support/stream-client.ts';
 import { cancelBody, cancelByClientOrderBody, modifyBody, submitBody, TOKENS, TRADER_A, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const RUN = 'statuses-run';
@@ -119,6 +120,14 @@ test('every operation: 401 without a token (the probes take none), 405 for a met
       assert.equal(wrong.status, 405, `DELETE ${target}: ${wrong.text}`);
     }
   }
+});
+
+test('the market-data stream: 101 on an upgrade with a token, 400 for a GET without the upgrade', async () => {
+  const operation = 'GET /api/v1/market-data/stream';
+  const client = await StreamClient.connect(venue.baseUrl, TOKENS.viewer); // the ws client checked the 101 and the accept key
+  record(operation, 101);
+  await client.close();
+  await call(operation, '/api/v1/market-data/stream', 400, { token: TOKENS.viewer });
 });
 
 test('order commands: 200, 202, 400, 403, 409, 413', async () => {
@@ -286,7 +295,7 @@ test('every answered status is documented for its operation, and every documente
       }
     }
   }
-  assert.equal(operations, 37);
+  assert.equal(operations, 38);
   assert.deepEqual(undocumented, []);
   assert.deepEqual(unseen, []);
   for (const key of Object.keys(NOT_PROVOKED)) assert.ok(observed.has(key.slice(0, key.lastIndexOf(' '))), `${key} names an operation of the document`);
