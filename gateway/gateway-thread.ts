@@ -154,6 +154,7 @@ parentPort!.on('message', (message: { type: string; accepting?: boolean }) => {
       // sockets open aborts the process. App#close exists in this build, missing from its typings.
       (app as unknown as { close(): void }).close();
       flow.close();
+      stream.close();
       parentPort!.postMessage({ type: 'drained', gatewayId } satisfies GatewayMessage);
     } else {
       setTimeout(check, 5);

@@ -29,6 +29,8 @@ const CLIENT_MESSAGE_BYTES_MAX = 1024;
 /** uWS skips a socket past this: never reached before the slow-consumer check closes it (checked after every poll and send). */
 const BACKPRESSURE_MAX = 3 * SLOW_CONSUMER_BYTES;
 const RECORDS_PER_POLL = 512;
+/** The sweep of every socket's unsent bytes runs at most this often (each costs a native call per socket); a socket's own answers are checked at once. */
+const SLOW_CHECK_MS = 5;
 const CHANNELS = new Set(['trades', 'top', 'depth']);
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -63,6 +65,8 @@ export class MarketStream {
   private pending: PendingSnapshot[] = [];
   private subscribers = 0;
   private sentSinceCheck = false;
+  private lastCheckMs = 0;
+  private checkTimer: NodeJS.Timeout | null = null;
 
   constructor(
     ring: SharedArrayBuffer,
@@ -222,9 +226,25 @@ export class MarketStream {
     }
   }
 
+  /** Closes every socket past SLOW_CONSUMER_BYTES; within SLOW_CHECK_MS of the last sweep, once that much later instead. */
   private closeSlowConsumers(): void {
+    const now = performance.now();
+    if (now - this.lastCheckMs < SLOW_CHECK_MS) {
+      this.checkTimer ??= setTimeout(() => {
+        this.checkTimer = null;
+        this.closeSlowConsumers();
+      }, SLOW_CHECK_MS);
+      return;
+    }
+    this.lastCheckMs = now;
     this.sentSinceCheck = false;
     for (const ws of this.sockets) this.closeIfSlow(ws);
+  }
+
+  /** Stops the deferred sweep (the gateway drains). */
+  close(): void {
+    if (this.checkTimer !== null) clearTimeout(this.checkTimer);
+    this.checkTimer = null;
   }
 
   private closeIfSlow(ws: StreamSocket): void {

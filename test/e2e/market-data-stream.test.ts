@@ -168,7 +168,7 @@ test('under an order load, snapshot plus updates equal the REST depth (levels=50
   let random = 12345;
   const next = (n: number) => {
     random = (Math.imul(random, 1103515245) + 12345) >>> 0;
-    return random % n;
+    return (random >>> 16) % n; // the high bits: an LCG's low bits repeat with a short period
   };
   const orders = 600;
   let sent = 0;
