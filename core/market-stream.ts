@@ -258,6 +258,14 @@ export class StreamReader extends StreamRing {
     return read;
   }
 
+  /** Passes over every record written so far unread (a reader with no one to hand them to); returns whether there were any. */
+  passAll(): boolean {
+    const head = this.head();
+    const passed = head > this.cursor;
+    this.cursor = head;
+    return passed;
+  }
+
   private intact(position: number): boolean {
     return position >= this.head() + WRITE_BYTES_MAX - this.capacity;
   }

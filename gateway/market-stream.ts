@@ -128,6 +128,10 @@ export class MarketStream {
 
   /** Reads and publishes up to RECORDS_PER_POLL records, serves the snapshots that waited for them; returns the records read. */
   poll(): number {
+    if (this.subscribers === 0) {
+      this.reader.passAll(); // no socket subscribed: nothing to decode, and the order load costs this gateway nothing more
+      return 0;
+    }
     const read = this.reader.poll(RECORDS_PER_POLL, this.publish);
     if (this.pending.length > 0) this.servePending();
     if (this.sentSinceCheck) this.closeSlowConsumers();

@@ -63,3 +63,14 @@ test('a reader more than the ring behind skips to the head, counts the overrun, 
   writer.appendStaged();
   assert.deepEqual(readAll(slow).map((r) => r.seq), [5001], 'the next record after the jump: the seq gap is visible');
 });
+
+test('a reader with no one to hand records to passes over them without counting an overrun', () => {
+  const buffer = createStreamRing(RING);
+  const writer = new StreamWriter(buffer);
+  const reader = new StreamReader(buffer);
+  writer.stageTrade(instrument, 0, 1, tradeId, 0, 1, 1, 0, 1, 0);
+  writer.appendStaged();
+  assert.equal(reader.passAll(), true);
+  assert.equal(reader.passAll(), false);
+  assert.deepEqual([reader.cursor, reader.overruns, reader.waiting()], [writer.head(), 0, false]);
+});
