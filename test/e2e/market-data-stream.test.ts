@@ -3,17 +3,20 @@
 // answers, bad messages and the subscription limit answered with the socket kept open,
 // each channel's messages (trades in tape order, top, depth snapshot then updates with
 // consecutive seqs), the book a client keeps from the depth channel equal to the REST
-// depth under an order load, hidden orders never shown, and the slow-consumer close.
+// depth under an order load, hidden orders never shown, the slow-consumer close, and no
+// trade streamed while its journal commit cannot become durable.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { StreamClient, type StreamMessage } from '../support/stream-client.ts';
-import { cancelBody, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
+import { withClient } from '../support/database.ts';
+import { cancelBody, storageUrl, submitBody, TOKENS, TRADER_B, VenueProcess } from '../support/venue-process.ts';
 
 const S1 = '5e000000-0000-4000-8000-000000000001'; // trades and top
 const S2 = '5e000000-0000-4000-8000-000000000002'; // depth under load
 const S3 = '5e000000-0000-4000-8000-000000000003'; // hidden orders only
 const S4 = '5e000000-0000-4000-8000-000000000004'; // a wide book for the slow consumer
+const S5 = '5e000000-0000-4000-8000-000000000005'; // a trade held back by storage
 const B = { participantId: TRADER_B.participantId, accountId: TRADER_B.accountId };
 const px = (nanos: string) => ({ nanos, currency: 'USD' });
 let venue: VenueProcess;
@@ -239,4 +242,27 @@ test('a subscriber that stops reading is closed with 1013 slow consumer past 4 M
   assert.equal(update.seq, String(Number(first.seq) + 1));
   assert.equal(steady.closed, null);
   await steady.close();
+});
+
+test('a trade is streamed only once its journal commit is durable: none while the journal table is locked, then it comes', async () => {
+  await submit(submitBody({ instrumentId: S5, side: 'BUY', price: '70', quantity: '5' }));
+  const client = await connect();
+  client.subscribe('trades', S5);
+  client.subscribe('top', S5);
+  await client.next((m) => m.type === 'top');
+  await withClient(await storageUrl(venue.dataDir), async (db) => {
+    await db.query('BEGIN');
+    await db.query('LOCK TABLE runtime.journal_batches IN ACCESS EXCLUSIVE MODE');
+    // Matched by its shard at once, but no commit can become durable while the lock is held.
+    const answer = venue.order('/api/v1/orders/submit', submitBody({ instrumentId: S5, side: 'SELL', price: '70', quantity: '2', ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual(client.of('trades', S5), [], 'no trade before the commit');
+    assert.deepEqual(client.of('top', S5).map((m) => m.seq), ['1'], 'nor a book change');
+    assert.equal((await answer).status, 503, 'the order itself is not acknowledged either');
+    await db.query('COMMIT');
+  });
+  const trade = await client.next((m) => m.type === 'trade');
+  assert.deepEqual([trade.seq, trade.price.nanos, trade.quantity.units], ['1', '70000000000', '2']);
+  assert.deepEqual((await client.next((m) => m.type === 'top' && m.seq === '2')).bid, { price: px('70000000000'), quantity: { units: '3' } });
+  await client.close();
 });
