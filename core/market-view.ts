@@ -15,8 +15,10 @@
 //   entries (open addressing by instrument id, capacity a power of two):
 //     int32 [0] seqlock [1] used [2..5] instrument id [6] currency [7] shard
 //           [8] bid levels [9] ask levels, i64 at byte 40 open bid quantity, at 48 open
-//           ask quantity (64 B), then DEPTH_LEVELS_MAX bid levels and as many ask levels
-//           of 24 B: price f64 | quantity i64 | order count i32 | pad
+//           ask quantity, f64 at 56 depth seq, 64 top seq, 72 stream position (the
+//           market-data stream's marks: core/market-stream.ts) (96 B), then
+//           DEPTH_LEVELS_MAX bid levels and as many ask levels of 24 B: price f64 |
+//           quantity i64 | order count i32 | pad
 //
 // SnapshotView (written by the read thread, which refreshes the snapshots): per
 // (instrument, projection name) the stored top-of-book row.
@@ -34,7 +36,8 @@ import { MAX_STREAMS } from './persistence-control.ts';
 export const DEPTH_LEVELS_MAX = 50;
 const HEADER_BYTES = 64;
 const LEVEL_BYTES = 24;
-const DEPTH_ENTRY_BYTES = 64 + 2 * DEPTH_LEVELS_MAX * LEVEL_BYTES;
+const DEPTH_HEAD_BYTES = 96;
+const DEPTH_ENTRY_BYTES = DEPTH_HEAD_BYTES + 2 * DEPTH_LEVELS_MAX * LEVEL_BYTES;
 const DEPTH_WATERMARKS_BYTES = MAX_STREAMS * 8;
 const SNAPSHOT_ENTRY_BYTES = 128 + 64;
 const SNAPSHOT_NAME_BYTES = 64;
@@ -53,7 +56,22 @@ export interface DepthBook {
   asks: ViewLevel[];
   /** The open displayed quantity of each whole side (every level, not only the best ones). */
   open: { bid: bigint; ask: bigint };
+  /** The stream's marks these levels carry. */
+  marks: StreamMarks;
 }
+
+/**
+ * Where the market-data stream is for an instrument: the seq of its last depth and top
+ * messages, and the ring position (core/market-stream.ts) a reader must have read past
+ * for the levels to hold every one of them and no later one.
+ */
+export interface StreamMarks {
+  depthSeq: number;
+  topSeq: number;
+  position: number;
+}
+
+export const NO_MARKS: StreamMarks = { depthSeq: 0, topSeq: 0, position: 0 };
 
 export interface SnapshotEntry {
   currency: number;
@@ -145,7 +163,7 @@ export class DepthView extends Region {
   }
 
   /** Writes an instrument's best levels (writer thread only). False when no entry is left for a new instrument. */
-  write(instrument: Int32Array, currency: number, shard: number, bids: readonly ViewLevel[], asks: readonly ViewLevel[], open: { bid: bigint; ask: bigint }): boolean {
+  write(instrument: Int32Array, currency: number, shard: number, bids: readonly ViewLevel[], asks: readonly ViewLevel[], open: { bid: bigint; ask: bigint }, marks: StreamMarks = NO_MARKS): boolean {
     const entry = this.find(instrument, true);
     if (entry < 0) {
       Atomics.store(this.words, 2, 1);
@@ -165,8 +183,11 @@ export class DepthView extends Region {
     this.words[w + 9] = Math.min(asks.length, DEPTH_LEVELS_MAX);
     this.longs[(at + 40) >> 3] = open.bid;
     this.longs[(at + 48) >> 3] = open.ask;
-    this.writeLevels(at + 64, bids);
-    this.writeLevels(at + 64 + DEPTH_LEVELS_MAX * LEVEL_BYTES, asks);
+    this.floats[(at + 56) >> 3] = marks.depthSeq;
+    this.floats[(at + 64) >> 3] = marks.topSeq;
+    this.floats[(at + 72) >> 3] = marks.position;
+    this.writeLevels(at + DEPTH_HEAD_BYTES, bids);
+    this.writeLevels(at + DEPTH_HEAD_BYTES + DEPTH_LEVELS_MAX * LEVEL_BYTES, asks);
     this.endWrite(w);
     return true;
   }
@@ -180,9 +201,10 @@ export class DepthView extends Region {
     return this.stable(w, () => ({
       currency: this.words[w + 6]!,
       shard: this.words[w + 7]!,
-      bids: this.readLevels(at + 64, Math.min(levels, this.words[w + 8]!)),
-      asks: this.readLevels(at + 64 + DEPTH_LEVELS_MAX * LEVEL_BYTES, Math.min(levels, this.words[w + 9]!)),
+      bids: this.readLevels(at + DEPTH_HEAD_BYTES, Math.min(levels, this.words[w + 8]!)),
+      asks: this.readLevels(at + DEPTH_HEAD_BYTES + DEPTH_LEVELS_MAX * LEVEL_BYTES, Math.min(levels, this.words[w + 9]!)),
       open: { bid: this.longs[(at + 40) >> 3]!, ask: this.longs[(at + 48) >> 3]! },
+      marks: { depthSeq: this.floats[(at + 56) >> 3]!, topSeq: this.floats[(at + 64) >> 3]!, position: this.floats[(at + 72) >> 3]! },
     }));
   }
 

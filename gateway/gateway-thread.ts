@@ -13,6 +13,7 @@ import { setCauseLog } from './error-catalog.ts';
 import { buildApp } from './http-server.ts';
 import { HttpMetrics } from './http-metrics.ts';
 import { MetricsExposition } from './metrics-exposition.ts';
+import { MarketStream } from './market-stream.ts';
 import { buildOpenApi } from './openapi.ts';
 import { OrderFlow } from './order-flow.ts';
 import { Principals } from './principals.ts';
@@ -52,6 +53,7 @@ const switches = new SessionSwitches(gatewayId, sessions, (message: SessionMessa
 const metrics = new HttpMetrics(memory.metrics, gatewayId);
 // Built at the first scrape: prom-client's default metrics sample the event loop on a timer, which an unscraped gateway does without.
 let exposition: MetricsExposition | null = null;
+const stream = new MarketStream(memory.marketStream, memory.depthView, gatewayId);
 const app = buildApp({
   config,
   flow,
@@ -63,6 +65,7 @@ const app = buildApp({
   venueControl: new Int32Array(memory.venueControl),
   metrics,
   exposition: () => (exposition ??= new MetricsExposition(memory, config, new QueueMarks(memory.queueMarks), metrics.routes)),
+  stream,
 });
 let listenSocket: uWS.us_listen_socket | null = null;
 let running = true;
@@ -108,12 +111,13 @@ parentPort!.postMessage({ type: 'bind', gatewayId } satisfies GatewayMessage);
 
 async function resultLoop(): Promise<void> {
   while (running) {
-    if (flow.pollResults() > 0) {
+    // The market-data stream is read in the same loop: the persistence thread rings this doorbell after appending to it.
+    if (flow.pollResults() + stream.poll() > 0) {
       await yieldToLoop(); // let uWS write the answers and take new requests
       continue;
     }
     const seen = flow.doorbell.prepareSleep();
-    if (flow.resultsWaiting()) {
+    if (flow.resultsWaiting() || stream.waiting()) {
       flow.doorbell.wake();
       continue;
     }
@@ -158,6 +162,7 @@ parentPort!.on('message', (message: { type: string; accepting?: boolean }) => {
       // sockets open aborts the process. App#close exists in this build, missing from its typings.
       (app as unknown as { close(): void }).close();
       flow.close();
+      stream.close();
       parentPort!.postMessage({ type: 'drained', gatewayId } satisfies GatewayMessage);
     } else {
       setTimeout(check, 5);

@@ -15,6 +15,7 @@ import { OUTCOME_ACCEPTED } from '../core/venue-metrics.ts';
 import { mayActFor, type Permission, type Principal, type Principals } from './principals.ts';
 import type { SessionRegistry } from './sessions.ts';
 import { ROLL_FAILED, rollSession, type SessionSwitches } from './session-roll.ts';
+import { STREAM_PATH, type MarketStream } from './market-stream.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerSettlementRoutes } from './settlement-routes.ts';
 import { storageError } from './storage-client.ts';
@@ -46,6 +47,8 @@ export interface HttpDependencies {
   metrics: HttpMetrics;
   /** What GET /metrics writes, built at the first scrape (gateway/metrics-exposition.ts). */
   exposition: () => MetricsExposition;
+  /** The market-data stream's upgrade route (gateway/market-stream.ts); none in apps built without it. */
+  stream?: MarketStream;
 }
 
 /** This thread's counters: one app per gateway thread, so one per module. */
@@ -345,6 +348,25 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     );
   });
   onlyMethod('/metrics', 'GET');
+
+  // Any authenticated role; 401 before the upgrade (API contract), 503 while the venue starts or stops.
+  deps.stream?.register(app, (res, req) => {
+    if (Atomics.load(venueControl, 1) === 1 || Atomics.load(venueControl, 0) !== 1) {
+      failNow(res, 'UNAVAILABLE', Atomics.load(venueControl, 1) === 1 ? 'the venue is shutting down' : 'the venue is starting (recovering its order books)');
+      return null;
+    }
+    const principal = principals.authenticate(req.getHeader('authorization'));
+    if (principal === null) failNow(res, 'UNAUTHENTICATED');
+    return principal;
+  });
+  if (deps.stream !== undefined) {
+    // A GET without the upgrade headers falls through the WebSocket route to here.
+    app.get(STREAM_PATH, (res, req) => {
+      if (admit(res, req, 'public') === null) return;
+      failNow(res, 'VALIDATION_FAILED', 'this route takes a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)');
+    });
+    onlyMethod(STREAM_PATH, 'GET');
+  }
 
   registerReadRoutes(app, { validator, admit, onlyMethod, sender, read: (read) => flow.readPlane(read) });
   registerSettlementRoutes(app, {

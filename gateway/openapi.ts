@@ -34,7 +34,7 @@ import { SETTLEMENT_BODY_SCHEMAS, SETTLEMENT_RESPONSE_SCHEMAS } from './settleme
 const TAGS = {
   orders: 'Order commands (submit, cancel, modify, cancel by clientOrderId) and the status of a command',
   'own orders': "The open orders, order history and fills of the principal's participants",
-  'market data': 'Snapshots, depth, the public trade tape, bars and the snapshot loop',
+  'market data': 'Snapshots, depth, the public trade tape, bars, the snapshot loop and the market-data stream',
   venue: 'The active venue session, the read-surface inventory and this document',
   settlement: 'Settlement evidence of a scenario run: facts, obligations, ledger, exceptions, proof, scores',
   admin: 'Operator routes: command audit, projection rebuild, persistence status, session roll, settlement facts and repairs',
@@ -274,6 +274,28 @@ export function buildOpenApi(): Record<string, unknown> {
           pathParam: true,
           notFound: 'market data depth not found (no order was ever accepted for the instrument)',
         }),
+      },
+      '/api/v1/market-data/stream': {
+        get: {
+          operationId: 'streamMarketData',
+          tags: ['market data'],
+          summary: 'The market-data stream: a WebSocket of trades, top of book and depth updates',
+          description:
+            'Upgrades to a WebSocket on the same listener (any role; the bearer token on the upgrade request). JSON text messages. ' +
+            'Send {"op":"subscribe"|"unsubscribe","channel":"trades"|"top"|"depth","instrumentId":"<uuid>"}; at most 256 subscriptions a socket. ' +
+            'Data messages carry channel, instrumentId and seq (consecutive per channel and instrument: a gap means resubscribe). ' +
+            'A trade is sent once durable; depth sends a 50-level snapshot, then updates (quantity "0" removes a level). ' +
+            'A subscriber more than 4 MiB behind is closed with 1013 "slow consumer". Messages: docs/api.md.',
+          security: [{ bearer: [] }],
+          responses: {
+            101: { description: 'Switching Protocols: the socket is open' },
+            400: error('a GET without the WebSocket upgrade headers'),
+            401: error('missing or unknown bearer token, answered before the upgrade (no socket opens)'),
+            503: error('the venue is starting or shutting down'),
+            // A refusal is never a 2xx here: the lint's rule wants a 2xx or a default.
+            default: error('any refusal of the upgrade, in the error catalog\'s shape'),
+          },
+        },
       },
       '/api/v1/market-data/trades/{instrumentId}': {
         get: readOperation('getTradeTape', 'market data', 'The public trade tape, most recent first, no identities', 'tape', 'Tape', { pathParam: true }),

@@ -16,6 +16,7 @@ import { SHARD_CONTROL_BYTES } from '../core/shard-runner.ts';
 import { createKeyFilter, KeyFilter } from '../core/key-filter.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
 import { TapeView } from '../core/tape-view.ts';
+import { createStreamRing } from '../core/market-stream.ts';
 import { createSharedKeyTable, SharedKeyTable, type SharedKeyTableShape } from '../core/shared-key-table.ts';
 import { commandStoreBytes } from './command-store.ts';
 import type { VenueConfig } from '../core/config.ts';
@@ -92,7 +93,12 @@ export interface VenueMemory {
   queueMarks: SharedArrayBuffer;
   /** Each gateway's and the persistence thread's counters for GET /metrics (core/venue-metrics.ts). */
   metrics: SharedArrayBuffer;
+  /** The market-data stream's broadcast ring (persistence thread writes after each durable commit, every gateway reads: core/market-stream.ts). */
+  marketStream: SharedArrayBuffer;
 }
+
+/** The market-data stream ring: at a few hundred bytes a record, tens of thousands of records a gateway may fall behind before it skips. */
+export const MARKET_STREAM_RING_BYTES = 16 << 20;
 
 /** A table value meaning "the record is in storage, not in a gateway's memory" (after a restart). */
 export const STORAGE_REF = 0x7f000000;
@@ -139,6 +145,7 @@ export function createVenueMemory(config: VenueConfig, keyFilterBits: number): V
     tapeView: TapeView.create(config.marketDataInstruments, config.marketDataTapeRows),
     queueMarks: QueueMarks.create(QUEUE_SLOTS.count(gateways)),
     metrics: createVenueMetrics(gateways),
+    marketStream: createStreamRing(MARKET_STREAM_RING_BYTES),
   };
 }
 

@@ -15,6 +15,7 @@
 import type pg from 'pg';
 import { packCurrency } from '../core/command-slot.ts';
 import { DEPTH_LEVELS_MAX, type DepthView } from '../core/market-view.ts';
+import type { MarketStreamProducer } from './market-stream-producer.ts';
 import { uuidWords } from '../core/uuid.ts';
 import type { BookUpdate } from './projector.ts';
 
@@ -131,16 +132,22 @@ export class BookModel {
 
   /**
    * Publishes to the gateways' view: the best levels of each instrument named (every
-   * instrument when null), then the watermarks. Returns false if an instrument found no
+   * instrument when null), then the watermarks; with `stream`, the market-data stream's
+   * records of what changed (none with `emit` false). Returns false if an instrument found no
    * room in the view (its depth answers 503 until MARKET_DATA_INSTRUMENTS is raised).
    */
-  publish(view: DepthView, instruments: Iterable<string> | null, watermarks: Iterable<[number, number]>): boolean {
+  publish(view: DepthView, instruments: Iterable<string> | null, watermarks: Iterable<[number, number]>, stream?: { producer: MarketStreamProducer; emit: boolean }): boolean {
     let fits = true;
     for (const id of instruments ?? this.books.keys()) {
       const book = this.books.get(id);
       if (book === undefined) continue;
       const depth = this.depth(id, DEPTH_LEVELS_MAX)!;
-      fits = view.write(book.words, packCurrency(book.currency), book.shard, depth.bids, depth.asks, { bid: book.bids.total, ask: book.asks.total }) && fits;
+      const currency = packCurrency(book.currency);
+      // The stream's records for the change are staged first, appended once the view holds what they lead to.
+      const marks = stream?.producer.stageBook(id, book.words, currency, depth.bids, depth.asks, stream.emit);
+      const written = view.write(book.words, currency, book.shard, depth.bids, depth.asks, { bid: book.bids.total, ask: book.asks.total }, marks);
+      stream?.producer.finishBook(written);
+      fits = written && fits;
     }
     for (const [shard, sequence] of watermarks) view.setWatermark(shard, sequence);
     return fits;

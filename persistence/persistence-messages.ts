@@ -47,6 +47,8 @@ export interface PersistenceThreadData {
   depthView: SharedArrayBuffer;
   /** The gateways' view of the trade tape (core/tape-view.ts): this thread writes it. */
   tapeView: SharedArrayBuffer;
+  /** The market-data stream's ring (core/market-stream.ts): this thread writes it after each durable commit. */
+  marketStream: SharedArrayBuffer;
   /** The queues' marks (core/queue-marks.ts): this thread notes its sealed groups. */
   queueMarks: SharedArrayBuffer;
   /** The metrics block (core/venue-metrics.ts): this thread writes its journal commit durations. */

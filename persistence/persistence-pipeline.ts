@@ -114,9 +114,13 @@ export class PersistencePipeline implements WriterSide {
     const projector = this.projector;
     const ingestQueue = this.ingestQueue;
     while (!this.holdIngest && ingestQueue.length > 0) {
+      const tape = projector.openTape;
+      const tradesFrom = tape.length;
       const update = projector.ingest(ingestQueue.shift()!);
+      this.views.streamTrades(tape, tradesFrom);
       if (update !== null) this.views.publishBooks(update);
     }
+    if (this.views.takeStreamed() > 0) this.ringGateways(); // their stream readers (gateway/market-stream.ts)
     if (!this.holdIngest && this.ingestQueueBytes > 0) {
       this.ingestQueueBytes = 0; // all ingested
       this.queueMarks.note(QUEUE_SLOTS.heldBytes, 0);

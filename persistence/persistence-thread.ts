@@ -26,7 +26,7 @@ const log = (level: 'info' | 'warn' | 'error', message: string, fields: object =
 const control = new PersistenceControl(data.control);
 const queueMarks = new QueueMarks(data.queueMarks);
 const connections = new StorageConnections(data.databaseUrl);
-const views = new MarketViews(data.shardCount, data.depthView, data.tapeView, log);
+const views = new MarketViews(data.shardCount, data.depthView, data.tapeView, log, data.marketStream);
 
 const projector = new Projector({
   control,

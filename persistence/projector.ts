@@ -262,6 +262,11 @@ export class Projector {
     return { watermarks, levels: [...levels.values()].filter((entry) => entry[3] !== 0 || entry[4] !== 0), instruments };
   }
 
+  /** The open group's trades so far (ingest() appends a commit's trades to it; seal() starts a new one). */
+  get openTape(): TapeBatch {
+    return this.open.tape;
+  }
+
   /** Closes the open group into a transaction for flush(); nothing if it is empty. */
   seal(): void {
     const group = this.open;

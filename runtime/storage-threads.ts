@@ -47,6 +47,7 @@ export function spawnPersistence(start: StorageThreadStart & { restore: RestoreP
     ownReadsWindow: config.ownReadsWindow,
     depthView: memory.depthView,
     tapeView: memory.tapeView,
+    marketStream: memory.marketStream,
     queueMarks: memory.queueMarks,
     metrics: memory.metrics,
     openOrders: restore.openOrders,

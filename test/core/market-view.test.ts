@@ -16,9 +16,10 @@ test('a depth book reads back as written, best levels first, cut at the levels a
   ];
   // Each side's open quantity is the whole side's (more than the best levels show), exact past 2^63 - 1 would not fit: near it.
   const open = { bid: 9_223_372_036_854_775_807n, ask: 0n };
-  assert.equal(view.write(id(1), 0x555344, 1, bids, [], open), true);
+  const marks = { depthSeq: 7, topSeq: 3, position: 2 ** 40 };
+  assert.equal(view.write(id(1), 0x555344, 1, bids, [], open, marks), true);
   view.setWatermark(1, 42);
-  assert.deepEqual(view.read(id(1), 5), { currency: 0x555344, shard: 1, bids, asks: [], open });
+  assert.deepEqual(view.read(id(1), 5), { currency: 0x555344, shard: 1, bids, asks: [], open, marks });
   assert.deepEqual(view.read(id(1), 1)!.bids, bids.slice(0, 1));
   assert.equal(view.read(id(2), 5), null, 'an instrument never written');
   assert.equal(view.watermark(1), 42);
@@ -26,6 +27,7 @@ test('a depth book reads back as written, best levels first, cut at the levels a
   assert.equal(view.write(id(1), 0x555344, 1, [], bids, { bid: 0n, ask: 7n }), true, 'a rewrite of the same instrument');
   assert.deepEqual(view.read(id(1), 5)!.asks, bids);
   assert.deepEqual(view.read(id(1), 5)!.open, { bid: 0n, ask: 7n });
+  assert.deepEqual(view.read(id(1), 5)!.marks, { depthSeq: 0, topSeq: 0, position: 0 }, 'the stream marks as written again');
   assert.equal(view.used, 1);
   assert.equal(view.write(id(3), 0x555344, 0, [], [], { bid: 0n, ask: 0n }), true);
   assert.deepEqual(view.instruments().map((words) => [...words]).sort(), [[...id(1)], [...id(3)]].sort(), 'every instrument it holds');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { deterministicId } from '../../core/settlement/facts.ts';
 import { rawExchange, rawRequest, type RawResult } from '../support/raw-http.ts';
+import { StreamClient } from '../support/stream-client.ts';
 import { cancelBody, cancelByClientOrderBody, modifyBody, submitBody, TOKENS, TRADER_A, TRADER_B, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const RUN = 'statuses-run';
@@ -125,6 +126,14 @@ test('every operation: 401 without a token (the probes take none), 405 for a met
       assert.equal(wrong.status, 405, `DELETE ${target}: ${wrong.text}`);
     }
   }
+});
+
+test('the market-data stream: 101 on an upgrade with a token, 400 for a GET without the upgrade', async () => {
+  const operation = 'GET /api/v1/market-data/stream';
+  const client = await StreamClient.connect(venue.baseUrl, TOKENS.viewer); // the ws client checked the 101 and the accept key
+  record(operation, 101);
+  await client.close();
+  await call(operation, '/api/v1/market-data/stream', 400, { token: TOKENS.viewer });
 });
 
 test('order commands: 200, 202, 400, 403, 409, 413', async () => {

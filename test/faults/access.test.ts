@@ -238,6 +238,8 @@ interface Row {
   check?: (answer: Answer) => Promise<void> | void;
   /** Runs after the denials and before the allowed calls: proves the denials left nothing. */
   afterDenials?: () => Promise<void>;
+  /** The normal answer when it is not 200 (the stream's plain GET, without the upgrade, is a 400). */
+  normal?: number;
 }
 
 const ANY: readonly Principal[] = ['trader', 'viewer', 'operator'];
@@ -309,6 +311,13 @@ function buildRows(openApi: any): Row[] {
       allowed: ANY,
       call: () => ({ method: 'GET', path: '/api/v1/venue/session' }),
       check: (answer) => assert.deepEqual([answer.json.runId, answer.json.venueSessionId], [RUN, SESSION]),
+    },
+    {
+      route: 'GET /api/v1/market-data/stream',
+      allowed: ANY,
+      normal: 400, // the upgrade itself: test/e2e/market-data-stream.test.ts
+      call: () => ({ method: 'GET', path: '/api/v1/market-data/stream' }),
+      check: (answer) => assert.equal(answer.json.code, 'VALIDATION_FAILED'),
     },
     { route: 'GET /api/v1/openapi.json', allowed: ANY, call: () => ({ method: 'GET', path: '/api/v1/openapi.json' }), check: (answer) => assert.deepEqual(answer.json, openApi) },
     {
@@ -458,9 +467,9 @@ function buildRows(openApi: any): Row[] {
 
 /** The expected status of a caller on a row: the normal answer (200, for a well-formed request), 401 or 403. */
 function expected(row: Row, role: Role): number {
-  if (row.allowed === 'anyone') return 200;
+  if (row.allowed === 'anyone') return row.normal ?? 200;
   if ((UNAUTHENTICATED as readonly string[]).includes(role)) return 401;
-  return row.allowed.includes(role as Principal) ? 200 : 403;
+  return row.allowed.includes(role as Principal) ? (row.normal ?? 200) : 403;
 }
 
 const figures = { routes: 0, cells: 0, denials: 0, internalProbes: 0 };
