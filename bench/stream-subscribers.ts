@@ -78,7 +78,7 @@ async function open(count: number): Promise<number> {
   return subscribed;
 }
 
-parentPort!.on('message', async (message: { type: string; count?: number }) => {
+async function handle(message: { type: string; count?: number }): Promise<void> {
   if (message.type === 'open') parentPort!.postMessage({ type: 'opened', subscribed: await open(message.count!) });
   if (message.type === 'start') {
     histogram = hdr.build({ useWebAssembly: false, lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
@@ -97,10 +97,15 @@ parentPort!.on('message', async (message: { type: string; count?: number }) => {
     parentPort!.postMessage(report);
   }
   if (message.type === 'close') {
-    await Promise.all(sockets.splice(0).map((socket) => (socket.readyState === WebSocket.CLOSED ? undefined : new Promise((resolve) => {
+    await Promise.all(sockets.splice(0).map((socket) => (socket.readyState === WebSocket.CLOSED ? Promise.resolve() : new Promise((resolve) => {
       socket.once('close', resolve);
       socket.close();
     }))));
     parentPort!.postMessage({ type: 'closed' });
   }
+}
+
+// A failed step is reported to the bench (which then stops), never left as an unhandled rejection.
+parentPort!.on('message', (message: { type: string; count?: number }) => {
+  handle(message).catch((error: unknown) => parentPort!.postMessage({ type: 'error', message: String(error) }));
 });

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createStreamRing, KIND_DEPTH, KIND_TOP, KIND_TRADE, RECORD_BYTES_MAX, StreamReader, StreamWriter, type StreamRecord } from '../../core/market-stream.ts';
+import { createStreamRing, KIND_DEPTH, KIND_TOP, KIND_TRADE, StreamReader, StreamWriter, type StreamRecord } from '../../core/market-stream.ts';
 
 const RING = 256 << 10;
 const instrument = Int32Array.of(1, 2, 3, 4);
