@@ -1,5 +1,6 @@
 // PostgreSQL's binary COPY format, written straight into one growing buffer: no text
-// escaping of bytea or uuid, and one COPY per table per transaction (sent by pg-script.ts).
+// escaping of bytea or uuid, and one COPY per table per transaction (sent by pg-script.ts,
+// or in bounded pieces through pg-copy-streams by copy-stream.ts).
 // https://www.postgresql.org/docs/17/sql-copy.html#id-1.9.3.55.9.4
 
 import type pg from 'pg';
@@ -115,7 +116,19 @@ export class BinaryCopy {
     return this.int32(-1);
   }
 
-  /** The complete COPY data, trailer included. */
+  /**
+   * The bytes written so far, handed over to be sent; the copy goes on in a new buffer of
+   * the same size. A COPY's data is one byte stream however it is cut into messages, so a
+   * bulk COPY sends its rows in pieces of bounded size (persistence/copy-stream.ts).
+   */
+  take(): Buffer {
+    const taken = this.buffer.subarray(0, this.length);
+    this.buffer = Buffer.allocUnsafe(this.buffer.length);
+    this.length = 0;
+    return taken;
+  }
+
+  /** The complete COPY data (what take() left), trailer included. */
   finish(): Buffer {
     this.int16(-1);
     return this.buffer.subarray(0, this.length);

@@ -1,5 +1,6 @@
 // The operator's rebuild of runtime.order_lifecycle_state from the whole journal, in one
-// transaction; the in-memory open orders become the rebuilt table's.
+// transaction, its rows streamed in bounded pieces; the in-memory open orders become the
+// rebuilt table's.
 
 import type pg from 'pg';
 import { COMMAND_HEADER_WORD, COMMAND_ID_WORD, COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
@@ -17,11 +18,10 @@ import {
   RESULT_UUID_A_WORD,
 } from '../core/result-slot.ts';
 import { idKey as keyOf } from '../core/uuid.ts';
-import { BinaryCopy } from './copy-binary.ts';
-import { ORDER_ID } from './order-changes.ts';
+import { copyIn, COPY_PIECE_BYTES, streamedTransaction, type CopyCount } from './copy-stream.ts';
+import { ORDER_ID, type OrderState } from './order-changes.ts';
 import type { OwnReads } from './own-reads.ts';
 import type { PendingIntake } from './pending-intake.ts';
-import { runScript } from './pg-script.ts';
 import type { CommandApplier, Level } from './projection-apply.ts';
 import { LIFECYCLE_COLUMNS, lifecycleRow, Rows, type SessionBytes } from './projection-group.ts';
 import { wallClockUs } from './projector-load.ts';
@@ -56,16 +56,7 @@ export async function rebuildLifecycle(client: pg.ClientBase, applier: CommandAp
         }
       }
     }
-    const copy = new BinaryCopy();
-    for (const [key, order] of rebuilt.lifecycle) lifecycleRow(copy, sessions, order, null, submits.get(key)!);
-    const sql = [
-      'TRUNCATE runtime.order_lifecycle_state',
-      `COPY lifecycle_rebuild (${LIFECYCLE_COLUMNS}, client_order_id, submit_command_id) FROM STDIN (FORMAT binary)`,
-      `INSERT INTO runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)
-       SELECT ${LIFECYCLE_COLUMNS}, (SELECT cl.client_order_id FROM runtime.command_log cl WHERE cl.command_id = s.submit_command_id) FROM lifecycle_rebuild s`,
-      'DELETE FROM lifecycle_rebuild',
-    ].join(';\n');
-    await runScript(client, sql, [copy.finish()]);
+    await writeRebuilt(client, rebuilt.lifecycle, submits, sessions);
   } catch (error) {
     applier.live.clear();
     for (const [id, order] of saved) applier.live.set(id, order);
@@ -81,6 +72,32 @@ export async function rebuildLifecycle(client: pg.ClientBase, applier: CommandAp
     if (order.state === STATE_OPEN || order.state === STATE_PARTIALLY_FILLED) applier.live.set(key, order);
   }
   return rebuilt.lifecycle.size;
+}
+
+/**
+ * Replaces order_lifecycle_state with `orders` in one transaction, on a connection with
+ * the projector's session (its staging table). The rows stream into the staging table in
+ * bounded pieces (persistence/copy-stream.ts) before the table is locked; the TRUNCATE,
+ * the INSERT (each order's clientOrderId from its submit's command_log row) and COMMIT go
+ * in one query after. Any failure rolls all of it back: the table stays as it was.
+ */
+export async function writeRebuilt(
+  client: pg.ClientBase,
+  orders: ReadonlyMap<string, OrderState>,
+  submits: ReadonlyMap<string, Int32Array>,
+  sessions: SessionBytes,
+  pieceBytes = COPY_PIECE_BYTES,
+): Promise<CopyCount> {
+  return streamedTransaction(
+    client,
+    () => copyIn(client, `lifecycle_rebuild (${LIFECYCLE_COLUMNS}, client_order_id, submit_command_id)`, orders, (copy, [key, order]) => lifecycleRow(copy, sessions, order, null, submits.get(key)!), pieceBytes),
+    [
+      'TRUNCATE runtime.order_lifecycle_state',
+      `INSERT INTO runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)
+       SELECT ${LIFECYCLE_COLUMNS}, (SELECT cl.client_order_id FROM runtime.command_log cl WHERE cl.command_id = s.submit_command_id) FROM lifecycle_rebuild s`,
+      'DELETE FROM lifecycle_rebuild',
+    ].join(';\n'),
+  );
 }
 
 /** The order changes of one journaled command, alone (the rebuild). Returns the next offset. */
