@@ -9,7 +9,6 @@
 //     [0, ROUTES_MAX × STATUS_SLOTS)                 HTTP answers by route × status slot
 //     COMMANDS_AT + route × OUTCOMES + outcome       order-command answers
 //     DURATIONS_AT + (route × MODES + mode) × H      arrival-to-answer histograms
-//     SUBSCRIBERS_AT                                 market-data stream subscribers
 //   region `gateways` (the persistence thread): a histogram of journal commit durations
 //
 //   a histogram (H = HISTOGRAM_WORDS words): one count per bound of HISTOGRAM_BOUNDS_SECONDS
@@ -52,8 +51,7 @@ export const OUTCOME_UNAVAILABLE = 5;
 
 const COMMANDS_AT = ROUTES_MAX * STATUS_SLOTS;
 const DURATIONS_AT = COMMANDS_AT + COMMAND_ROUTES.length * OUTCOMES.length;
-const SUBSCRIBERS_AT = DURATIONS_AT + COMMAND_ROUTES.length * MODES.length * HISTOGRAM_WORDS;
-const GATEWAY_WORDS = SUBSCRIBERS_AT + 1;
+const GATEWAY_WORDS = DURATIONS_AT + COMMAND_ROUTES.length * MODES.length * HISTOGRAM_WORDS;
 const LINE_WORDS = 8;
 const roundUp = (words: number) => Math.ceil(words / LINE_WORDS) * LINE_WORDS;
 const GATEWAY_REGION_WORDS = roundUp(GATEWAY_WORDS);
@@ -121,10 +119,6 @@ export class GatewayCounters {
   duration(route: number, mode: number, seconds: number): void {
     recordInto(this.words, DURATIONS_AT + (route * MODES.length + mode) * HISTOGRAM_WORDS, seconds);
   }
-
-  set subscribers(count: number) {
-    this.words[SUBSCRIBERS_AT] = count;
-  }
 }
 
 /** The persistence thread's writer of its own region. */
@@ -168,10 +162,6 @@ export class MetricsReader {
       sum: readings.reduce((total, reading) => total + reading.sum, 0),
       count: readings.reduce((total, reading) => total + reading.count, 0),
     };
-  }
-
-  subscribers(): number {
-    return this.sum(SUBSCRIBERS_AT);
   }
 
   journalCommits(): HistogramReading {

@@ -9,6 +9,7 @@ import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
 import { PersistenceControl } from '../core/persistence-control.ts';
 import type { QueueMarks } from '../core/queue-marks.ts';
 import { COMMAND_ROUTES, HISTOGRAM_BOUNDS_SECONDS, MetricsReader, MODES, OUTCOMES, type HistogramReading } from '../core/venue-metrics.ts';
+import { StreamReader } from '../core/market-stream.ts';
 import type { VenueConfig } from '../core/config.ts';
 import { STATUS_LABELS } from './http-metrics.ts';
 import { queueRows } from './operator-reports.ts';
@@ -91,7 +92,9 @@ export class MetricsExposition {
     register(
       sharedMetric('venue_queue_capacity', 'The bound of each bounded queue.', 'gauge', () => queueRows(memory, config, marks).map((row) => ({ labels: { queue: row.key }, value: row.capacity }))),
     );
-    register(sharedMetric('venue_market_data_subscribers', 'Market-data stream subscriptions open now.', 'gauge', () => [{ labels: {}, value: reader.subscribers() }]));
+    // Each gateway keeps its stream's count in the stream ring's header (core/market-stream.ts).
+    const stream = new StreamReader(memory.marketStream);
+    register(sharedMetric('venue_market_data_subscribers', 'Market-data stream sockets with at least one subscription, all gateways.', 'gauge', () => [{ labels: {}, value: stream.subscribers() }]));
     // Process-wide CPU and memory; the event loop lag and heap are this gateway thread's.
     collectDefaultMetrics({ register: this.registry });
   }

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { cancelBody, submitBody, TOKENS, VenueProcess } from '../support/venue-process.ts';
+import { StreamClient } from '../support/stream-client.ts';
 
 let venue: VenueProcess;
 before(async () => {
@@ -119,4 +120,22 @@ test('journal commits are timed, and the queues show the commands they carried',
   assert.equal(rings.length, 2, 'one intake ring per gateway');
   assert.ok(rings.some(([, high]) => high >= 1), 'the intake rings carried the commands');
   assert.ok(value(samples, 'process_cpu_seconds_total') > 0);
+});
+
+test('venue_market_data_subscribers counts the stream sockets with a subscription, then none once they close', async () => {
+  const gauge = async () => Number(/^venue_market_data_subscribers (\d+)$/m.exec((await venue.get('/metrics', TOKENS.operator)).text)?.[1]);
+  const clients = await Promise.all([StreamClient.connect(venue.baseUrl, TOKENS.viewer), StreamClient.connect(venue.baseUrl, TOKENS.traderA)]);
+  try {
+    for (const client of clients) {
+      client.subscribe('trades', crypto.randomUUID());
+      await client.next((message) => message.type === 'subscribed');
+    }
+    assert.equal(await gauge(), 2);
+  } finally {
+    for (const client of clients) client.socket.close();
+  }
+  for (let waited = 0; (await gauge()) !== 0; waited += 50) {
+    assert.ok(waited < 5000, 'the gauge did not fall to 0 after the sockets closed');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 });
