@@ -85,7 +85,7 @@ export function endAnswer(res: uWS.HttpResponse, body: string | Uint8Array, clos
   res.onWritable((offset) => res.tryEnd(bytes.subarray(offset), size)[0]);
 }
 
-function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+function sendNow(res: uWS.HttpResponse, status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
     for (const name in headers) res.writeHeader(name, headers[name]!);

@@ -7,9 +7,9 @@
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
-import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
+import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead, type ReadPlaneAnswer } from '../core/storage-protocol.ts';
 import { storageError } from './storage-client.ts';
-import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type SendAnswer, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
@@ -29,8 +29,8 @@ export interface ReadRouteDependencies {
   /** Answers 405 to the other methods on `path`. */
   onlyMethod: (path: string, method: 'GET' | 'POST') => void;
   /** Writes a whole answer (corked). */
-  send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
-  read: (read: PlaneRead) => Promise<PlaneAnswer>;
+  send: (res: uWS.HttpResponse, status: number, body: string | Uint8Array, headers?: Record<string, string>) => void;
+  read: (read: PlaneRead) => Promise<ReadPlaneAnswer>;
 }
 
 /** A query string as a flat object; a repeated parameter is a 400 of its own. */
@@ -68,7 +68,7 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     app[method](path, (res, req) => {
       const principal = admit(res, req, permission);
       if (principal === null) return;
-      const send: Send = (status, body, headers) => deps.send(res, status, body, headers);
+      const send: SendAnswer = (status, body, headers) => deps.send(res, status, body, headers);
       const { query, details } = parseQuery(req.getQuery());
       if (queryName !== null) details.push(...validator.validateQuery(queryName, query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });

@@ -34,6 +34,7 @@ import {
   type PlaneAnswer,
   type PlaneRead,
   type ReadAnswer,
+  type ReadPlaneAnswer,
   type ReadRequest,
   type StoredClientOrder,
   type StoredCommand,
@@ -153,7 +154,7 @@ const projectorState = {
   lastError: null as string | null,
 };
 
-async function plane(read: PlaneRead): Promise<PlaneAnswer> {
+async function plane(read: PlaneRead): Promise<ReadPlaneAnswer> {
   switch (read.kind) {
     case 'snapshot':
       return readSnapshot(pool, read.instrumentId, read.projectionName);
@@ -337,7 +338,11 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
 for (const port of data.ports) {
   port.on('message', (request: ReadRequest) => {
     answer(request).then(
-      (found) => port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer),
+      (found) => {
+        // A settlement read's bytes move on to the gateway (core/storage-protocol.ts AnsweredBytes).
+        const body = found.answer?.body;
+        port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer, body instanceof Uint8Array ? [body.buffer] : []);
+      },
       (error: unknown) => port.postMessage({ id: request.id, ok: false, ...failureOf(error, 'storage did not answer; retry shortly') } satisfies ReadAnswer),
     );
   });

@@ -6,7 +6,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { refused, type PlaneAnswer, type SettlementAdmin, type SettlementRead } from '../core/storage-protocol.ts';
+import { refused, type AnsweredBytes, type PlaneAnswer, type Refused, type SettlementAdmin, type SettlementRead } from '../core/storage-protocol.ts';
 import type { SettlementProbe, SettlementTask } from './settlement-worker.ts';
 
 export interface SettlementPoolOptions {
@@ -23,7 +23,7 @@ export interface SettlementPoolOptions {
 const QUEUE_FULL = 'Task queue is at limit';
 
 export class SettlementPool {
-  private readonly pool: Piscina<SettlementTask, PlaneAnswer | SettlementProbe>;
+  private readonly pool: Piscina<SettlementTask, PlaneAnswer | AnsweredBytes | SettlementProbe>;
   private readonly databaseUrl: string;
 
   constructor(options: SettlementPoolOptions) {
@@ -42,12 +42,13 @@ export class SettlementPool {
     this.pool.on('error', () => undefined); // a thread that died is replaced; its task was rejected and answered
   }
 
-  read(read: SettlementRead, competitionProfile: string): Promise<PlaneAnswer> {
-    return this.run({ type: 'read', databaseUrl: this.databaseUrl, read, competitionProfile });
+  /** The view's JSON as UTF-8 bytes (moved here from the pool's thread; the caller moves them on to the gateway). */
+  read(read: SettlementRead, competitionProfile: string): Promise<AnsweredBytes | Refused> {
+    return this.run({ type: 'read', databaseUrl: this.databaseUrl, read, competitionProfile }) as Promise<AnsweredBytes | Refused>;
   }
 
   admin(admin: SettlementAdmin): Promise<PlaneAnswer> {
-    return this.run({ type: 'admin', databaseUrl: this.databaseUrl, admin });
+    return this.run({ type: 'admin', databaseUrl: this.databaseUrl, admin }) as Promise<PlaneAnswer>;
   }
 
   /** The thread a task runs on, and the runs its read cache keeps (tests). */
@@ -69,9 +70,9 @@ export class SettlementPool {
     return this.pool.destroy();
   }
 
-  private async run(task: SettlementTask): Promise<PlaneAnswer> {
+  private async run(task: SettlementTask): Promise<PlaneAnswer | AnsweredBytes> {
     try {
-      return (await this.pool.run(task)) as PlaneAnswer;
+      return (await this.pool.run(task)) as PlaneAnswer | AnsweredBytes;
     } catch (error) {
       if ((error as Error).message === QUEUE_FULL) return refused('OVERLOADED', 'too many settlement requests are waiting (SETTLEMENT_QUEUE); retry shortly');
       throw error;

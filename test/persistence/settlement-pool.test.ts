@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import type { PlaneAnswer, SettlementAdmin, SettlementRead } from '../../core/storage-protocol.ts';
+import type { ReadPlaneAnswer, SettlementAdmin, SettlementRead } from '../../core/storage-protocol.ts';
 import { FACT, PROFILE_INSTANT } from '../../core/settlement/facts.ts';
 import { readCacheSize, settlementRead } from '../../persistence/settlement-store.ts';
 import { SettlementPool } from '../../persistence/settlement-pool.ts';
@@ -34,9 +34,10 @@ function startPool(options: { maxQueue?: number; databaseUrl?: string } = {}): S
   return pool;
 }
 
-const body = (answer: PlaneAnswer) => {
+/** A 200's body as text: a read's comes from the pool as UTF-8 bytes. */
+const body = (answer: ReadPlaneAnswer): string => {
   assert.equal(answer.ok, true, JSON.stringify(answer.error));
-  return answer.body!;
+  return typeof answer.body === 'string' ? answer.body : new TextDecoder().decode(answer.body!);
 };
 const fact = (factType: string, payload: Record<string, unknown>) => ({ factId: randomUUID(), factType, occurredAtUs: AT_US, causationId: null, payload });
 
@@ -112,6 +113,7 @@ test('a realistic run built and read through the pool: the work runs on its thre
     for (const participants of view === 'leaderboard' ? [null] : [null, trader]) {
       const pooled = await pool.read(read(view, participants), 'cup');
       const here = await settlementRead(local, read(view, participants), 'cup');
+      assert.ok(pooled.body instanceof Uint8Array, 'a read\'s answer is moved as bytes');
       assert.equal(body(pooled), body(here), `${view} for ${participants === null ? 'the operator' : 'a trader'}`);
     }
   }
@@ -130,7 +132,7 @@ test('past SETTLEMENT_QUEUE waiting requests the pool answers OVERLOADED; the ot
   assert.equal(overloaded.length, 2, JSON.stringify(answers.map((answer) => answer.error)));
   for (const answer of overloaded) assert.equal(answer.error!.code, 'OVERLOADED');
   const expected = body(await settlementRead(local, request, ''));
-  for (const answer of answers.filter((a) => a.ok)) assert.equal(answer.body, expected);
+  for (const answer of answers.filter((a) => a.ok)) assert.equal(body(answer), expected);
   assert.equal(body(await pool.read(request, '')), expected, 'a request after the flood is answered');
 });
 
