@@ -5,8 +5,10 @@
 // projector's status (answered by the read thread, no I/O: how long its event loop is
 // held) and depth (answered by a gateway from shared memory: the CPU the work takes from
 // the other threads). Reports each step's latency and the probes' p50/p99/max while the
-// steps ran and while idle. Usage: tsx bench/settlement-bench.ts [--trades N] [--quick]
+// steps ran and while idle. Usage: tsx bench/settlement-bench.ts [--trades N] [--quick];
+// `--compare label=run.json,... label=...` writes the medians of saved runs of two builds.
 
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -131,7 +133,38 @@ export async function runSettlementBench(trades: number): Promise<Record<string,
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+type RunResult = Awaited<ReturnType<typeof runSettlementBench>> & { steps: Record<string, { ms: number }>; probes: Record<string, Record<string, { p99: number | null; max: number | null }>> };
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Medians over runs (result files of this bench): each step's ms, each probe window's p99 and max. */
+function medians(runs: RunResult[]) {
+  const first = runs[0]!;
+  return {
+    stepsMs: Object.fromEntries(Object.keys(first.steps).map((step) => [step, median(runs.map((r) => r.steps[step]!.ms))])),
+    probes: Object.fromEntries(
+      Object.entries(first.probes).map(([probe, windows]) => [
+        probe,
+        Object.fromEntries(Object.keys(windows).map((w) => [w, { p99: median(runs.map((r) => r.probes[probe]![w]!.p99 ?? 0)), max: median(runs.map((r) => r.probes[probe]![w]!.max ?? 0)) }])),
+      ]),
+    ),
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--compare') {
+  // `--compare before=a.json,b.json,c.json after=d.json,e.json,f.json`: runs of two builds, alternated, summarized as medians.
+  const groups = Object.fromEntries(
+    process.argv.slice(3).map((arg) => {
+      const [label, files] = arg.split('=') as [string, string];
+      const runs = files.split(',').map((file) => JSON.parse(readFileSync(file, 'utf8')) as RunResult);
+      return [label, { runs: runs.length, trades: runs[0]!.trades, median: medians(runs), each: runs.map((r) => ({ steps: r.steps, probes: r.probes })) }];
+    }),
+  );
+  writeResult('settlement', {
+    machine: { cpus: os.availableParallelism(), node: process.version },
+    note: 'settlement steps on one run of 20,000 trades (profile ops-realistic-v1: one fact per trade), runs of each build alternated; probes: one request in flight each, latencies in ms; medians of the runs',
+    ...groups,
+  });
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--trades');
   const trades = at > 0 ? Number(process.argv[at + 1]) : process.argv.includes('--quick') ? 2_000 : 20_000;
   const result = await runSettlementBench(trades);
