@@ -19,7 +19,7 @@ import { readCacheSize, settlementAdmin, settlementRead } from './settlement-sto
 export type SettlementTask =
   | { type: 'read'; databaseUrl: string; read: SettlementRead; competitionProfile: string }
   | { type: 'admin'; databaseUrl: string; admin: SettlementAdmin }
-  /** The thread's id, and how many runs and facts its read cache keeps (tests). */
+  /** The thread's id and the runs its read cache keeps (tests). */
   | { type: 'probe'; databaseUrl: string };
 
 export interface SettlementProbe {
