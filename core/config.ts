@@ -87,6 +87,10 @@ export interface VenueConfig {
   marketDataProjectorIntervalMs: number;
   /** How often the read thread looks for tables whose planner statistics went stale (persistence/planner-statistics.ts); 0: never. */
   plannerStatisticsIntervalMs: number;
+  /** Threads of the settlement pool (persistence/settlement-pool.ts): settlement reads and operator requests run there. */
+  settlementThreads: number;
+  /** Settlement requests waiting for a pool thread before the next is 503 OVERLOADED. */
+  settlementQueue: number;
   /** Open connections before the gateways stop accepting new ones (the file-descriptor limit may bound it lower: gateway/connection-guard.ts). */
   maxConnections: number;
 }
@@ -181,6 +185,8 @@ export const SETTINGS: readonly Setting[] = [
     meaning: 'commands between two saves of the key filters while running (with `DATA_DIR`; 0: only at a graceful stop); a start after a crash reads the intake records after the last save' },
   { env: 'PLANNER_STATISTICS_INTERVAL_MS', key: 'plannerStatisticsIntervalMs', section: 'storage', kind: 'integer', fallback: 10_000, min: 0, max: 3_600_000,
     meaning: 'how often the read thread analyzes read tables whose planner statistics went stale (0: never, autovacuum alone)' },
+  { env: 'SETTLEMENT_THREADS', key: 'settlementThreads', section: 'storage', kind: 'integer', fallback: 1, min: 1, max: 16,
+    meaning: 'threads of the settlement pool (piscina), where settlement reads and operator requests run, off the read thread; each keeps its own replayed runs (up to 100,000 facts, about 190 MiB) and two PostgreSQL connections' },
   { env: 'MAX_BODY_BYTES', key: 'maxBodyBytes', section: 'bounds', kind: 'integer', fallback: 16 * 1024, min: 256, max: 1024 * 1024,
     meaning: 'larger order and session-roll bodies are 413' },
   { env: 'ADMIN_MAX_BODY_BYTES', key: 'adminMaxBodyBytes', section: 'bounds', kind: 'integer', fallback: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024,
@@ -192,6 +198,8 @@ export const SETTINGS: readonly Setting[] = [
     meaning: 'commands awaiting a result per gateway thread; full → 503 `OVERLOADED`' },
   { env: 'MAX_WAITING_READS', key: 'maxWaitingReads', section: 'bounds', kind: 'integer', fallback: 4096, min: 1, max: 1 << 20,
     meaning: 'requests a gateway lets wait for the read thread at once (reads from storage, command status, replays, claim checks); full → 503 `OVERLOADED` (operator requests to the persistence thread: 64)' },
+  { env: 'SETTLEMENT_QUEUE', key: 'settlementQueue', section: 'bounds', kind: 'integer', fallback: 64, min: 1, max: 4096,
+    meaning: 'settlement requests waiting for a thread of the settlement pool; full → 503 `OVERLOADED`' },
   { env: 'COMMAND_RING_SLOTS', key: 'commandRingSlots', section: 'bounds', kind: 'power-of-two', fallback: 4096, min: 1, max: 1 << 20,
     meaning: '128-byte slots per gateway→shard ring; full → 503' },
   { env: 'RESULT_RING_SLOTS', key: 'resultRingSlots', section: 'bounds', kind: 'power-of-two', fallback: 16384, min: 16, max: 1 << 22,

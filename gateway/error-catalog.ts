@@ -6,7 +6,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { ErrorCode, ErrorDetail } from '../core/error-codes.ts';
-import type { PlaneAnswer } from '../core/storage-protocol.ts';
+import type { PlaneAnswer, ReadPlaneAnswer } from '../core/storage-protocol.ts';
 
 export type { ErrorCode, ErrorDetail } from '../core/error-codes.ts';
 
@@ -46,6 +46,8 @@ export const RETRY_HEADERS: Record<string, string> = { 'Content-Type': 'applicat
 
 /** How a route writes a whole answer; `headers` undefined: the JSON content type alone. */
 export type Send = (status: number, body: string, headers?: Record<string, string>) => void;
+/** A Send that also writes bytes (a settlement answer: gateway/settlement-routes.ts). */
+export type SendAnswer = (status: number, body: string | Uint8Array, headers?: Record<string, string>) => void;
 
 /** Writes an error answer: the code's status and body (`message` defaults to the code's own); a 503 with Retry-After. */
 export function sendError(send: Send, code: ErrorCode, message?: string, details?: ErrorDetail[]): void {
@@ -54,8 +56,10 @@ export function sendError(send: Send, code: ErrorCode, message?: string, details
 }
 
 /** Writes a read-plane answer: its 200, or its refusal mapped through the catalog. */
-export function sendPlaneAnswer(answer: PlaneAnswer, send: Send): void {
-  if (answer.ok) send(200, answer.body);
+export function sendPlaneAnswer(answer: PlaneAnswer, send: Send): void;
+export function sendPlaneAnswer(answer: ReadPlaneAnswer, send: SendAnswer): void;
+export function sendPlaneAnswer(answer: ReadPlaneAnswer, send: Send | SendAnswer): void {
+  if (answer.ok) (send as SendAnswer)(200, answer.body); // bytes come with a SendAnswer only (the overloads)
   else sendError(send, answer.error.code, answer.error.message, answer.error.details);
 }
 

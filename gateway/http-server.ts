@@ -111,7 +111,7 @@ export function endAnswer(res: uWS.HttpResponse, body: string | Uint8Array, clos
 }
 
 /** `route`: the route to count the answer under; by default the handler's running now (an answer written later must name its own). */
-function sendNow(res: uWS.HttpResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS, route = metrics.active): void {
+function sendNow(res: uWS.HttpResponse, status: number, body: string | Uint8Array, headers: Record<string, string> = JSON_HEADERS, route = metrics.active): void {
   metrics.answered(route, status);
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? `${status} Status`);
@@ -150,7 +150,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   /** A Send for an answer that may be written after the handler returned: counted under the route the request reached. */
   const sender = (res: uWS.HttpResponse) => {
     const route = metrics.active;
-    return (status: number, body: string, headers?: Record<string, string>) => sendNow(res, status, body, headers, route);
+    return (status: number, body: string | Uint8Array, headers?: Record<string, string>) => sendNow(res, status, body, headers, route);
   };
 
   /** Any other method on a served path is 405 (the resource exists; RFC 9110), not the catch-all's 404. */

@@ -5,7 +5,7 @@ import { DB_DOWN, PersistenceControl } from '../core/persistence-control.ts';
 import { Doorbell } from '../core/doorbell.ts';
 import { QueueMarks, QUEUE_SLOTS } from '../core/queue-marks.ts';
 import { SHARD_HALTED_WORD } from '../core/shard-runner.ts';
-import type { AdminAnswer, AdminRequest, AuditRecord, OwnReadAnswer, OwnReadRequest, PlaneAnswer, PlaneRead, ReadAnswer, ReadRequest } from '../core/storage-protocol.ts';
+import type { AdminAnswer, AdminRequest, AuditRecord, OwnReadAnswer, OwnReadRequest, PlaneRead, ReadAnswer, ReadPlaneAnswer, ReadRequest } from '../core/storage-protocol.ts';
 import { CommandDispatch } from './command-dispatch.ts';
 import { CommandIntake } from './command-intake.ts';
 import { CommandReads } from './command-reads.ts';
@@ -153,7 +153,7 @@ export class OrderFlow {
   }
 
   /** A read-plane request (plane-reads.ts). */
-  readPlane(read: PlaneRead): Promise<PlaneAnswer> {
+  readPlane(read: PlaneRead): Promise<ReadPlaneAnswer> {
     return this.planeReads.readPlane(read);
   }
 

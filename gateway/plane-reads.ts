@@ -4,14 +4,14 @@
 
 import type { PersistenceControl } from '../core/persistence-control.ts';
 import { DepthView, SnapshotView } from '../core/market-view.ts';
-import { answered, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
+import { answered, type PlaneAnswer, type PlaneRead, type ReadPlaneAnswer } from '../core/storage-protocol.ts';
 import { TapeView } from '../core/tape-view.ts';
 import type { OwnReadClient, ReadClient } from './flow-records.ts';
 import { depthAnswer, snapshotAnswer, tapeAnswer } from './market-reads.ts';
 import { StorageFailed } from './storage-client.ts';
 import type { VenueMemory } from './venue-memory.ts';
 
-/** How long an operator's settlement request may take in the read thread (reads: 5 s). */
+/** How long an operator's settlement request may take in the settlement pool (reads: 5 s). */
 const SETTLEMENT_ADMIN_TIMEOUT_MS = 60_000;
 
 export class PlaneReads {
@@ -34,7 +34,7 @@ export class PlaneReads {
   }
 
   /** A read-plane request: depth and stored snapshots from shared memory, the rest by the read thread from PostgreSQL. */
-  async readPlane(read: PlaneRead): Promise<PlaneAnswer> {
+  async readPlane(read: PlaneRead): Promise<ReadPlaneAnswer> {
     if (read.kind === 'depth') return depthAnswer(this.depthView, this.control, this.memory.shardCount, read.instrumentId, read.levels);
     if (read.kind === 'snapshot') {
       const local = snapshotAnswer(this.snapshotView, read.instrumentId, read.projectionName);

@@ -7,9 +7,9 @@
 
 import type uWS from 'uWebSockets.js';
 import { isUuid } from '../core/uuid.ts';
-import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneAnswer, type PlaneRead } from '../core/storage-protocol.ts';
+import { BAR_INTERVALS, SNAPSHOT_PROJECTION, SOURCE_PROJECTION, type BarInterval, type PlaneRead, type ReadPlaneAnswer } from '../core/storage-protocol.ts';
 import { storageError } from './storage-client.ts';
-import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type SendAnswer, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { QueryName } from './read-schemas.ts';
 import type { RequestValidator } from './validation.ts';
@@ -28,9 +28,9 @@ export interface ReadRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   /** Answers 405 to the other methods on `path`. */
   onlyMethod: (path: string, method: 'GET' | 'POST') => void;
-  /** A Send for `res`, which writes a whole answer (corked), also after the handler returned (counted under the route the request reached). */
-  sender: (res: uWS.HttpResponse) => Send;
-  read: (read: PlaneRead) => Promise<PlaneAnswer>;
+  /** A SendAnswer for `res`, which writes a whole answer (corked), also after the handler returned (counted under the route the request reached). */
+  sender: (res: uWS.HttpResponse) => SendAnswer;
+  read: (read: PlaneRead) => Promise<ReadPlaneAnswer>;
 }
 
 /** A query string as a flat object; a repeated parameter is a 400 of its own. */

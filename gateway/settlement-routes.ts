@@ -1,14 +1,14 @@
 // The settlement plane's HTTP routes: the operator gateway (`POST /admin/v1/settlement/...`,
 // operator role only, JSON bodies validated with ajv) and the reads
 // (`GET /api/v1/settlement/{view}/{scenarioRunId}`: operators see everything, traders
-// the rows of their own participants, viewers nothing). The work happens in the read
-// thread (persistence/settlement-store.ts).
+// the rows of their own participants, viewers nothing). The work happens in the settlement
+// pool the read thread owns (persistence/settlement-pool.ts, persistence/settlement-store.ts).
 
 import type uWS from 'uWebSockets.js';
-import type { PlaneAnswer, PlaneRead, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
+import type { PlaneRead, ReadPlaneAnswer, SettlementAdmin, SettlementRead } from '../core/storage-protocol.ts';
 import { AGED_FAIL_AFTER_SECONDS_DEFAULT } from '../core/settlement/views.ts';
 import { storageError } from './storage-client.ts';
-import { type ErrorDetail, RETRY_HEADERS, type Send, sendError, sendPlaneAnswer } from './error-catalog.ts';
+import { type ErrorDetail, RETRY_HEADERS, type SendAnswer, sendError, sendPlaneAnswer } from './error-catalog.ts';
 import type { Permission, Principal } from './principals.ts';
 import type { SettlementBodyName } from './settlement-schemas.ts';
 import { badFreeTextIn, parseJsonBody } from './text-rules.ts';
@@ -21,12 +21,12 @@ export interface SettlementRouteDependencies {
   admit: (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission) => Principal | null;
   /** Answers 405 to the other methods on `path`. */
   onlyMethod: (path: string, method: 'GET' | 'POST') => void;
-  send: (res: uWS.HttpResponse, status: number, body: string, headers?: Record<string, string>) => void;
-  /** A Send for `res` that may answer after the handler returned (counted under the route the request reached). */
-  sender: (res: uWS.HttpResponse) => Send;
+  send: (res: uWS.HttpResponse, status: number, body: string | Uint8Array, headers?: Record<string, string>) => void;
+  /** A SendAnswer for `res` that may answer after the handler returned (counted under the route the request reached). */
+  sender: (res: uWS.HttpResponse) => SendAnswer;
   /** Reads a whole body up to the bound (413 beyond it), then calls back (unless the client went away). */
-  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: Send) => void) => void;
-  read: (read: PlaneRead) => Promise<PlaneAnswer>;
+  readJson: (res: uWS.HttpResponse, maxBytes: number, lengthHeader: string, done: (raw: string, answer: SendAnswer) => void) => void;
+  read: (read: PlaneRead) => Promise<ReadPlaneAnswer>;
   adminMaxBodyBytes: number;
   /** COMPETITION_PROFILE set: the public leaderboard is served. */
   competition: boolean;
@@ -102,7 +102,7 @@ function adminRequest(name: SettlementBodyName, body: SettlementBody, details: E
 
 export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: SettlementRouteDependencies): void {
   const { validator, admit } = deps;
-  const forward = (read: PlaneRead, answer: Send) =>
+  const forward = (read: PlaneRead, answer: SendAnswer) =>
     deps.read(read).then(
       (result) => sendPlaneAnswer(result, answer),
       (error: Error) => answer(503, storageError(error), RETRY_HEADERS),

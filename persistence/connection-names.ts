@@ -18,3 +18,5 @@ export const START_APPLICATION_NAME = 'venue-start';
 export const REBUILD_APPLICATION_NAME = 'venue-rebuild';
 /** The operator's session roll (POST /admin/v1/venue/sessions). */
 export const SESSION_ROLL_APPLICATION_NAME = 'venue-session-roll';
+/** The settlement pool's threads (persistence/settlement-worker.ts): settlement reads and operator workflows. */
+export const SETTLEMENT_APPLICATION_NAME = 'venue-settlement';

@@ -1,7 +1,8 @@
 // Worker entry of the read thread: answers, from PostgreSQL, what the gateways no
 // longer hold in memory (after a restart, or once their in-memory window moved on):
 // command status and idempotent replays; and the whole read plane: market data,
-// own orders and fills, the availability inventory (market-data.ts). It writes only
+// own orders and fills, the availability inventory (market-data.ts); settlement's
+// requests it hands to the settlement pool it owns (settlement-pool.ts). It writes only
 // the market-data snapshots it refreshes, and never calls a shard.
 //
 // With MARKET_DATA_PROJECTOR_ENABLED it also runs the snapshot loop: whenever a
@@ -30,9 +31,9 @@ import {
   StatedFailure,
   SOURCE_PROJECTION,
   type AuditRecord,
-  type PlaneAnswer,
   type PlaneRead,
   type ReadAnswer,
+  type ReadPlaneAnswer,
   type ReadRequest,
   type StoredClientOrder,
   type StoredCommand,
@@ -41,7 +42,7 @@ import { readBars, readFills, readOwnOrders, readSnapshot, readTape, refreshSnap
 import { availability } from './availability.ts';
 import { auditOf } from './audit.ts';
 import { keepAnalyzed } from './planner-statistics.ts';
-import { settlementAdmin, settlementRead } from './settlement-store.ts';
+import { SettlementPool, type SettlementPoolOptions } from './settlement-pool.ts';
 import { JOURNAL_OF_COMMAND, storedEnvelope } from './stored-envelope.ts';
 import { READS_APPLICATION_NAME } from './connection-names.ts';
 
@@ -63,6 +64,8 @@ export interface ReadThreadData {
   projectionNamesPerPrincipal: number;
   /** PLANNER_STATISTICS_INTERVAL_MS: how often READ_TABLES are checked for stale statistics; 0: never. */
   plannerStatisticsIntervalMs: number;
+  /** Where settlement's work runs (persistence/settlement-pool.ts): SETTLEMENT_THREADS and SETTLEMENT_QUEUE. */
+  settlementPool: Omit<SettlementPoolOptions, 'databaseUrl'>;
 }
 
 /** The tables the read plane's queries plan on (the tape, bars, fills, own orders), kept analyzed as they grow. */
@@ -76,6 +79,7 @@ const control = new PersistenceControl(data.control);
 const pool = new pg.Pool({ connectionString: data.databaseUrl, max: 4, application_name: READS_APPLICATION_NAME });
 pool.on('error', () => undefined);
 const depthView = new DepthView(data.depthView);
+const settlement = new SettlementPool({ databaseUrl: data.databaseUrl, ...data.settlementPool });
 /** How far each shard's books in memory have reached (read before the books themselves). */
 const booksReached = () => Array.from({ length: data.shardCount }, (_, shard) => depthView.watermark(shard));
 const principalIndex = new Map(data.principalIds.map((id, index) => [id, index]));
@@ -167,7 +171,7 @@ const projectorState = {
   lastError: null as string | null,
 };
 
-async function plane(read: PlaneRead): Promise<PlaneAnswer> {
+async function plane(read: PlaneRead): Promise<ReadPlaneAnswer> {
   switch (read.kind) {
     case 'snapshot':
       return readSnapshot(pool, read.instrumentId, read.projectionName);
@@ -209,9 +213,9 @@ async function plane(read: PlaneRead): Promise<PlaneAnswer> {
     case 'projector-status':
       return answered(JSON.stringify(projectorStatus()));
     case 'settlement-read':
-      return settlementRead(pool, read.read, data.competitionProfile);
+      return settlement.read(read.read, data.competitionProfile);
     case 'settlement-admin':
-      return settlementAdmin(pool, read.admin);
+      return settlement.admin(read.admin);
   }
 }
 
@@ -351,7 +355,11 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
 for (const port of data.ports) {
   port.on('message', (request: ReadRequest) => {
     answer(request).then(
-      (found) => port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer),
+      (found) => {
+        // A settlement read's bytes move on to the gateway (core/storage-protocol.ts AnsweredBytes).
+        const body = found.answer?.body;
+        port.postMessage({ id: request.id, ok: true, ...found } satisfies ReadAnswer, body instanceof Uint8Array ? [body.buffer] : []);
+      },
       (error: unknown) => port.postMessage({ id: request.id, ok: false, ...failureOf(error, 'storage did not answer; retry shortly') } satisfies ReadAnswer),
     );
   });
@@ -375,6 +383,7 @@ parentPort!.on('message', (message: { type: string }) => {
   projectorState.running = false;
   for (const port of data.ports) port.close();
   Promise.resolve(statistics?.stop())
+    .then(() => settlement.destroy())
     .then(() => pool.end())
     .then(
       () => parentPort!.postMessage({ type: 'stopped' }),

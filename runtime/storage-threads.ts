@@ -10,7 +10,7 @@ import type { GatewayPorts } from './gateway-threads.ts';
 import type { RestorePoint } from './restore-point.ts';
 import { once } from './thread-messages.ts';
 import type { ThreadEntry } from './venue.ts';
-import { spawnWorker } from './worker-spawn.ts';
+import { spawnWorker, WORKER_BOOTSTRAP } from './worker-spawn.ts';
 
 interface StorageThreadStart {
   config: VenueConfig;
@@ -75,6 +75,7 @@ export function spawnRead(start: StorageThreadStart): { worker: Worker; ready: P
     competitionProfile: config.competitionProfile,
     projectionNamesPerPrincipal: config.marketDataProjectionNamesPerPrincipal,
     plannerStatisticsIntervalMs: config.plannerStatisticsIntervalMs,
+    settlementPool: { bootstrap: WORKER_BOOTSTRAP.href, entryUrl: entry('settlement').href, threads: config.settlementThreads, maxQueue: config.settlementQueue },
   };
   const worker = spawnWorker(entry('read'), { ...readData }, { transferList: readData.ports }, 'read');
   return { worker, ready: once<{ type: string }>(worker, (m) => m.type === 'ready', 'read') };

@@ -18,6 +18,8 @@ export const WORKER_ENTRIES = {
   shard: new URL('./shard-thread.ts', import.meta.url),
   persistence: new URL('../persistence/persistence-thread.ts', import.meta.url),
   read: new URL('../persistence/read-thread.ts', import.meta.url),
+  /** The settlement pool's threads (piscina, started by the read thread). */
+  settlement: new URL('../persistence/settlement-worker.ts', import.meta.url),
 };
 
 /** The built module a worker thread runs, by the name of its entry. */

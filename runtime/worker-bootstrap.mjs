@@ -21,4 +21,6 @@ if (typeof workerData.threadName === 'string') {
     // not Linux, or /proc is not mounted: the name is a convenience only
   }
 }
-await import(workerData.entryUrl);
+// A piscina pool's thread (the settlement pool) calls the entry's default export for each task.
+const entry = await import(workerData.entryUrl);
+export default entry.default;

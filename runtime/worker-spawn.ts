@@ -64,9 +64,12 @@ function startWorker(url: URL, options: WorkerOptions): Worker {
   return new Worker(url, { execArgv: workerFlags.execArgv, ...options });
 }
 
+/** The module every worker thread starts with, piscina's threads included (persistence/settlement-pool.ts). */
+export const WORKER_BOOTSTRAP = new URL('./worker-bootstrap.mjs', import.meta.url);
+
 /** threadName: the OS thread's name (top -H, ps -L), e.g. "gateway-0"; 15 bytes at most. */
 export function spawnWorker(entryUrl: URL, workerData: Record<string, unknown>, options: WorkerOptions = {}, threadName?: string): Worker {
-  return startWorker(new URL('./worker-bootstrap.mjs', import.meta.url), {
+  return startWorker(WORKER_BOOTSTRAP, {
     ...options,
     workerData: { ...workerData, entryUrl: entryUrl.href, threadName },
   });
