@@ -80,7 +80,10 @@ export function summarize(heads: ProfileNode[], commands: number): ThreadAllocat
     .map(([thread, { bytes, byFunction }]) => ({
       thread,
       bytesPerCommand: Math.round(bytes),
-      top: [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP_FUNCTIONS).map(([fn, b]) => ({ fn, bytesPerCommand: Math.round(b) })),
+      top: [...byFunction]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, TOP_FUNCTIONS)
+        .map(([fn, b]) => ({ fn, bytesPerCommand: Math.round(b) })),
     }))
     .sort((a, b) => b.bytesPerCommand - a.bytesPerCommand);
 }

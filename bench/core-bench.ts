@@ -27,17 +27,7 @@ import {
   packHeader,
   slotViews,
 } from '../core/command-slot.ts';
-import {
-  EVENT_ACCEPTED,
-  EventKind,
-  OPCODE_CANCEL,
-  OPCODE_SUBMIT,
-  ORDER_TYPE_LIMIT,
-  SIDE_BUY,
-  SIDE_SELL,
-  TIME_IN_FORCE_DAY,
-  TIME_IN_FORCE_IOC,
-} from '../core/codes.ts';
+import { EVENT_ACCEPTED, EventKind, OPCODE_CANCEL, OPCODE_SUBMIT, ORDER_TYPE_LIMIT, SIDE_BUY, SIDE_SELL, TIME_IN_FORCE_DAY, TIME_IN_FORCE_IOC } from '../core/codes.ts';
 import { MatchingEngine } from '../core/matching-engine.ts';
 import { buildCoreStream, type CommandStream } from './lib/core-stream.ts';
 import { processSlots, SHARD_PREFETCH_BATCH } from './lib/engine-compare.ts';
@@ -51,7 +41,10 @@ class StreamRunner {
   private position = 0;
   passes = 0;
 
-  constructor(private readonly stream: CommandStream, private readonly prefetchBatch: number) {
+  constructor(
+    private readonly stream: CommandStream,
+    private readonly prefetchBatch: number,
+  ) {
     this.reset();
   }
 

@@ -59,11 +59,7 @@ function verifyOurs(stream: CompareStream): Verified {
   const warmup = runOursTallied(engine, stream, 0, stream.warmup);
   const timed = runOursTallied(engine, stream, stream.warmup, stream.total);
   const { expected } = stream;
-  if (
-    engine.sequence !== expected.lastSequence ||
-    engine.orders.restingCount !== expected.restingOrders ||
-    warmup.trades + timed.trades !== expected.trades
-  ) {
+  if (engine.sequence !== expected.lastSequence || engine.orders.restingCount !== expected.restingOrders || warmup.trades + timed.trades !== expected.trades) {
     throw new Error(`our engine diverged from the generator: sequence ${engine.sequence}, resting ${engine.orders.restingCount}`);
   }
   return { book: readOurBook(engine, stream.ops.tickNanos), warmup, timed };
@@ -161,7 +157,8 @@ export async function runCoreCompareBench(quick: boolean): Promise<void> {
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', node: process.version },
     loadAverage1m: { before: loadBefore[0], after: os.loadavg()[0] },
     stream: {
-      description: '60% resting limits 1..500 ticks from a slowly moving mid (80% within 20), 30% cancels of resting orders, 10% IOC limits crossing the opposite best by 0..3 ticks; no hidden orders, no modifies',
+      description:
+        '60% resting limits 1..500 ticks from a slowly moving mid (80% within 20), 30% cancels of resting orders, 10% IOC limits crossing the opposite best by 0..3 ticks; no hidden orders, no modifies',
       seed: SEED,
       commands,
       warmupRestingOrders: WARMUP_ORDERS,

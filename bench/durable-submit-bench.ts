@@ -57,7 +57,17 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 export async function runDurableSubmitBench(rounds: number, seconds: number, venueRate = 0, modes: readonly string[] = PROCESSING_MODE_NAMES): Promise<Record<string, unknown>> {
   const base = (label: string, baseUrl: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({
-    mode: 'sync-result', threads: 1, connections: CONNECTIONS, warmupMs: 1000, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, baseUrl, ...extra,
+    mode: 'sync-result',
+    threads: 1,
+    connections: CONNECTIONS,
+    warmupMs: 1000,
+    durationMs: seconds * 1000,
+    ratePerSecond: 0,
+    seed: 7,
+    record: true,
+    label,
+    baseUrl,
+    ...extra,
   });
   const bytes = answerBytes();
   const venue = await startBenchVenue({ PROCESSING_MODE: 'sync-result' });
@@ -122,21 +132,28 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
       const runs = results.map((r) => r.venue[mode]!);
       const venueUs = median(runs.map((run) => run.venueAndPostgresUs));
       const rate = median(runs.map((run) => run.answersPerSecond));
-      return [mode, {
-        venueAndPostgresUsPerAnswer: venueUs,
-        venueAnswersPerSecond: rate,
-        ratioToBare: round1(venueUs / bareUs),
-        throughputRatio: Math.round((rate / bareRate) * 1000) / 1000,
-        verified: runs.every((run) => run.verified),
-        partsUs: medianOf(runs, (run) => run.parts),
-        threadsUs: medianOf(runs, (run) => run.threads),
-        postgresUs: medianOf(runs, (run) => run.postgres),
-        postgresPerCommand: medianOf(runs, (run) => run.postgresStats),
-      }];
+      return [
+        mode,
+        {
+          venueAndPostgresUsPerAnswer: venueUs,
+          venueAnswersPerSecond: rate,
+          ratioToBare: round1(venueUs / bareUs),
+          throughputRatio: Math.round((rate / bareRate) * 1000) / 1000,
+          verified: runs.every((run) => run.verified),
+          partsUs: medianOf(runs, (run) => run.parts),
+          threadsUs: medianOf(runs, (run) => run.threads),
+          postgresUs: medianOf(runs, (run) => run.postgres),
+          postgresPerCommand: medianOf(runs, (run) => run.postgresStats),
+        },
+      ];
     }),
   );
   const summary = {
-    rounds, seconds, connections: CONNECTIONS, loadThreads: 1, venueRatePerSecond: venueRate,
+    rounds,
+    seconds,
+    connections: CONNECTIONS,
+    loadThreads: 1,
+    venueRatePerSecond: venueRate,
     medians: { bareServerUsPerAnswer: bareUs, bareAnswersPerSecond: bareRate, modes: perMode },
     results,
   };

@@ -47,9 +47,25 @@ function order(n: number): OrderState {
   uuidInto(3, n % 5, ids, PARTICIPANT_ID);
   uuidInto(4, n % 5, ids, ACCOUNT_ID);
   return {
-    ids, runNo: 1, sessionNo: 1, side: n % 2, orderType: 0, timeInForce: 0, state: STATE_OPEN, priceNanos: 100_000_000_000 + (n % 7) * 1_000_000_000, quantity: 10,
-    filled: 0, currency: packCurrency('USD'), shard: n % 2, engineOrderId: `e-${n}`, createdAtUs: 1_800_000_000_000_000 + n, updatedAtUs: 1_800_000_000_000_000 + n,
-    lastSequence: n, clientOrderId: Buffer.from(`c-${n}`), fresh: true, clientOrderKnown: true,
+    ids,
+    runNo: 1,
+    sessionNo: 1,
+    side: n % 2,
+    orderType: 0,
+    timeInForce: 0,
+    state: STATE_OPEN,
+    priceNanos: 100_000_000_000 + (n % 7) * 1_000_000_000,
+    quantity: 10,
+    filled: 0,
+    currency: packCurrency('USD'),
+    shard: n % 2,
+    engineOrderId: `e-${n}`,
+    createdAtUs: 1_800_000_000_000_000 + n,
+    updatedAtUs: 1_800_000_000_000_000 + n,
+    lastSequence: n,
+    clientOrderId: Buffer.from(`c-${n}`),
+    fresh: true,
+    clientOrderKnown: true,
   };
 }
 
@@ -67,10 +83,31 @@ function group(g: number, previous: OrderState[]): { flush: ReturnType<typeof se
     orders.push(o);
     rows.lifecycle.set(`n${n}`, o);
     rows.commands
-      .row(24).range(uuidBytes(5, n), 0, 16).range(uuidBytes(6, n), 0, 16).range(Buffer.alloc(32, n & 0xff), 0, 32).text('trader-a').text('bench').text(`k-${n}`)
-      .smallint(0).smallint(1).smallint(n % 2).range(uuidBytes(1, n), 0, 16).range(uuidBytes(2, n % 8), 0, 16).text(`c-${n}`)
-      .timestampUs(1_800_000_000_000_000 + n).bigint(n).bigint(n).bigint(1 + (n >> 4)).smallint(1).text(null).timestampUs(1_800_000_000_000_000 + n)
-      .integer(0).integer(256).bigint(1 + (n >> 4)).smallint(0).integer(n & 0xffff);
+      .row(24)
+      .range(uuidBytes(5, n), 0, 16)
+      .range(uuidBytes(6, n), 0, 16)
+      .range(Buffer.alloc(32, n & 0xff), 0, 32)
+      .text('trader-a')
+      .text('bench')
+      .text(`k-${n}`)
+      .smallint(0)
+      .smallint(1)
+      .smallint(n % 2)
+      .range(uuidBytes(1, n), 0, 16)
+      .range(uuidBytes(2, n % 8), 0, 16)
+      .text(`c-${n}`)
+      .timestampUs(1_800_000_000_000_000 + n)
+      .bigint(n)
+      .bigint(n)
+      .bigint(1 + (n >> 4))
+      .smallint(1)
+      .text(null)
+      .timestampUs(1_800_000_000_000_000 + n)
+      .integer(0)
+      .integer(256)
+      .bigint(1 + (n >> 4))
+      .smallint(0)
+      .integer(n & 0xffff);
     const maker = previous[k];
     if (k % 2 === 1 && maker !== undefined) {
       maker.state = STATE_FILLED;
@@ -78,16 +115,51 @@ function group(g: number, previous: OrderState[]): { flush: ReturnType<typeof se
       maker.lastSequence = n;
       maker.updatedAtUs += 1000;
       rows.lifecycle.set(`m${n}`, maker);
-      for (const [x, mine, other, liquidity] of [[0, o, maker, 'TAKER'], [1, maker, o, 'MAKER']] as const) {
+      for (const [x, mine, other, liquidity] of [
+        [0, o, maker, 'TAKER'],
+        [1, maker, o, 'MAKER'],
+      ] as const) {
         rows.executions
-          .row(16).range(uuidBytes(7, 2 * n + x), 0, 16).smallint(n % 2).bigint(2 * n + x).range(uuidBytes(5, n), 0, 16).range(uuidBytes(8, n), 0, 16)
-          .uuidWords(mine.ids, ORDER_ID).uuidWords(other.ids, ORDER_ID).uuidWords(mine.ids, INSTRUMENT_ID).uuidWords(mine.ids, PARTICIPANT_ID).uuidWords(mine.ids, ACCOUNT_ID)
-          .text(mine.side === 0 ? 'BUY' : 'SELL').text(liquidity).bigint(10).bigint(maker.priceNanos).text('USD').timestampUs(1_800_000_000_000_000 + n);
+          .row(16)
+          .range(uuidBytes(7, 2 * n + x), 0, 16)
+          .smallint(n % 2)
+          .bigint(2 * n + x)
+          .range(uuidBytes(5, n), 0, 16)
+          .range(uuidBytes(8, n), 0, 16)
+          .uuidWords(mine.ids, ORDER_ID)
+          .uuidWords(other.ids, ORDER_ID)
+          .uuidWords(mine.ids, INSTRUMENT_ID)
+          .uuidWords(mine.ids, PARTICIPANT_ID)
+          .uuidWords(mine.ids, ACCOUNT_ID)
+          .text(mine.side === 0 ? 'BUY' : 'SELL')
+          .text(liquidity)
+          .bigint(10)
+          .bigint(maker.priceNanos)
+          .text('USD')
+          .timestampUs(1_800_000_000_000_000 + n);
       }
       rows.trades
-        .row(20).range(uuidBytes(8, n), 0, 16).smallint(n % 2).bigint(2 * n).range(uuidBytes(5, n), 0, 16).range(uuidBytes(7, 2 * n), 0, 16).text('run-1').text('session-1')
-        .uuidWords(o.ids, INSTRUMENT_ID).uuidWords(o.ids, ORDER_ID).uuidWords(maker.ids, ORDER_ID).uuidWords(o.ids, PARTICIPANT_ID).uuidWords(o.ids, ACCOUNT_ID)
-        .uuidWords(maker.ids, PARTICIPANT_ID).uuidWords(maker.ids, ACCOUNT_ID).text('BUY').bigint(10).bigint(maker.priceNanos).text('USD').timestampUs(1_800_000_000_000_000 + n).bigint(n);
+        .row(20)
+        .range(uuidBytes(8, n), 0, 16)
+        .smallint(n % 2)
+        .bigint(2 * n)
+        .range(uuidBytes(5, n), 0, 16)
+        .range(uuidBytes(7, 2 * n), 0, 16)
+        .text('run-1')
+        .text('session-1')
+        .uuidWords(o.ids, INSTRUMENT_ID)
+        .uuidWords(o.ids, ORDER_ID)
+        .uuidWords(maker.ids, ORDER_ID)
+        .uuidWords(o.ids, PARTICIPANT_ID)
+        .uuidWords(o.ids, ACCOUNT_ID)
+        .uuidWords(maker.ids, PARTICIPANT_ID)
+        .uuidWords(maker.ids, ACCOUNT_ID)
+        .text('BUY')
+        .bigint(10)
+        .bigint(maker.priceNanos)
+        .text('USD')
+        .timestampUs(1_800_000_000_000_000 + n)
+        .bigint(n);
     }
   }
   rows.watermarks.set(0, (g + 1) * COMMANDS).set(1, (g + 1) * COMMANDS);
@@ -165,7 +237,8 @@ async function send(way: 'script' | 'stream', projector: pg.Client, projectorPid
   const clientCpu = process.cpuUsage(client0);
   journaling = false;
   await journalLoop;
-  const stored = (await projector.query<{ n: string }>('SELECT (SELECT count(*) FROM runtime.command_log) + (SELECT count(*) FROM runtime.executions) + (SELECT count(*) FROM runtime.trades) AS n')).rows[0]!.n;
+  const stored = (await projector.query<{ n: string }>('SELECT (SELECT count(*) FROM runtime.command_log) + (SELECT count(*) FROM runtime.executions) + (SELECT count(*) FROM runtime.trades) AS n'))
+    .rows[0]!.n;
   const expected = groups.length * COMMANDS + (groups.length - 1) * (COMMANDS / 2) * 3; // commands; two executions and a trade per cross
   if (Number(stored) !== expected) throw new Error(`${way}: stored ${stored} history rows, not ${expected}`);
   if (journal !== null) return { rowsPerSecondBesideJournal: Math.round(rows / seconds), journalP50Us: Math.round(median(journalUs)), journalP99Us: Math.round(percentile(journalUs, 0.99)) };

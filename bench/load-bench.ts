@@ -158,8 +158,12 @@ function medianPercentiles(runs: Record<string, Percentiles>[]): Record<string, 
   for (const kind of Object.keys(runs[0]!)) {
     const of = runs.map((run) => run[kind]).filter((v): v is Percentiles => v !== undefined);
     medians[kind] = {
-      count: median(of.map((v) => v.count)), p50: median(of.map((v) => v.p50)), p90: median(of.map((v) => v.p90)),
-      p99: median(of.map((v) => v.p99)), p999: median(of.map((v) => v.p999)), max: median(of.map((v) => v.max)),
+      count: median(of.map((v) => v.count)),
+      p50: median(of.map((v) => v.p50)),
+      p90: median(of.map((v) => v.p90)),
+      p99: median(of.map((v) => v.p99)),
+      p999: median(of.map((v) => v.p999)),
+      max: median(of.map((v) => v.max)),
     };
   }
   return medians;
@@ -296,8 +300,18 @@ export async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBench
   const stop = new AbortController();
   const started = performance.now();
   const load = runLoad({
-    baseUrl: venue.baseUrl, mode: 'accepted-async', threads: 1, connections: 64, warmupMs: 0, durationMs: loadMsMax + 5_000, ratePerSecond: 0, seed,
-    record: false, quiet: true, label: 'load before a crash', signal: stop.signal,
+    baseUrl: venue.baseUrl,
+    mode: 'accepted-async',
+    threads: 1,
+    connections: 64,
+    warmupMs: 0,
+    durationMs: loadMsMax + 5_000,
+    ratePerSecond: 0,
+    seed,
+    record: false,
+    quiet: true,
+    label: 'load before a crash',
+    signal: stop.signal,
   });
   let wal = await walSinceCheckpoint(venue.databaseUrl);
   while (performance.now() - started < loadMsMax && wal.bytes < walFraction * wal.maxBytes) {
@@ -308,7 +322,13 @@ export async function crashUnderLoad(venue: Awaited<ReturnType<typeof startBench
   await venue.kill({ database: true });
   stop.abort();
   const loaded = await load;
-  return { checkpointWaitMs, loadMs, loadAnswered: (loaded.statuses['202'] ?? 0) + (loaded.statuses['200'] ?? 0), walMiB: Math.round(wal.bytes / 2 ** 20), maxWalMiB: Math.round(wal.maxBytes / 2 ** 20) };
+  return {
+    checkpointWaitMs,
+    loadMs,
+    loadAnswered: (loaded.statuses['202'] ?? 0) + (loaded.statuses['200'] ?? 0),
+    walMiB: Math.round(wal.bytes / 2 ** 20),
+    maxWalMiB: Math.round(wal.maxBytes / 2 ** 20),
+  };
 }
 
 /**
@@ -335,8 +355,18 @@ export async function restartBench(orders: number, times: number, crash: { walFr
     let accepted = 0;
     for (let pass = 0; pass < 3 && accepted < orders; pass++) {
       const fill = await runLoad({
-        baseUrl: venue.baseUrl, mode: 'accepted-async', threads: 2, connections: 64, warmupMs: 0, durationMs: 600_000, ratePerSecond: 0, seed: 99 + pass,
-        record: false, role: 'fill', maxRequests: orders - accepted, label: pass === 0 ? `filling ${orders} resting orders` : `filling the ${orders - accepted} resting orders not accepted before`,
+        baseUrl: venue.baseUrl,
+        mode: 'accepted-async',
+        threads: 2,
+        connections: 64,
+        warmupMs: 0,
+        durationMs: 600_000,
+        ratePerSecond: 0,
+        seed: 99 + pass,
+        record: false,
+        role: 'fill',
+        maxRequests: orders - accepted,
+        label: pass === 0 ? `filling ${orders} resting orders` : `filling the ${orders - accepted} resting orders not accepted before`,
       });
       console.log(describe(fill));
       accepted += fill.statuses['202'] ?? 0;
@@ -400,7 +430,16 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   const seconds = quick ? 3 : 8;
   const warmupMs = quick ? 500 : 2000;
   const base = (label: string, extra: Partial<LoadOptions> & { baseUrl: string }): LoadOptions => ({
-    mode: null, threads: 1, connections: CONNECTIONS, warmupMs, durationMs: seconds * 1000, ratePerSecond: 0, seed: 7, record: true, label, ...extra,
+    mode: null,
+    threads: 1,
+    connections: CONNECTIONS,
+    warmupMs,
+    durationMs: seconds * 1000,
+    ratePerSecond: 0,
+    seed: 7,
+    record: true,
+    label,
+    ...extra,
   });
 
   // The answer size, from the real venue, for the ceiling's canned envelope.
@@ -414,10 +453,10 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
   const generatorThreads = quick ? [2] : [1, 2];
   try {
     for (const threads of generatorThreads) {
-      const { run, cpu } = await runLoadWithCpu(
-        base(`ceiling, ${threads} load thread(s)`, { baseUrl: bare.baseUrl, threads, record: false, parseAnswers: false }),
-        { serverPid: bare.pid, generatorPid: process.pid },
-      );
+      const { run, cpu } = await runLoadWithCpu(base(`ceiling, ${threads} load thread(s)`, { baseUrl: bare.baseUrl, threads, record: false, parseAnswers: false }), {
+        serverPid: bare.pid,
+        generatorPid: process.pid,
+      });
       console.log(`${describe(run)}${cpuLine(cpu)}`);
       ceilingRuns.push(run);
       ceilingCpu.push(cpu);
@@ -481,17 +520,40 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
           // judged against what is left above it.
           await new Promise((resolve) => setTimeout(resolve, 1000));
           const idleSeconds = quick ? 1.5 : 5;
-          const orders = await runLoad(base(`${label}, one at a time (idle floor)`, {
-            baseUrl: venue.baseUrl, mode, threads: 1, connections: 1, pauseMs: IDLE_PAUSE_MS, warmupMs: 200, durationMs: idleSeconds * 1000, seed: 30,
-          }));
+          const orders = await runLoad(
+            base(`${label}, one at a time (idle floor)`, {
+              baseUrl: venue.baseUrl,
+              mode,
+              threads: 1,
+              connections: 1,
+              pauseMs: IDLE_PAUSE_MS,
+              warmupMs: 200,
+              durationMs: idleSeconds * 1000,
+              seed: 30,
+            }),
+          );
           console.log(describe(orders));
           all.push(orders);
           await fetch(`${venue.baseUrl}/api/v1/market-data/snapshots`, { method: 'POST', headers: { authorization: 'Bearer dev-token-viewer' } });
-          const reads = await runLoad(base('reads one at a time (idle floor)', {
-            baseUrl: venue.baseUrl, role: 'reads', threads: 1, connections: 1, pauseMs: IDLE_PAUSE_MS, warmupMs: 200, durationMs: idleSeconds * 1000, record: false, quiet: true,
-          }));
+          const reads = await runLoad(
+            base('reads one at a time (idle floor)', {
+              baseUrl: venue.baseUrl,
+              role: 'reads',
+              threads: 1,
+              connections: 1,
+              pauseMs: IDLE_PAUSE_MS,
+              warmupMs: 200,
+              durationMs: idleSeconds * 1000,
+              record: false,
+              quiet: true,
+            }),
+          );
           idle = { pauseMs: IDLE_PAUSE_MS, orders: orders.latencyUs, reads: reads.readLatencyUs };
-          console.log(`  reads one at a time: ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p50 ${(v.p50 / 1000).toFixed(2)} ms, p99 ${(v.p99 / 1000).toFixed(2)} ms`).join('; ')}`);
+          console.log(
+            `  reads one at a time: ${Object.entries(reads.readLatencyUs)
+              .map(([name, v]) => `${name} p50 ${(v.p50 / 1000).toFixed(2)} ms, p99 ${(v.p99 / 1000).toFixed(2)} ms`)
+              .join('; ')}`,
+          );
         }
         if (curve) {
           for (const fraction of fractions) {
@@ -502,7 +564,12 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
             for (let t = 0; t < times; t++) {
               const { run, cpu } = await runLoadWithCpu(
                 base(`${label}, open loop at ${Math.round(fraction * 100)}% (${rate}/s)${times > 1 ? ` ${t + 1}/${times}` : ''}`, {
-                  baseUrl: venue.baseUrl, mode, threads: loadThreads, connections: OPEN_LOOP_CONNECTIONS, ratePerSecond: rate, seed: 8 + open.length * 10 + t,
+                  baseUrl: venue.baseUrl,
+                  mode,
+                  threads: loadThreads,
+                  connections: OPEN_LOOP_CONNECTIONS,
+                  ratePerSecond: rate,
+                  seed: 8 + open.length * 10 + t,
                   ...(quick ? { durationMs: 2000 } : {}), // the quick run's curve is a sketch; its bar is 2 minutes in all
                 }),
                 { venuePid: venue.child.pid!, postgresPid: venue.postgresPid, generatorPid: process.pid },
@@ -526,19 +593,39 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
               const durationMs = READ_RUN_MS[quick ? 'quick' : 'full'];
               const [orders, reads] = await Promise.all([
                 runLoad(base(`${label}, closed loop beside reads on and off${of}`, { baseUrl: venue.baseUrl, mode, threads: loadThreads, seed: 20 + 100 * k, durationMs, startGate: gate })),
-                runLoad(base('reads', {
-                  baseUrl: venue.baseUrl, role: 'reads', connections: READ_CONNECTIONS, ratePerSecond: READS_PER_SECOND, onOffMs: READ_PHASE_MS, durationMs, record: false, quiet: true, startGate: gate,
-                })),
+                runLoad(
+                  base('reads', {
+                    baseUrl: venue.baseUrl,
+                    role: 'reads',
+                    connections: READ_CONNECTIONS,
+                    ratePerSecond: READS_PER_SECOND,
+                    onOffMs: READ_PHASE_MS,
+                    durationMs,
+                    record: false,
+                    quiet: true,
+                    startGate: gate,
+                  }),
+                ),
               ]);
               console.log(describe(orders));
               all.push(orders);
               const compared = onOffThroughput(orders.okPerSlot, SLOT_MS, READ_PHASE_MS, READ_EDGE_MS);
               readRuns.push({
-                ordersBesideReads: compared.onPerSecond, ordersAlone: compared.offPerSecond, dropPercent: compared.dropPercent, slotsEach: compared.slotsEach,
-                ordersPerSecond: orders.okPerSecond, readsPerSecond: reads.okPerSecond, readsQueuedBehind: reads.queuedBehind, readLatencyUs: reads.readLatencyUs,
+                ordersBesideReads: compared.onPerSecond,
+                ordersAlone: compared.offPerSecond,
+                dropPercent: compared.dropPercent,
+                slotsEach: compared.slotsEach,
+                ordersPerSecond: orders.okPerSecond,
+                readsPerSecond: reads.okPerSecond,
+                readsQueuedBehind: reads.queuedBehind,
+                readLatencyUs: reads.readLatencyUs,
                 readLatencyFromSendUs: reads.readLatencyFromSendUs,
               });
-              console.log(`  reads on and off: orders ${compared.onPerSecond}/s with reads, ${compared.offPerSecond}/s without (${compared.dropPercent}% lower); ${Object.entries(reads.readLatencyUs).map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`).join(', ')}`);
+              console.log(
+                `  reads on and off: orders ${compared.onPerSecond}/s with reads, ${compared.offPerSecond}/s without (${compared.dropPercent}% lower); ${Object.entries(reads.readLatencyUs)
+                  .map(([name, v]) => `${name} p99 ${(v.p99 / 1000).toFixed(2)} ms`)
+                  .join(', ')}`,
+              );
             }
             readsBeside = medianReadRuns(readRuns);
           }
@@ -577,10 +664,15 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     asyncToHttpCeiling: Number((async_.closedLoop.okPerSecond / ceiling).toFixed(3)),
     syncToStorageCeiling: Number((sync.closedLoop.okPerSecond / storageCeiling).toFixed(3)),
   };
-  const plot = writeLatencyPlot(`${RESULTS_DIR}/load.svg`, 'Client latency against throughput (open loop, 2 gateway threads, 2 shards)', [
-    { name: 'sync-result', points: sync.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
-    { name: 'accepted-async', points: async_.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
-  ], ceiling);
+  const plot = writeLatencyPlot(
+    `${RESULTS_DIR}/load.svg`,
+    'Client latency against throughput (open loop, 2 gateway threads, 2 shards)',
+    [
+      { name: 'sync-result', points: sync.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
+      { name: 'accepted-async', points: async_.openLoop.map((r) => ({ x: r.okPerSecond, p50: r.latencyUs.p50, p99: r.latencyUs.p99 })) },
+    ],
+    ceiling,
+  );
   const result = {
     machine: { cpus: os.availableParallelism(), node: process.version },
     note: `load generator: ${loadThreads} worker thread(s) of keep-alive connections (http-connection.ts) (${CONNECTIONS} each, ${OPEN_LOOP_CONNECTIONS} each in the open-loop points) on the same 2 cores as the venue and PostgreSQL; latencies in microseconds; ${seconds} s measured after ${warmupMs} ms of warm-up`,
@@ -591,21 +683,30 @@ export async function runLoadBench(quick: boolean): Promise<Record<string, unkno
     storageCeiling: { commandsPerSecond: storageCeiling, runs: storage },
     ratios,
     // With the CPU the venue and PostgreSQL spent per command there, beside what they spent at saturation (the median closed loop).
-    durableAckAtHalfLoad: half === null ? null : {
-      rate: half.ratePerSecond, p50Us: half.latencyUs.p50, p99Us: half.latencyUs.p99,
-      venueAndPostgresUs: half.venueAndPostgresUs, atSaturationUs: sync.closedLoopCpu === null ? null : venueAndPostgresUs(sync.closedLoopCpu),
-    },
+    durableAckAtHalfLoad:
+      half === null
+        ? null
+        : {
+            rate: half.ratePerSecond,
+            p50Us: half.latencyUs.p50,
+            p99Us: half.latencyUs.p99,
+            venueAndPostgresUs: half.venueAndPostgresUs,
+            atSaturationUs: sync.closedLoopCpu === null ? null : venueAndPostgresUs(sync.closedLoopCpu),
+          },
     // The floor under the latency targets: one request at a time onto the otherwise idle venue.
     idleFloor: sync.idle,
     syncAt80Percent: eighty === null ? null : { rate: eighty.ratePerSecond, p99Us: eighty.latencyUs.p99 },
     readsBeside,
     restart,
     // The median over the closed-loop runs of each one's own lag (full load); since the start in projectionLagSinceStartUs.
-    projectionLagUs: sync.closedLoopProjectionLagUs.length === 0 ? null : {
-      p50: median(sync.closedLoopProjectionLagUs.map((r) => r.p50)),
-      p99: median(sync.closedLoopProjectionLagUs.map((r) => r.p99)),
-      runs: sync.closedLoopProjectionLagUs,
-    },
+    projectionLagUs:
+      sync.closedLoopProjectionLagUs.length === 0
+        ? null
+        : {
+            p50: median(sync.closedLoopProjectionLagUs.map((r) => r.p50)),
+            p99: median(sync.closedLoopProjectionLagUs.map((r) => r.p99)),
+            runs: sync.closedLoopProjectionLagUs,
+          },
     projectionLagSinceStartUs: sync.persistence?.projectionLagUs ?? null,
     runs,
     plot,

@@ -206,9 +206,22 @@ async function measureMode(mode: string, seconds: number, maxRequests: number, i
 /** The JSON text of a submit as the load generator sends one: the body each intake record carries. */
 const SUBMIT_BODY_BYTES = Buffer.byteLength(
   JSON.stringify({
-    commandId: randomUUID(), traceId: randomUUID(), causationId: randomUUID(), correlationId: randomUUID(), actorId: 'load-lane-0', occurredAt: new Date().toISOString(),
-    orderId: randomUUID(), instrumentId: randomUUID(), participantId: randomUUID(), accountId: randomUUID(), side: 'BUY', orderType: 'LIMIT',
-    quantityUnits: '5', limitPrice: '100.25', currency: 'USD', timeInForce: 'DAY',
+    commandId: randomUUID(),
+    traceId: randomUUID(),
+    causationId: randomUUID(),
+    correlationId: randomUUID(),
+    actorId: 'load-lane-0',
+    occurredAt: new Date().toISOString(),
+    orderId: randomUUID(),
+    instrumentId: randomUUID(),
+    participantId: randomUUID(),
+    accountId: randomUUID(),
+    side: 'BUY',
+    orderType: 'LIMIT',
+    quantityUnits: '5',
+    limitPrice: '100.25',
+    currency: 'USD',
+    timeInForce: 'DAY',
   }),
 );
 
@@ -284,7 +297,9 @@ export async function runPersistenceBench(quick: boolean): Promise<void> {
     for (const bodyBytes of [0, SUBMIT_BODY_BYTES]) capacity.push(...(await copyCapacity(quick ? [64, 512] : [32, 256, 2048], quick ? 20_000 : 100_000, bodyBytes)));
   }
   for (const result of capacity) {
-    console.log(`tier 1 alone, ${String(result.batchCommands).padStart(4)} commands per commit, ${result.bodyBytes}-byte bodies: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`);
+    console.log(
+      `tier 1 alone, ${String(result.batchCommands).padStart(4)} commands per commit, ${result.bodyBytes}-byte bodies: ${result.commandsPerSecond} commands/s, ${result.msPerCommit} ms per commit`,
+    );
   }
   const seconds = quick ? 3 : 10;
   const maxRequests = quick ? 60_000 : 400_000;

@@ -18,10 +18,22 @@ function orderBody(i: number): string {
   const buy = i % 2 === 0;
   const offset = (i * 7919) % 7;
   return JSON.stringify({
-    commandId: crypto.randomUUID(), traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(),
-    actorId: 'bench', occurredAt: '2026-11-22T00:00:00Z', orderId: crypto.randomUUID(), instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
-    participantId: 'a1000000-0000-4000-8000-000000000001', accountId: 'a2000000-0000-4000-8000-000000000001', side: buy ? 'BUY' : 'SELL',
-    orderType: 'LIMIT', quantityUnits: String(1 + (i % 5)), limitPrice: String(buy ? 97 + offset : 103 - offset), currency: 'USD', timeInForce: 'DAY',
+    commandId: crypto.randomUUID(),
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'bench',
+    occurredAt: '2026-11-22T00:00:00Z',
+    orderId: crypto.randomUUID(),
+    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
+    participantId: 'a1000000-0000-4000-8000-000000000001',
+    accountId: 'a2000000-0000-4000-8000-000000000001',
+    side: buy ? 'BUY' : 'SELL',
+    orderType: 'LIMIT',
+    quantityUnits: String(1 + (i % 5)),
+    limitPrice: String(buy ? 97 + offset : 103 - offset),
+    currency: 'USD',
+    timeInForce: 'DAY',
   });
 }
 
@@ -46,7 +58,10 @@ async function orderLoad(baseUrl: string, seconds: number, inFlight: number): Pr
     while (performance.now() < deadline) {
       const body = orderBody(next++);
       const status = await call(agent, url, 'POST', 'dev-token-trader-a', body, {
-        'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-client-id': 'bench', 'idempotency-key': crypto.randomUUID(),
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'x-client-id': 'bench',
+        'idempotency-key': crypto.randomUUID(),
       });
       if (status === 200) ok++;
     }

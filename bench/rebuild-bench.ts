@@ -20,9 +20,22 @@ function orderBody(i: number): string {
   const buy = i % 2 === 0;
   const offset = (i * 7919) % 7;
   return JSON.stringify({
-    commandId: crypto.randomUUID(), traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(), actorId: 'bench',
-    occurredAt: '2026-11-22T00:00:00Z', orderId: crypto.randomUUID(), instrumentId: INSTRUMENTS[i % INSTRUMENTS.length], participantId: PARTICIPANT, accountId: ACCOUNT,
-    side: buy ? 'BUY' : 'SELL', orderType: 'LIMIT', quantityUnits: String(1 + (i % 5)), limitPrice: String(buy ? 97 + offset : 103 - offset), currency: 'USD', timeInForce: 'DAY',
+    commandId: crypto.randomUUID(),
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'bench',
+    occurredAt: '2026-11-22T00:00:00Z',
+    orderId: crypto.randomUUID(),
+    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
+    participantId: PARTICIPANT,
+    accountId: ACCOUNT,
+    side: buy ? 'BUY' : 'SELL',
+    orderType: 'LIMIT',
+    quantityUnits: String(1 + (i % 5)),
+    limitPrice: String(buy ? 97 + offset : 103 - offset),
+    currency: 'USD',
+    timeInForce: 'DAY',
     clientOrderId: `r-${i}`,
   });
 }
@@ -30,7 +43,8 @@ function orderBody(i: number): string {
 function request(baseUrl: string, method: string, path: string, token: string, agent: http.Agent, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-client-id': 'bench', 'idempotency-key': crypto.randomUUID() });
+    if (body !== undefined)
+      Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-client-id': 'bench', 'idempotency-key': crypto.randomUUID() });
     const req = http.request(new URL(path, baseUrl), { method, agent, headers }, (response) => {
       let text = '';
       response.setEncoding('utf8');

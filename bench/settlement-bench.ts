@@ -119,10 +119,15 @@ export async function runSettlementBench(trades: number): Promise<Record<string,
     const probesOut = Object.fromEntries(
       Object.entries(probes).map(([name, p]) => [
         name,
-        { idle: summary(p.samples, idle.from, idle.to), duringAll: summary(p.samples, heavy.from, heavy.to), ...Object.fromEntries(Object.entries(steps).map(([s, w]) => [s, summary(p.samples, w.from, w.to)])) },
+        {
+          idle: summary(p.samples, idle.from, idle.to),
+          duringAll: summary(p.samples, heavy.from, heavy.to),
+          ...Object.fromEntries(Object.entries(steps).map(([s, w]) => [s, summary(p.samples, w.from, w.to)])),
+        },
       ]),
     );
-    for (const [name, p] of Object.entries(probesOut)) console.log(`${name}: idle p99 ${p.idle.p99} ms; during the steps p50 ${p.duringAll.p50} p99 ${p.duringAll.p99} max ${p.duringAll.max} ms (${p.duringAll.count} reads)`);
+    for (const [name, p] of Object.entries(probesOut))
+      console.log(`${name}: idle p99 ${p.idle.p99} ms; during the steps p50 ${p.duringAll.p50} p99 ${p.duringAll.p99} max ${p.duringAll.max} ms (${p.duringAll.count} reads)`);
     return {
       trades,
       steps: Object.fromEntries(Object.entries(steps).map(([name, s]) => [name, { ms: s.ms, status: s.status, bytes: s.bytes }])),

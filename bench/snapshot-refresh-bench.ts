@@ -52,8 +52,7 @@ const OPEN_QUANTITY_QUERY = `
 
 type Best = Record<string, string>;
 
-const key = (row: { instrument_id: string; bid_p: string | null; bid_q: string | null; ask_p: string | null; ask_q: string | null }) =>
-  `${row.bid_p}/${row.bid_q}/${row.ask_p}/${row.ask_q}`;
+const key = (row: { instrument_id: string; bid_p: string | null; bid_q: string | null; ask_p: string | null; ask_q: string | null }) => `${row.bid_p}/${row.bid_q}/${row.ask_p}/${row.ask_q}`;
 
 async function timeMs(run: () => Promise<unknown>): Promise<number> {
   const at = performance.now();
@@ -131,9 +130,12 @@ export async function runSnapshotRefreshBench(quick: boolean): Promise<void> {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
-  console.table(results.map((r) => ({ 'open orders': r.openOrders.toLocaleString('en-US'), 'refresh ms (median)': r.refreshMsMedian, 'window sum ms (median)': r.windowSumMsMedian, same: r.sameAnswers })));
+  console.table(
+    results.map((r) => ({ 'open orders': r.openOrders.toLocaleString('en-US'), 'refresh ms (median)': r.refreshMsMedian, 'window sum ms (median)': r.windowSumMsMedian, same: r.sameAnswers })),
+  );
   writeResult('snapshot-refresh', {
-    description: 'market-data snapshot refresh of 8 instruments against the open orders (best levels and each side\'s whole open quantity from the books in memory, the rows written), beside a window-sum query over the table (same rows, same answers)',
+    description:
+      "market-data snapshot refresh of 8 instruments against the open orders (best levels and each side's whole open quantity from the books in memory, the rows written), beside a window-sum query over the table (same rows, same answers)",
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', node: process.version },
     repetitions,
     results,

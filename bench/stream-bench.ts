@@ -25,15 +25,34 @@ const B = { participantId: 'b1000000-0000-4000-8000-000000000001', accountId: 'b
 
 function orderBody(side: 'BUY' | 'SELL', quantity: number): string {
   return JSON.stringify({
-    commandId: crypto.randomUUID(), traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(),
-    actorId: 'bench', occurredAt: '2026-11-22T00:00:00Z', orderId: crypto.randomUUID(), instrumentId: INSTRUMENT, ...(side === 'BUY' ? A : B),
-    side, orderType: 'LIMIT', quantityUnits: String(quantity), limitPrice: '100', currency: 'USD', timeInForce: 'DAY',
+    commandId: crypto.randomUUID(),
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'bench',
+    occurredAt: '2026-11-22T00:00:00Z',
+    orderId: crypto.randomUUID(),
+    instrumentId: INSTRUMENT,
+    ...(side === 'BUY' ? A : B),
+    side,
+    orderType: 'LIMIT',
+    quantityUnits: String(quantity),
+    limitPrice: '100',
+    currency: 'USD',
+    timeInForce: 'DAY',
   });
 }
 
 function post(agent: http.Agent, url: URL, token: string, body: string): Promise<number> {
   return new Promise((resolve) => {
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-client-id': 'stream-bench', 'idempotency-key': crypto.randomUUID(), 'x-processing-mode': 'sync-result' };
+    const headers = {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'x-client-id': 'stream-bench',
+      'idempotency-key': crypto.randomUUID(),
+      'x-processing-mode': 'sync-result',
+    };
     const request = http.request(url, { method: 'POST', agent, headers }, (response) => {
       response.resume();
       response.on('end', () => resolve(response.statusCode ?? 0));
@@ -52,7 +71,10 @@ class OrderLoad {
   private makerLeft = 0;
   private topping: Promise<void> | null = null;
 
-  constructor(baseUrl: string, private readonly answeredAt: Float64Array) {
+  constructor(
+    baseUrl: string,
+    private readonly answeredAt: Float64Array,
+  ) {
     this.url = new URL('/api/v1/orders/submit', baseUrl);
   }
 
@@ -112,7 +134,12 @@ export async function runStreamBench(quick: boolean): Promise<void> {
   const venue = await startBenchVenue({ GATEWAY_THREADS: '2', MATCHING_SHARDS: '2' });
   const answeredAt = new Float64Array(new SharedArrayBuffer(8 * (TAKER_QUANTITIES + 1)));
   const load = new OrderLoad(venue.baseUrl, answeredAt);
-  const data: SubscriberData = { url: `${venue.baseUrl.replace(/^http/, 'ws')}/api/v1/market-data/stream`, token: 'dev-token-viewer', instrumentId: INSTRUMENT, answeredAt: answeredAt.buffer as SharedArrayBuffer };
+  const data: SubscriberData = {
+    url: `${venue.baseUrl.replace(/^http/, 'ws')}/api/v1/market-data/stream`,
+    token: 'dev-token-viewer',
+    instrumentId: INSTRUMENT,
+    answeredAt: answeredAt.buffer as SharedArrayBuffer,
+  };
   const entry = new URL('./stream-subscribers.ts', import.meta.url);
   const built = (await buildWorkers([entry])).get(entry.href)!; // compiled as the load generator's workers are: no tsx in a worker
   const worker = new Worker(built, { workerData: data, execArgv: [] });
@@ -154,7 +181,7 @@ export async function runStreamBench(quick: boolean): Promise<void> {
       machine: { cpus: os.availableParallelism(), node: process.version },
       note:
         `one instrument; ${IN_FLIGHT} order lanes in flight (sync-result takers against a resting maker: every order trades); ` +
-        'each subscriber takes trades and depth; latency from the order answer to each subscriber\'s trade message, microseconds; ' +
+        "each subscriber takes trades and depth; latency from the order answer to each subscriber's trade message, microseconds; " +
         'the venue, the load and the subscribers share the machine',
       seconds,
       answersPerSecondWithoutSubscribers: [baselineBefore.answersPerSecond, baselineAfter.answersPerSecond],

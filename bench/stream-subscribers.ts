@@ -97,10 +97,16 @@ async function handle(message: { type: string; count?: number }): Promise<void> 
     parentPort!.postMessage(report);
   }
   if (message.type === 'close') {
-    await Promise.all(sockets.splice(0).map((socket) => (socket.readyState === WebSocket.CLOSED ? Promise.resolve() : new Promise((resolve) => {
-      socket.once('close', resolve);
-      socket.close();
-    }))));
+    await Promise.all(
+      sockets.splice(0).map((socket) =>
+        socket.readyState === WebSocket.CLOSED
+          ? Promise.resolve()
+          : new Promise((resolve) => {
+              socket.once('close', resolve);
+              socket.close();
+            }),
+      ),
+    );
     parentPort!.postMessage({ type: 'closed' });
   }
 }

@@ -58,9 +58,16 @@ function cpuBudgetLine(l: any): string | null {
   const us = (n: number | null | undefined) => (n == null ? '—' : `${n} µs`);
   const each = Object.entries(modes).flatMap(([mode, m]: [string, any]) => {
     if (m.measured === null) return [];
-    const parts = Object.entries(m.measured.perCommandUs as Record<string, number>).map(([part, n]) => `${part} ${us(n)}`).join(', ');
+    const parts = Object.entries(m.measured.perCommandUs as Record<string, number>)
+      .map(([part, n]) => `${part} ${us(n)}`)
+      .join(', ');
     const waited = m.measured.waitUsPerCommand as Record<string, number> | undefined;
-    const waits = waited === undefined ? '' : `; runnable but waiting for a core: ${Object.keys(m.measured.perCommandUs).map((part) => `${part} ${us(waited[part] ?? 0)}`).join(', ')}`;
+    const waits =
+      waited === undefined
+        ? ''
+        : `; runnable but waiting for a core: ${Object.keys(m.measured.perCommandUs)
+            .map((part) => `${part} ${us(waited[part] ?? 0)}`)
+            .join(', ')}`;
     return [
       `${mode}: ${parts}; ${us(m.measured.totalUs)} in all (${m.measured.coresBusy} cores busy${machineOf(m.measured.machine)})${waits}. At ${pct(m.target)} of the ceiling (${k(m.targetRate)}/s) ${l.cpuBudget.cores} cores give ${us(m.cpuPerCommandAtTargetUs)} a command; ` +
         `less the generator's ${us(l.cpuBudget.generatorAtCeilingUs)} a request at the ceiling (its cheapest), ${us(m.leftForVenueAndPostgresUs)} would be left for the venue and PostgreSQL, which spent ${us(m.venueAndPostgresUs)}`,
@@ -94,7 +101,8 @@ export function durableSubmitTable(d: any): string[] {
   ];
 }
 /** Venue threads in the order a command meets them, then the rest. */
-const threadRank = (name: string) => (name.startsWith('gateway-') ? 0 : name.startsWith('shard-') ? 1 : ['persistence', 'read', 'main'].includes(name) ? 2 + ['persistence', 'read', 'main'].indexOf(name) : 5);
+const threadRank = (name: string) =>
+  name.startsWith('gateway-') ? 0 : name.startsWith('shard-') ? 1 : ['persistence', 'read', 'main'].includes(name) ? 2 + ['persistence', 'read', 'main'].indexOf(name) : 5;
 /** The parts of the venue's own process, shown thread by thread instead. */
 const VENUE_PARTS = new Set(['gateways', 'shards', 'persistence thread', 'read thread', 'main and V8']);
 
@@ -116,7 +124,13 @@ function sustainedSummary(s: any): string | null {
     (windows.some((w) => w.projectorMsPerSecond != null)
       ? `The projection backend per window, ms a second running / runnable but waiting for a core: ${windows.map((w) => (w.projectorMsPerSecond == null ? '—' : `${w.projectorMsPerSecond.run} / ${w.projectorMsPerSecond.waitedForCore}`)).join(', ')}. `
       : '') +
-    `PostgreSQL per command: WAL ${range(windows.flatMap((w) => (w.walKBPerCommand === null ? [] : [w.walKBPerCommand])), kb)}, full-page images ${range(windows.flatMap((w) => (w.fullPageImagesPerCommand === null ? [] : [w.fullPageImagesPerCommand])), fpi)}; ` +
+    `PostgreSQL per command: WAL ${range(
+      windows.flatMap((w) => (w.walKBPerCommand === null ? [] : [w.walKBPerCommand])),
+      kb,
+    )}, full-page images ${range(
+      windows.flatMap((w) => (w.fullPageImagesPerCommand === null ? [] : [w.fullPageImagesPerCommand])),
+      fpi,
+    )}; ` +
     `${windows.reduce((sum, w) => sum + w.checkpoints, 0)} checkpoints; the database ${(s.databaseBytes / 2 ** 30).toFixed(2)} GiB at the end; ` +
     (vacuumed.size === 0 ? 'no autovacuum seen at work.' : `autovacuum seen at work (samples a second): ${[...vacuumed].map(([what, n]) => `${what} ${n}`).join(', ')}.`)
   );
@@ -137,22 +151,49 @@ export function buildSummary(full = true): string {
   rows.push([
     'matching core, 1 thread, the 60/30/10 stream',
     '≥ 5 M commands/s',
-    compare ? (oursAsShard === undefined ? `${k(ours)} commands/s` : `${k(oursAsShard)} commands/s as a shard drains its rings (prefetch of ${prefetchBatch ?? '?'}, then each); ${k(ours)} one command at a time`) : '—',
+    compare
+      ? oursAsShard === undefined
+        ? `${k(ours)} commands/s`
+        : `${k(oursAsShard)} commands/s as a shard drains its rings (prefetch of ${prefetchBatch ?? '?'}, then each); ${k(ours)} one command at a time`
+      : '—',
     verdict(compare ? coreFigure >= 5e6 : null),
   ]);
-  rows.push(['matching core vs `nodejs-order-book`, same stream, same run', '≥ 50×', compare ? `${Number(compare.ratio).toFixed(1)}× (books equal: ${compare.booksEqual})` : '—', verdict(compare ? compare.ratio >= 50 : null)]);
+  rows.push([
+    'matching core vs `nodejs-order-book`, same stream, same run',
+    '≥ 50×',
+    compare ? `${Number(compare.ratio).toFixed(1)}× (books equal: ${compare.booksEqual})` : '—',
+    verdict(compare ? compare.ratio >= 50 : null),
+  ]);
   const sync = l?.runs?.find((r: any) => r.mode === 'sync-result' && r.gatewayThreads === 2 && r.shards === 2);
   const asyncRun = l?.runs?.find((r: any) => r.mode === 'accepted-async' && r.gatewayThreads === 2 && r.shards === 2);
-  rows.push(['`sync-result` submits / HTTP ceiling', '≥ 50%', l ? `${pct(l.ratios.syncToHttpCeiling)} (${k(sync?.closedLoop.okPerSecond)} of ${k(l.httpCeiling.okPerSecond)}/s)` : '—', verdict(l ? l.ratios.syncToHttpCeiling >= 0.5 : null)]);
+  rows.push([
+    '`sync-result` submits / HTTP ceiling',
+    '≥ 50%',
+    l ? `${pct(l.ratios.syncToHttpCeiling)} (${k(sync?.closedLoop.okPerSecond)} of ${k(l.httpCeiling.okPerSecond)}/s)` : '—',
+    verdict(l ? l.ratios.syncToHttpCeiling >= 0.5 : null),
+  ]);
   rows.push(['`sync-result` p99 at 80% of its rate', '< 10 ms', l?.syncAt80Percent ? ms(l.syncAt80Percent.p99Us) : '—', verdict(l?.syncAt80Percent ? l.syncAt80Percent.p99Us < 10_000 : null)]);
-  rows.push(['`accepted-async` / HTTP ceiling', '≥ 70%', l ? `${pct(l.ratios.asyncToHttpCeiling)} (${k(asyncRun?.closedLoop.okPerSecond)}/s)` : '—', verdict(l ? l.ratios.asyncToHttpCeiling >= 0.7 : null)]);
+  rows.push([
+    '`accepted-async` / HTTP ceiling',
+    '≥ 70%',
+    l ? `${pct(l.ratios.asyncToHttpCeiling)} (${k(asyncRun?.closedLoop.okPerSecond)}/s)` : '—',
+    verdict(l ? l.ratios.asyncToHttpCeiling >= 0.7 : null),
+  ]);
   const half = l?.durableAckAtHalfLoad;
   // Beside it, what a command cost the venue and PostgreSQL there and at saturation: half the rate does not halve the cores' work.
-  const halfCpu = half?.venueAndPostgresUs != null && half?.atSaturationUs != null ? `; CPU of the venue and PostgreSQL per command there ${half.venueAndPostgresUs} µs, at saturation ${half.atSaturationUs} µs` : '';
+  const halfCpu =
+    half?.venueAndPostgresUs != null && half?.atSaturationUs != null
+      ? `; CPU of the venue and PostgreSQL per command there ${half.venueAndPostgresUs} µs, at saturation ${half.atSaturationUs} µs`
+      : '';
   // And the floor under it: the same answer, one request at a time onto the otherwise idle venue.
   const idle = l?.idleFloor;
   const idleOrders = idle?.orders ? `; one request at a time onto the idle venue: p50 ${ms(idle.orders.p50)}, p99 ${ms(idle.orders.p99)} (\`/healthz\` p50 ${ms(idle.reads?.healthz?.p50)})` : '';
-  rows.push(['durable acknowledgement at half load (p50 / p99)', '< 2 ms / < 10 ms', half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}${halfCpu}${idleOrders}` : '—', verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null)]);
+  rows.push([
+    'durable acknowledgement at half load (p50 / p99)',
+    '< 2 ms / < 10 ms',
+    half ? `${ms(half.p50Us)} / ${ms(half.p99Us)}${halfCpu}${idleOrders}` : '—',
+    verdict(half ? half.p50Us < 2000 && half.p99Us < 10_000 : null),
+  ]);
   const lag = l?.projectionLagUs;
   const lagRuns: any[] = lag?.runs ?? [];
   // The same target over minutes of load on one venue (sustained.json): a window's p99 over it is a miss as well.
@@ -178,7 +219,9 @@ export function buildSummary(full = true): string {
     '< 2 ms',
     reads
       ? `${ms(snapshot)} / ${ms(depth)} (p50 ${ms(reads.readLatencyUs?.snapshot?.p50)} / ${ms(reads.readLatencyUs?.depth?.p50)}; \`/healthz\`, which does nothing, p99 ${ms(floor?.p99)} beside the same load)` +
-        (reads.readLatencyFromSendUs?.snapshot ? `; from the send instead of from when due, p99 ${ms(reads.readLatencyFromSendUs.snapshot.p99)} / ${ms(reads.readLatencyFromSendUs.depth?.p99)} (\`/healthz\` ${ms(reads.readLatencyFromSendUs.healthz?.p99)})` : '') +
+        (reads.readLatencyFromSendUs?.snapshot
+          ? `; from the send instead of from when due, p99 ${ms(reads.readLatencyFromSendUs.snapshot.p99)} / ${ms(reads.readLatencyFromSendUs.depth?.p99)} (\`/healthz\` ${ms(reads.readLatencyFromSendUs.healthz?.p99)})`
+          : '') +
         (idle?.reads?.snapshot ? `; one at a time onto the idle venue p99 ${ms(idle.reads.snapshot.p99)} / ${ms(idle.reads.depth?.p99)}` : '')
       : '—',
     verdict(reads ? snapshot < 2000 && depth < 2000 : null),
@@ -200,7 +243,9 @@ export function buildSummary(full = true): string {
     '< 10 s',
     restart
       ? `${restart === restartAlone ? '(`restart.json`) ' : ''}${(restart.readyMs / 1000).toFixed(1)} s with ${k(restart.restingOrders)} resting orders, after a graceful stop${restart.booksRestored === false ? ' (books replayed: nothing saved was used)' : ''}${startsOf(restart.starts?.afterGracefulStop)}` +
-        (restart.readyAfterCrashMs === undefined ? '' : `; after a crash under load (${crashOf(restart.starts?.afterCrash)}: ${crashBooks(restart.starts?.afterCrash)}, ${crashFilters(restart.starts?.afterCrash)}) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
+        (restart.readyAfterCrashMs === undefined
+          ? ''
+          : `; after a crash under load (${crashOf(restart.starts?.afterCrash)}: ${crashBooks(restart.starts?.afterCrash)}, ${crashFilters(restart.starts?.afterCrash)}) ${(restart.readyAfterCrashMs / 1000).toFixed(1)} s${startsOf(restart.starts?.afterCrash)}`)
       : '—',
     restart && restart.restingOrders >= 1e6
       ? restart.readyMs < 10_000 && restart.readyAfterCrashMs !== undefined && restart.readyAfterCrashMs >= 10_000
@@ -212,7 +257,7 @@ export function buildSummary(full = true): string {
   ]);
 
   const lines = [
-    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : 'Every target\'s figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 order runs (each comparing the on phases of the reads with their off phases), the restarts of 3 after a graceful stop and 3 after a crash; the sustained phase is one run of 4 minutes, judged window by window.'}`,
+    `Latest run: ${l?.measuredAt ?? compare?.measuredAt ?? 'none'}${l?.quick ? ' (quick)' : ''}, ${l?.machine?.cpus ?? '?'} cores, Node ${l?.machine?.node ?? process.version}. ${l?.quick ? 'Single runs (quick).' : "Every target's figure is a median of 3 runs or more (the ceilings are single runs, the best of their variants): the core of 5, the closed loops of 3 (the projection lag of those same 3 runs, each its own), the open-loop points at 50% and 80% of 3 each, the reads beside orders of 3 order runs (each comparing the on phases of the reads with their off phases), the restarts of 3 after a graceful stop and 3 after a crash; the sustained phase is one run of 4 minutes, judged window by window."}`,
     '',
     '| target | aim | measured | |',
     '|---|---|---|---|',

@@ -118,7 +118,13 @@ async function edgeSample(baseUrl: string, db: pg.Client, localPostgres: boolean
   ]);
   if (status === null) throw new Error('the venue did not answer its persistence status');
   const row = wal.rows[0]!;
-  return { lagBuckets: status.projectionLagBuckets, walBytes: Number(row.bytes), fullPageImages: Number(row.fpi), checkpoints: row.checkpoints, projector: row.projector === null || !localPostgres ? null : schedOf(row.projector) };
+  return {
+    lagBuckets: status.projectionLagBuckets,
+    walBytes: Number(row.bytes),
+    fullPageImages: Number(row.fpi),
+    checkpoints: row.checkpoints,
+    projector: row.projector === null || !localPostgres ? null : schedOf(row.projector),
+  };
 }
 
 /** A process's run time and run-queue wait, or null when it is not on this machine (or has gone). */
@@ -140,7 +146,9 @@ export async function runSustainedBench(quick: boolean): Promise<Record<string, 
     console.log(describe(run));
     const each = sustainedWindows(run.okPerSlot, SLOT_MS, windowMs, edges, autovacuum);
     for (const w of each) {
-      const vacuums = Object.entries(w.autovacuum).map(([what, n]) => `${what} ${n}`).join(', ');
+      const vacuums = Object.entries(w.autovacuum)
+        .map(([what, n]) => `${what} ${n}`)
+        .join(', ');
       console.log(
         `  to ${w.endsAtSecond} s: ${w.okPerSecond}/s, projection lag p50 ${(w.projectionLagUs.p50 / 1000).toFixed(1)} ms, p99 ${(w.projectionLagUs.p99 / 1000).toFixed(1)} ms; ` +
           `WAL ${w.walKBPerCommand} KB and ${w.fullPageImagesPerCommand} full-page images a command, ${w.checkpoints} checkpoints` +
@@ -180,7 +188,13 @@ async function sustainedRun(baseUrl: string, databaseUrl: string, localPostgres:
   // Every reading taken while the load runs, each with its failure caught (and reported after the run).
   const pending: Promise<void>[] = [];
   const failures: string[] = [];
-  const track = (reading: Promise<unknown>) => pending.push(reading.then(() => undefined, (error: unknown) => void failures.push(error instanceof Error ? error.message : String(error))));
+  const track = (reading: Promise<unknown>) =>
+    pending.push(
+      reading.then(
+        () => undefined,
+        (error: unknown) => void failures.push(error instanceof Error ? error.message : String(error)),
+      ),
+    );
   let opened = 0;
   let edgeTimer: NodeJS.Timeout | null = null;
   let sampleTimer: NodeJS.Timeout | null = null;
@@ -196,8 +210,17 @@ async function sustainedRun(baseUrl: string, databaseUrl: string, localPostgres:
   };
   try {
     const run = await runLoad({
-      baseUrl, mode: 'sync-result', threads: LOAD_THREADS, connections: CONNECTIONS, warmupMs: quick ? 500 : 2_000,
-      durationMs: windows * windowMs, ratePerSecond: 0, seed: 41, record: false, quiet: true, label: `sustained, ${windows} windows of ${windowMs / 1000} s`,
+      baseUrl,
+      mode: 'sync-result',
+      threads: LOAD_THREADS,
+      connections: CONNECTIONS,
+      warmupMs: quick ? 500 : 2_000,
+      durationMs: windows * windowMs,
+      ratePerSecond: 0,
+      seed: 41,
+      record: false,
+      quiet: true,
+      label: `sustained, ${windows} windows of ${windowMs / 1000} s`,
       window: {
         opened: () => {
           opened = performance.now();

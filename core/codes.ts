@@ -64,7 +64,6 @@ export const Opcode = {
 } as const;
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
 
-
 /** Order states. 0 marks a free pool slot. FILLED, CANCELLED and EXPIRED are terminal. */
 export const OrderState = {
   FREE: STATE_FREE,

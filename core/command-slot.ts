@@ -101,12 +101,7 @@ export function encodeCommand(command: CommandInput, views: SlotViews, byteOffse
   const w = byteOffset >> 2;
   const f = byteOffset >> 3;
   const { words, floats } = views;
-  words[w + COMMAND_HEADER_WORD] = packHeader(
-    command.opcode,
-    command.side ?? 0,
-    command.orderType ?? 0,
-    command.timeInForce ?? 0,
-  );
+  words[w + COMMAND_HEADER_WORD] = packHeader(command.opcode, command.side ?? 0, command.orderType ?? 0, command.timeInForce ?? 0);
   words[w + COMMAND_TOKEN_WORD] = command.token ?? 0;
   words[w + COMMAND_RUN_WORD] = command.runNo;
   words[w + COMMAND_SESSION_WORD] = command.sessionNo;

@@ -3,14 +3,7 @@
 // breaks one is refused rather than traded on. Never on the command path.
 
 import { assert, fail } from './assert.ts';
-import {
-  ORDER_TYPE_LIMIT_HIDDEN,
-  SIDE_SELL,
-  STATE_FILLED,
-  STATE_OPEN,
-  STATE_PARTIALLY_FILLED,
-  TIME_IN_FORCE_IOC,
-} from './codes.ts';
+import { ORDER_TYPE_LIMIT_HIDDEN, SIDE_SELL, STATE_FILLED, STATE_OPEN, STATE_PARTIALLY_FILLED, TIME_IN_FORCE_IOC } from './codes.ts';
 import { isValidPriceNanos, isValidQuantityUnits } from './fixed-point.ts';
 import { hashWords } from './hash.ts';
 import {
@@ -147,7 +140,8 @@ export function checkLoadedOrders(orders: OrderStore, levels: PriceLevels, owner
       if (!linksTo(orders, head, used, level, queue, ORDER_PREV_WORD, -1) || !linksTo(orders, tail, used, level, queue, ORDER_NEXT_WORD, -1)) {
         fail(`engine state: queue ${queue} of level ${level} has a head or tail that is not an end of it`);
       }
-      if (levels.quantity(level, queue) !== open[level * 2 + queue]) fail(`engine state: queue ${queue} of level ${level} holds ${levels.quantity(level, queue)} open, its orders ${open[level * 2 + queue]}`);
+      if (levels.quantity(level, queue) !== open[level * 2 + queue])
+        fail(`engine state: queue ${queue} of level ${level} holds ${levels.quantity(level, queue)} open, its orders ${open[level * 2 + queue]}`);
     }
   }
 }

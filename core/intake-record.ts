@@ -88,8 +88,7 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
   const w = byteOffset >> 2;
   const { words, bytes } = views;
   bytes.fill(0, byteOffset, byteOffset + INTAKE_RECORD_BYTES);
-  words[w + INTAKE_FLAGS_WORD] =
-    entry.processingMode | (entry.route << 2) | (entry.orderId !== null ? INTAKE_HAS_ORDER_ID : 0) | (entry.instrumentId !== null ? INTAKE_HAS_INSTRUMENT : 0);
+  words[w + INTAKE_FLAGS_WORD] = entry.processingMode | (entry.route << 2) | (entry.orderId !== null ? INTAKE_HAS_ORDER_ID : 0) | (entry.instrumentId !== null ? INTAKE_HAS_INSTRUMENT : 0);
   words[w + INTAKE_SHARD_WORD] = entry.shard;
   words[w + INTAKE_PRINCIPAL_WORD] = entry.principal;
   words[w + INTAKE_BODY_LENGTH_WORD] = entry.bodyLength;
@@ -102,8 +101,7 @@ export function writeIntake(views: IntakeViews, byteOffset: number, entry: Intak
   bytes.set(entry.slot, byteOffset + INTAKE_SLOT_BYTE);
   words[w + INTAKE_CLIENT_ID_LENGTH_WORD] = textInto(bytes, byteOffset + INTAKE_CLIENT_ID_BYTE, INTAKE_TEXT_MAX, entry.clientId);
   words[w + INTAKE_KEY_LENGTH_WORD] = textInto(bytes, byteOffset + INTAKE_KEY_BYTE, INTAKE_TEXT_MAX, entry.idempotencyKey);
-  words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD] =
-    entry.clientOrderId === null ? 0 : textInto(bytes, byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE, INTAKE_CLIENT_ORDER_ID_MAX, entry.clientOrderId);
+  words[w + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD] = entry.clientOrderId === null ? 0 : textInto(bytes, byteOffset + INTAKE_CLIENT_ORDER_ID_BYTE, INTAKE_CLIENT_ORDER_ID_MAX, entry.clientOrderId);
 }
 
 /** A UUID's four words as its 16 bytes, most significant first. */

@@ -112,7 +112,18 @@ export class StreamWriter extends StreamRing {
     return at;
   }
 
-  stageTrade(instrument: Int32Array, instrumentAt: number, seq: number, tradeId: Int32Array, tradeIdAt: number, priceNanos: number, quantity: number, occurredAtUs: number, tapeSequence: number, currency: number): void {
+  stageTrade(
+    instrument: Int32Array,
+    instrumentAt: number,
+    seq: number,
+    tradeId: Int32Array,
+    tradeIdAt: number,
+    priceNanos: number,
+    quantity: number,
+    occurredAtUs: number,
+    tapeSequence: number,
+    currency: number,
+  ): void {
     const at = this.begin(KIND_TRADE, TRADE_BYTES, instrument, instrumentAt, seq);
     for (let k = 0; k < 4; k++) this.sw[(at >> 2) + 8 + k] = tradeId[tradeIdAt + k]!;
     const f = at >> 3;

@@ -312,14 +312,7 @@ export class MatchingEngine {
     const price = floats[f + COMMAND_PRICE_NANOS_FLOAT]!;
     const quantity = floats[f + COMMAND_QUANTITY_UNITS_FLOAT]!;
     const currency = words[w + COMMAND_CURRENCY_WORD]!;
-    if (
-      side > SIDE_SELL ||
-      orderType > ORDER_TYPE_LIMIT_HIDDEN ||
-      timeInForce > TIME_IN_FORCE_IOC ||
-      currency <= 0 ||
-      !isValidPriceNanos(price) ||
-      !isValidQuantityUnits(quantity)
-    ) {
+    if (side > SIDE_SELL || orderType > ORDER_TYPE_LIMIT_HIDDEN || timeInForce > TIME_IN_FORCE_IOC || currency <= 0 || !isValidPriceNanos(price) || !isValidQuantityUnits(quantity)) {
       reject(this, -1, RejectCode.INVALID_COMMAND);
       return;
     }
@@ -368,18 +361,7 @@ export class MatchingEngine {
     finishAccepted(this, accepted, slot);
   }
 
-  private writeOrder(
-    slot: number,
-    words: Int32Array,
-    w: number,
-    book: number,
-    owner: number,
-    side: number,
-    orderType: number,
-    timeInForce: number,
-    price: number,
-    quantity: number,
-  ): void {
+  private writeOrder(slot: number, words: Int32Array, w: number, book: number, owner: number, side: number, orderType: number, timeInForce: number, price: number, quantity: number): void {
     const orders = this.orders;
     const o = orders.words;
     const r = slot << ORDER_WORD_SHIFT;

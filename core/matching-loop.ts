@@ -147,8 +147,7 @@ export function unlink(engine: EngineParts, slot: number): void {
   if (next >= 0) o[(next << ORDER_WORD_SHIFT) + ORDER_PREV_WORD] = prev;
   else lw[lr + LEVEL_TAIL_WORD] = prev;
   lw[lr + LEVEL_COUNT_WORD]!--;
-  levels.floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_QUANTITY_FLOAT + queue]! -=
-    o[r + ORDER_QUANTITY_WORD]! - o[r + ORDER_FILLED_WORD]!;
+  levels.floats[(level << LEVEL_FLOAT_SHIFT) + LEVEL_QUANTITY_FLOAT + queue]! -= o[r + ORDER_QUANTITY_WORD]! - o[r + ORDER_FILLED_WORD]!;
   o[r + ORDER_PREV_WORD] = -1;
   o[r + ORDER_NEXT_WORD] = -1;
   o[r + ORDER_LEVEL_WORD] = -1;

@@ -274,10 +274,7 @@ export class PriceLevels {
     // a file of the older layout fails here by its section's name and the shard
     // replays its journal instead.
     const buckets = input.length('levels.index') / 8;
-    assert(
-      Number.isInteger(buckets) && buckets >= 2 && (buckets & (buckets - 1)) === 0 && buckets <= powerOfTwoAtLeast(this.capacityMax * 2),
-      `price level state has an index of ${buckets} buckets`,
-    );
+    assert(Number.isInteger(buckets) && buckets >= 2 && (buckets & (buckets - 1)) === 0 && buckets <= powerOfTwoAtLeast(this.capacityMax * 2), `price level state has an index of ${buckets} buckets`);
     const table = new Int32Array(buckets * 2);
     input.into('levels.index', table);
     input.into('levels.heapSize', this.heapSize);
@@ -416,14 +413,7 @@ export class PriceLevels {
     words[(level << LEVEL_WORD_SHIFT) + LEVEL_HEAP_POS_WORD] = position;
   }
 
-  private siftDown(
-    levels: Int32Array,
-    keys: Float64Array,
-    size: number,
-    position: number,
-    level: number,
-    key: number,
-  ): void {
+  private siftDown(levels: Int32Array, keys: Float64Array, size: number, position: number, level: number, key: number): void {
     const words = this.words;
     for (;;) {
       let child = position * 2 + 1;
@@ -449,16 +439,7 @@ export class PriceLevels {
  * hash, where a probe for its key reaches it; each side's heap holds that side's live
  * levels once, in heap order, each knowing its position.
  */
-function checkLoadedLevels(
-  words: Int32Array,
-  floats: Float64Array,
-  free: Int32Array,
-  table: Int32Array,
-  heapSize: Int32Array,
-  heapLevels: Int32Array,
-  heapKeys: Float64Array,
-  seed: number,
-): void {
+function checkLoadedLevels(words: Int32Array, floats: Float64Array, free: Int32Array, table: Int32Array, heapSize: Int32Array, heapLevels: Int32Array, heapKeys: Float64Array, seed: number): void {
   const capacity = words.length >> LEVEL_WORD_SHIFT;
   const live = capacity - free.length;
   // Per record: 0 unseen, 1 free, 2 indexed, 3 in a heap.

@@ -3,15 +3,7 @@
 // results outgrow the ring streams through it; an incomplete group waits for the
 // next poll.
 
-import {
-  readEvent,
-  readHeader,
-  RESULT_HEADER,
-  RESULT_KIND_BYTE,
-  RESULT_RECORD_BYTES,
-  type ResultEvent,
-  type ResultHeader,
-} from './result-slot.ts';
+import { readEvent, readHeader, RESULT_HEADER, RESULT_KIND_BYTE, RESULT_RECORD_BYTES, type ResultEvent, type ResultHeader } from './result-slot.ts';
 import { RingConsumer } from './ring.ts';
 
 export type ResultHandler = (header: ResultHeader, events: ResultEvent[]) => void;

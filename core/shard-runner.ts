@@ -12,14 +12,7 @@
 // Journal stream, per command: the 128-byte slot as sequenced (two 64-byte records),
 // then the result header and the event records, exactly as sent to the gateway.
 
-import {
-  COMMAND_HEADER_WORD,
-  COMMAND_INSTRUMENT_ID_WORD,
-  COMMAND_ORDER_ID_WORD,
-  COMMAND_SLOT_BYTES,
-  COMMAND_TIMESTAMP_US_FLOAT,
-  COMMAND_TOKEN_WORD,
-} from './command-slot.ts';
+import { COMMAND_HEADER_WORD, COMMAND_INSTRUMENT_ID_WORD, COMMAND_ORDER_ID_WORD, COMMAND_SLOT_BYTES, COMMAND_TIMESTAMP_US_FLOAT, COMMAND_TOKEN_WORD } from './command-slot.ts';
 import { EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, OPCODE_QUERY, RejectCode } from './codes.ts';
 import { Doorbell } from './doorbell.ts';
 import type { MatchingEngine } from './matching-engine.ts';
@@ -118,13 +111,8 @@ export class ShardRunner {
   constructor(options: ShardRunnerOptions) {
     this.engine = options.engine;
     this.inputs = options.commandRings.map((ring) => new RingConsumer(ring, COMMAND_SLOT_BYTES));
-    this.outputs = options.resultRings.map(
-      (ring, gateway) => new Output(new RingProducer(ring, RESULT_RECORD_BYTES), new Doorbell(options.gatewayDoorbells[gateway]!)),
-    );
-    this.journal =
-      options.journalRing === null
-        ? null
-        : new Output(new RingProducer(options.journalRing, RESULT_RECORD_BYTES), new Doorbell(options.journalDoorbell!));
+    this.outputs = options.resultRings.map((ring, gateway) => new Output(new RingProducer(ring, RESULT_RECORD_BYTES), new Doorbell(options.gatewayDoorbells[gateway]!)));
+    this.journal = options.journalRing === null ? null : new Output(new RingProducer(options.journalRing, RESULT_RECORD_BYTES), new Doorbell(options.journalDoorbell!));
     this.doorbell = new Doorbell(options.doorbell);
     this.control = new Int32Array(options.control);
     this.clockUs = options.clockUs;
@@ -324,12 +312,7 @@ export class ShardRunner {
   private answerQuery(output: Output, input: RingConsumer, w: number, now: number): void {
     const words = input.words;
     const orders = this.engine.orders;
-    const slot = orders.find(
-      words[w + COMMAND_ORDER_ID_WORD]!,
-      words[w + COMMAND_ORDER_ID_WORD + 1]!,
-      words[w + COMMAND_ORDER_ID_WORD + 2]!,
-      words[w + COMMAND_ORDER_ID_WORD + 3]!,
-    );
+    const slot = orders.find(words[w + COMMAND_ORDER_ID_WORD]!, words[w + COMMAND_ORDER_ID_WORD + 1]!, words[w + COMMAND_ORDER_ID_WORD + 2]!, words[w + COMMAND_ORDER_ID_WORD + 3]!);
     const at = this.reserve(output, 1);
     writeHeader(output.ring, at, words[w + COMMAND_TOKEN_WORD]!, 0, 0, slot < 0 ? -1 : orders.state(slot), now, 0, this.batch);
     output.unpublished++;

@@ -157,9 +157,7 @@ export interface OwnReadRequest {
  * thread answers from storage); an own-order row whose clientOrderId is undefined
  * needs it looked up (`lookups`: their orderIds).
  */
-export type OwnReadAnswer =
-  | { id: number; ok: true; rows: Record<string, unknown>[] | null; lookups: string[] }
-  | ({ id: number; ok: false } & StorageFailure);
+export type OwnReadAnswer = { id: number; ok: true; rows: Record<string, unknown>[] | null; lookups: string[] } | ({ id: number; ok: false } & StorageFailure);
 
 /** A command as tier 1 keeps it (the audit trail): its intake record's fields and its JSON text as validated. */
 export interface AuditRecord {
@@ -208,7 +206,6 @@ export type ReadAnswer =
       clientOrderIds?: Record<string, string | null>;
     }
   | ({ id: number; ok: false } & StorageFailure);
-
 
 export type AdminRequest =
   | { id: number; type: 'rebuild-lifecycle' }

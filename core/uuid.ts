@@ -10,10 +10,7 @@ for (let c = 0; c < 6; c++) {
 }
 const HEX_DIGITS = '0123456789abcdef';
 /** Character positions of the 32 hex digits in the canonical 36-character form. */
-const DIGIT_POSITIONS = [
-  0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34,
-  35,
-];
+const DIGIT_POSITIONS = [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35];
 const DASH = 45;
 
 /**
@@ -23,12 +20,7 @@ const DASH = 45;
  */
 export function parseUuidInto(text: string, target: Int32Array, offset: number): boolean {
   if (text.length !== 36) return false;
-  if (
-    text.charCodeAt(8) !== DASH ||
-    text.charCodeAt(13) !== DASH ||
-    text.charCodeAt(18) !== DASH ||
-    text.charCodeAt(23) !== DASH
-  ) {
+  if (text.charCodeAt(8) !== DASH || text.charCodeAt(13) !== DASH || text.charCodeAt(18) !== DASH || text.charCodeAt(23) !== DASH) {
     return false;
   }
   for (let word = 0; word < 4; word++) {
@@ -71,12 +63,42 @@ export function formatUuid(source: Int32Array, offset: number): string {
   const d = source[offset + 3]!;
   const x = HEX_CODES;
   return String.fromCharCode(
-    x[a >>> 28]!, x[(a >>> 24) & 15]!, x[(a >>> 20) & 15]!, x[(a >>> 16) & 15]!, x[(a >>> 12) & 15]!, x[(a >>> 8) & 15]!, x[(a >>> 4) & 15]!, x[a & 15]!, DASH,
-    x[b >>> 28]!, x[(b >>> 24) & 15]!, x[(b >>> 20) & 15]!, x[(b >>> 16) & 15]!, DASH,
-    x[(b >>> 12) & 15]!, x[(b >>> 8) & 15]!, x[(b >>> 4) & 15]!, x[b & 15]!, DASH,
-    x[c >>> 28]!, x[(c >>> 24) & 15]!, x[(c >>> 20) & 15]!, x[(c >>> 16) & 15]!, DASH,
-    x[(c >>> 12) & 15]!, x[(c >>> 8) & 15]!, x[(c >>> 4) & 15]!, x[c & 15]!,
-    x[d >>> 28]!, x[(d >>> 24) & 15]!, x[(d >>> 20) & 15]!, x[(d >>> 16) & 15]!, x[(d >>> 12) & 15]!, x[(d >>> 8) & 15]!, x[(d >>> 4) & 15]!, x[d & 15]!,
+    x[a >>> 28]!,
+    x[(a >>> 24) & 15]!,
+    x[(a >>> 20) & 15]!,
+    x[(a >>> 16) & 15]!,
+    x[(a >>> 12) & 15]!,
+    x[(a >>> 8) & 15]!,
+    x[(a >>> 4) & 15]!,
+    x[a & 15]!,
+    DASH,
+    x[b >>> 28]!,
+    x[(b >>> 24) & 15]!,
+    x[(b >>> 20) & 15]!,
+    x[(b >>> 16) & 15]!,
+    DASH,
+    x[(b >>> 12) & 15]!,
+    x[(b >>> 8) & 15]!,
+    x[(b >>> 4) & 15]!,
+    x[b & 15]!,
+    DASH,
+    x[c >>> 28]!,
+    x[(c >>> 24) & 15]!,
+    x[(c >>> 20) & 15]!,
+    x[(c >>> 16) & 15]!,
+    DASH,
+    x[(c >>> 12) & 15]!,
+    x[(c >>> 8) & 15]!,
+    x[(c >>> 4) & 15]!,
+    x[c & 15]!,
+    x[d >>> 28]!,
+    x[(d >>> 24) & 15]!,
+    x[(d >>> 20) & 15]!,
+    x[(d >>> 16) & 15]!,
+    x[(d >>> 12) & 15]!,
+    x[(d >>> 8) & 15]!,
+    x[(d >>> 4) & 15]!,
+    x[d & 15]!,
   );
 }
 

@@ -21,9 +21,7 @@
 import { PROCESSING_MODES } from './config.ts';
 
 /** Upper bounds (seconds) of the latency histograms' buckets: 50 µs to 10 s. */
-export const HISTOGRAM_BOUNDS_SECONDS = [
-  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-] as const;
+export const HISTOGRAM_BOUNDS_SECONDS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 const BUCKETS = HISTOGRAM_BOUNDS_SECONDS.length + 1;
 export const HISTOGRAM_WORDS = BUCKETS + 1;
 const SUM_WORD = BUCKETS;

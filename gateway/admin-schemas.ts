@@ -70,7 +70,8 @@ export const persistenceStatusSchema = {
   properties: {
     database: { type: 'string', enum: ['starting', 'up', 'down'] },
     embeddedPostgres: {
-      description: 'the embedded PostgreSQL\'s supervisor; null with DATABASE_URL. restarting: it exited on its own and is being started again (try attempt of maxTries); failed: it gave up, orders are 503 until the venue is restarted',
+      description:
+        "the embedded PostgreSQL's supervisor; null with DATABASE_URL. restarting: it exited on its own and is being started again (try attempt of maxTries); failed: it gave up, orders are 503 until the venue is restarted",
       anyOf: [
         { type: 'null' },
         {
@@ -94,8 +95,16 @@ export const persistenceStatusSchema = {
       type: 'object',
       additionalProperties: false,
       properties: {
-        commits: count, intakeRows: count, journalRows: count, commands: count, events: count, bytes: count, busyMs: count,
-        rowsPerBusySecond: count, captureLatencyUs: latency, journalLatencyUs: latency,
+        commits: count,
+        intakeRows: count,
+        journalRows: count,
+        commands: count,
+        events: count,
+        bytes: count,
+        busyMs: count,
+        rowsPerBusySecond: count,
+        captureLatencyUs: latency,
+        journalLatencyUs: latency,
       },
       required: ['commits', 'intakeRows', 'journalRows', 'commands', 'events', 'bytes', 'busyMs', 'rowsPerBusySecond', 'captureLatencyUs', 'journalLatencyUs'],
     },
@@ -103,14 +112,22 @@ export const persistenceStatusSchema = {
       type: 'object',
       additionalProperties: false,
       properties: {
-        groups: count, rows: count, busyMs: count, rowsPerBusySecond: count, errors: count,
-        quarantinedRows: { ...count, description: 'projection rows storage refused, kept in runtime.quarantined_rows with their journal position (a group quarantined whole counts each of its COPYs)' },
+        groups: count,
+        rows: count,
+        busyMs: count,
+        rowsPerBusySecond: count,
+        errors: count,
+        quarantinedRows: {
+          ...count,
+          description: 'projection rows storage refused, kept in runtime.quarantined_rows with their journal position (a group quarantined whole counts each of its COPYs)',
+        },
         quarantinedGroups: { ...count, description: 'projection groups whose data storage refused in a way no single row explains, quarantined whole' },
         lagUs: { ...latency, description: 'projection lag per journal batch: its journal commit to its projection commit (microseconds)' },
         lagBuckets: {
           type: 'array',
           maxItems: 576,
-          description: 'the histogram behind lagUs since the start: its non-empty buckets, smallest first, as [upper bound in microseconds, count]; two readings subtracted give the percentiles of the time in between',
+          description:
+            'the histogram behind lagUs since the start: its non-empty buckets, smallest first, as [upper bound in microseconds, count]; two readings subtracted give the percentiles of the time in between',
           items: { type: 'array', minItems: 2, maxItems: 2, items: count },
         },
       },
@@ -118,7 +135,8 @@ export const persistenceStatusSchema = {
     },
     queues: {
       type: 'array',
-      description: 'every bounded queue of the venue (rings between threads, commands in flight, requests waiting for the storage threads, tier 2 groups): its capacity, its depth now and the deepest it has been since the start',
+      description:
+        'every bounded queue of the venue (rings between threads, commands in flight, requests waiting for the storage threads, tier 2 groups): its capacity, its depth now and the deepest it has been since the start',
       items: {
         type: 'object',
         additionalProperties: false,
@@ -129,7 +147,7 @@ export const persistenceStatusSchema = {
     keyFilters: {
       type: 'array',
       description:
-        "the filters of keys the shared tables forgot (idempotency scopes, commandIds, orderIds, clientOrderIds per participant): their size (sized at start for the stored keys), the keys they are rated for at about 1% false positives and the keys they hold; past the rating more new commands are checked in storage",
+        'the filters of keys the shared tables forgot (idempotency scopes, commandIds, orderIds, clientOrderIds per participant): their size (sized at start for the stored keys), the keys they are rated for at about 1% false positives and the keys they hold; past the rating more new commands are checked in storage',
       items: {
         type: 'object',
         additionalProperties: false,

@@ -247,8 +247,19 @@ export class CommandDispatch {
       return;
     }
     this.write(ring, pending, {
-      opcode: OPCODE_QUERY, header: packHeader(OPCODE_QUERY, 0, 0, 0), runNo: 0, sessionNo: 0, commandId: ZERO_UUID, orderId,
-      instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: 0,
+      opcode: OPCODE_QUERY,
+      header: packHeader(OPCODE_QUERY, 0, 0, 0),
+      runNo: 0,
+      sessionNo: 0,
+      commandId: ZERO_UUID,
+      orderId,
+      instrumentId: ZERO_UUID,
+      participantId: ZERO_UUID,
+      accountId: ZERO_UUID,
+      currency: 0,
+      priceNanos: 0,
+      quantityUnits: 0,
+      argument: 0,
     });
   }
 }

@@ -44,15 +44,7 @@ export class CommandIntake {
   private readonly payloadWords = new Int32Array(4);
   private readonly existingPayload = new Int32Array(4);
 
-  constructor(
-    gatewayId: number,
-    control: PersistenceControl,
-    stores: CommandStore[],
-    tables: ClaimTables,
-    reads: ReadClient,
-    replays: Replays,
-    routing: OrderRouting,
-  ) {
+  constructor(gatewayId: number, control: PersistenceControl, stores: CommandStore[], tables: ClaimTables, reads: ReadClient, replays: Replays, routing: OrderRouting) {
     this.gatewayId = gatewayId;
     this.control = control;
     this.store = stores[gatewayId]!;

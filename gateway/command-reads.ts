@@ -69,7 +69,7 @@ export class CommandReads {
     let taken = false;
     if (snapshot.shard >= 0) {
       const readIndex = ringReadIndex(this.memory.commandRings[refGateway(ref)]![snapshot.shard]!);
-      taken = ((readIndex - snapshot.ringIndex - 1) >>> 0) < 0x80000000;
+      taken = (readIndex - snapshot.ringIndex - 1) >>> 0 < 0x80000000;
     }
     return {
       captured: snapshot.intakeCount > 0 && this.control.intakeCommitted(refGateway(ref)) >= snapshot.intakeCount,

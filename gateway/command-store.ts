@@ -206,10 +206,7 @@ export class CommandStore {
   }
 
   /** Records the engine's outcome and the envelope rendered from it. */
-  setResult(
-    index: number,
-    result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string },
-  ): void {
+  setResult(index: number, result: { accepted: boolean; rejectCode: number; streamSequence: number; batch: number; completedAtUs: number; envelope: string }): void {
     const offset = this.append(result.envelope);
     const length = this.appended;
     const r = this.begin(index);
@@ -269,7 +266,7 @@ export class CommandStore {
       for (let k = 0; k < 4; k++) if (words[r + W.COMMAND_ID + k] !== expected[k]) return null;
     }
     const text = this.blob(words[r + W.TEXT_OFFSET]!, words[r + W.TEXT_LENGTH]!);
-    const [clientId, idempotencyKey] = text === null ? ['', ''] : decoder.decode(text).split('\u0000') as [string, string];
+    const [clientId, idempotencyKey] = text === null ? ['', ''] : (decoder.decode(text).split('\u0000') as [string, string]);
     const flags = words[r + W.FLAGS]!;
     return {
       status: words[r + W.STATUS]!,
@@ -363,7 +360,7 @@ export class CommandStore {
   private blob(offset: number, length: number): Uint8Array | null {
     const units = Math.ceil(length / UNIT) || 1;
     const start = offset >>> 0;
-    const intact = () => ((Atomics.load(this.words, 1) - start) >>> 0) <= this.arenaUnits;
+    const intact = () => (Atomics.load(this.words, 1) - start) >>> 0 <= this.arenaUnits;
     if (!intact()) return null;
     const from = this.arenaStart + (start & (this.arenaUnits - 1)) * UNIT;
     const copy = this.bytes.slice(from, from + length);

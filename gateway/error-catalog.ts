@@ -59,7 +59,8 @@ export function sendError(send: Send, code: ErrorCode, message?: string, details
 export function sendPlaneAnswer(answer: PlaneAnswer, send: Send): void;
 export function sendPlaneAnswer(answer: ReadPlaneAnswer, send: SendAnswer): void;
 export function sendPlaneAnswer(answer: ReadPlaneAnswer, send: Send | SendAnswer): void {
-  if (answer.ok) (send as SendAnswer)(200, answer.body); // bytes come with a SendAnswer only (the overloads)
+  if (answer.ok)
+    (send as SendAnswer)(200, answer.body); // bytes come with a SendAnswer only (the overloads)
   else sendError(send, answer.error.code, answer.error.message, answer.error.details);
 }
 

@@ -11,7 +11,13 @@ import { STATUS_LINES } from './error-catalog.ts';
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** Every status the venue answers with, by slot; the last slot counts any other. */
-export const STATUS_LABELS: readonly string[] = [...Object.keys(STATUS_LINES).map(Number).sort((a, b) => a - b).map(String), 'other'];
+export const STATUS_LABELS: readonly string[] = [
+  ...Object.keys(STATUS_LINES)
+    .map(Number)
+    .sort((a, b) => a - b)
+    .map(String),
+  'other',
+];
 if (STATUS_LABELS.length > STATUS_SLOTS) throw new Error(`${STATUS_LABELS.length} statuses exceed the metrics' ${STATUS_SLOTS} slots`);
 const OTHER_STATUS = STATUS_LABELS.length - 1;
 const STATUS_SLOT = new Uint8Array(600).fill(OTHER_STATUS);

@@ -154,8 +154,7 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
   };
 
   /** Any other method on a served path is 405 (the resource exists; RFC 9110), not the catch-all's 404. */
-  const onlyMethod = (path: string, method: 'GET' | 'POST') =>
-    app.any(path, (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', `${path.replace(/:(\w+)/g, '{$1}')} takes ${method} only`));
+  const onlyMethod = (path: string, method: 'GET' | 'POST') => app.any(path, (res, req) => refuse(res, req, 'METHOD_NOT_ALLOWED', `${path.replace(/:(\w+)/g, '{$1}')} takes ${method} only`));
 
   /** Authenticates and checks the role; answers and returns null on failure. */
   const admit = (res: uWS.HttpResponse, req: uWS.HttpRequest, permission: Permission): Principal | null => {
@@ -177,7 +176,8 @@ export function buildApp(deps: HttpDependencies): uWS.TemplatedApp {
     if (Atomics.load(venueControl, 1) === 1) failNow(res, 'UNAVAILABLE', 'the venue is shutting down');
     else if (Atomics.load(venueControl, 0) !== 1) failNow(res, 'UNAVAILABLE', 'the venue is starting');
     else if (flow.storageDown) failNow(res, 'UNAVAILABLE', embeddedStorageProblem(venueControl) ?? 'storage is unavailable; commands are refused until it is back');
-    else if (flow.haltedShards().length > 0) failNow(res, 'UNAVAILABLE', `shard ${flow.haltedShards().join(', ')} halted after an internal check failed (see the log): its commands are refused until the venue is restarted`);
+    else if (flow.haltedShards().length > 0)
+      failNow(res, 'UNAVAILABLE', `shard ${flow.haltedShards().join(', ')} halted after an internal check failed (see the log): its commands are refused until the venue is restarted`);
     else sendNow(res, 200, '{"status":"ready"}');
   });
   onlyMethod('/readyz', 'GET');

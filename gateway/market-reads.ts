@@ -77,7 +77,14 @@ export function snapshotAnswer(view: SnapshotView, instrumentId: string, project
 export async function tapeAnswer(view: TapeView, control: PersistenceControl, shardCount: number, instrumentId: string, limit: number, before: number | null): Promise<PlaneAnswer | null> {
   const words = uuidWords(instrumentId);
   const shard = shardOf(words, 0, shardCount);
-  if (!(await reaches(() => control.projected(shard), control.journalCommitted(shard), () => control.requestSeal()))) return behind();
+  if (
+    !(await reaches(
+      () => control.projected(shard),
+      control.journalCommitted(shard),
+      () => control.requestSeal(),
+    ))
+  )
+    return behind();
   const tape = view.read(words, limit, before);
   if (tape === null) return null;
   const rows = tape.map((row) => {

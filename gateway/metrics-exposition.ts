@@ -63,11 +63,16 @@ export class MetricsExposition {
       ),
     );
     register(
-      sharedMetric('venue_command_duration_seconds', 'Order commands from arrival (the body read and valid, when the intake record is stamped) to answer, by route and processing mode; the 400s are not timed.', 'histogram', () => {
-        const samples: Sample[] = [];
-        COMMAND_ROUTES.forEach((route, index) => MODES.forEach((mode, slot) => histogramSamples('venue_command_duration_seconds', { route, mode }, reader.duration(index, slot), samples)));
-        return samples;
-      }),
+      sharedMetric(
+        'venue_command_duration_seconds',
+        'Order commands from arrival (the body read and valid, when the intake record is stamped) to answer, by route and processing mode; the 400s are not timed.',
+        'histogram',
+        () => {
+          const samples: Sample[] = [];
+          COMMAND_ROUTES.forEach((route, index) => MODES.forEach((mode, slot) => histogramSamples('venue_command_duration_seconds', { route, mode }, reader.duration(index, slot), samples)));
+          return samples;
+        },
+      ),
     );
     register(
       sharedMetric('venue_journal_commit_duration_seconds', 'Journal (tier 1) commits, from sending the transaction to its answer.', 'histogram', () => {
@@ -77,11 +82,8 @@ export class MetricsExposition {
       }),
     );
     register(
-      sharedMetric(
-        'venue_projection_lag_commands',
-        'Per shard: positions of the shard stream durable in the journal and not yet in the projection tables (one per event of a command).',
-        'gauge',
-        () => Array.from({ length: memory.shardCount }, (_, shard) => ({ labels: { shard: String(shard) }, value: Math.max(0, control.journalCommitted(shard) - control.projected(shard)) })),
+      sharedMetric('venue_projection_lag_commands', 'Per shard: positions of the shard stream durable in the journal and not yet in the projection tables (one per event of a command).', 'gauge', () =>
+        Array.from({ length: memory.shardCount }, (_, shard) => ({ labels: { shard: String(shard) }, value: Math.max(0, control.journalCommitted(shard) - control.projected(shard)) })),
       ),
     );
     register(

@@ -170,9 +170,7 @@ function settlementReadOperation(operationId: string, summary: string, response:
   };
 }
 
-const SETTLEMENT_SCHEMA_NAMES = Object.fromEntries(
-  [...Object.values(SETTLEMENT_BODY_SCHEMAS), ...SETTLEMENT_RESPONSE_SCHEMAS].map((schema) => [schema.$id, strip(schema)]),
-);
+const SETTLEMENT_SCHEMA_NAMES = Object.fromEntries([...Object.values(SETTLEMENT_BODY_SCHEMAS), ...SETTLEMENT_RESPONSE_SCHEMAS].map((schema) => [schema.$id, strip(schema)]));
 
 export function buildOpenApi(): Record<string, unknown> {
   return withMethodNotAllowed({
@@ -264,10 +262,17 @@ export function buildOpenApi(): Record<string, unknown> {
         }),
       },
       '/api/v1/market-data/snapshots': {
-        post: readOperation('refreshMarketDataSnapshots', 'market data', 'Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection', 'refresh', 'SnapshotRefresh', {
-          notFound: 'market data snapshot not found (the named instrument has never traded here)',
-          conflict: 'LIMIT_EXCEEDED: a new projectionName past the caller\'s MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL (the default name and names that exist are always refreshed)',
-        }),
+        post: readOperation(
+          'refreshMarketDataSnapshots',
+          'market data',
+          'Refresh the snapshots (one instrument, or all with open orders or a snapshot) from the order lifecycle projection',
+          'refresh',
+          'SnapshotRefresh',
+          {
+            notFound: 'market data snapshot not found (the named instrument has never traded here)',
+            conflict: "LIMIT_EXCEEDED: a new projectionName past the caller's MARKET_DATA_PROJECTION_NAMES_PER_PRINCIPAL (the default name and names that exist are always refreshed)",
+          },
+        ),
       },
       '/api/v1/market-data/depth/{instrumentId}': {
         get: readOperation('getMarketDepth', 'market data', 'Displayed depth per price level, best first, from the order lifecycle projection', 'depth', 'Depth', {
@@ -293,7 +298,7 @@ export function buildOpenApi(): Record<string, unknown> {
             401: error('missing or unknown bearer token, answered before the upgrade (no socket opens)'),
             503: error('the venue is starting or shutting down'),
             // A refusal is never a 2xx here: the lint's rule wants a 2xx or a default.
-            default: error('any refusal of the upgrade, in the error catalog\'s shape'),
+            default: error("any refusal of the upgrade, in the error catalog's shape"),
           },
         },
       },
@@ -304,9 +309,13 @@ export function buildOpenApi(): Record<string, unknown> {
         get: readOperation('getBars', 'market data', 'OHLCV bars from runtime.trades (intervals without trades are left out)', 'bars', 'Bars', { pathParam: true }),
       },
       '/api/v1/orders/current': { get: readOperation('listCurrentOrders', 'own orders', "The open orders of the principal's participants", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
-      '/api/v1/orders/history': { get: readOperation('listOrderHistory', 'own orders', "All orders of the principal's participants, most recently updated first", 'own', 'OwnOrders', { forbidden: 'traders only' }) },
+      '/api/v1/orders/history': {
+        get: readOperation('listOrderHistory', 'own orders', "All orders of the principal's participants, most recently updated first", 'own', 'OwnOrders', { forbidden: 'traders only' }),
+      },
       '/api/v1/orders/fills': { get: readOperation('listFills', 'own orders', "The fills of the principal's participants, most recent first", 'own', 'Fills', { forbidden: 'traders only' }) },
-      '/api/v1/data/availability': { get: readOperation('getDataAvailability', 'venue', 'The read-surface inventory: source, freshness, scope, filters, lag, watermark per read', null, 'Availability') },
+      '/api/v1/data/availability': {
+        get: readOperation('getDataAvailability', 'venue', 'The read-surface inventory: source, freshness, scope, filters, lag, watermark per read', null, 'Availability'),
+      },
       '/internal/market-data/projector/status': {
         get: readOperation('getProjectorStatus', 'market data', 'The snapshot loop (MARKET_DATA_PROJECTOR_ENABLED): running, last refresh, lag, watermark, errors', null, 'ProjectorStatus'),
       },
@@ -329,7 +338,7 @@ export function buildOpenApi(): Record<string, unknown> {
           operationId: 'rollVenueSession',
           tags: ['admin'],
           summary:
-            'Operator: roll the venue session. Ends the open session and opens this one (runId: the open session\'s if absent; venueSessionId: session-<n> if absent); every new order is stamped with it, and the open DAY orders of the ended session expire (state EXPIRED). Answers once the expiry is durable. Naming the open session again (a retry) changes nothing and finishes its expiry.',
+            "Operator: roll the venue session. Ends the open session and opens this one (runId: the open session's if absent; venueSessionId: session-<n> if absent); every new order is stamped with it, and the open DAY orders of the ended session expire (state EXPIRED). Answers once the expiry is durable. Naming the open session again (a retry) changes nothing and finishes its expiry.",
           security: [{ bearer: [] }],
           requestBody: { required: false, content: json(ref('VenueSessionRoll')) },
           responses: {
@@ -383,39 +392,87 @@ export function buildOpenApi(): Record<string, unknown> {
       ),
       '/admin/v1/settlement/obligations/materialize': settlementAdminOperation(
         'materializeSettlementObligations',
-        "one obligation per persisted trade of the run not yet materialized (gross per trade); under instant-post-trade-v1 each chain runs to its end",
+        'one obligation per persisted trade of the run not yet materialized (gross per trade); under instant-post-trade-v1 each chain runs to its end',
         'SettlementMaterialize',
         'SettlementMaterialized',
       ),
-      '/admin/v1/settlement/repairs/cash': settlementAdminOperation('repairCashLeg', "post cash to the buyer's account for an open cash-leg break, then the deterministic retry", 'SettlementCashRepair', 'SettlementAction', {
-        notFound: 'the obligation is not in the scenario run',
-        conflict: 'FACT_CONFLICT: the obligation has no open cash-leg break',
-      }),
-      '/admin/v1/settlement/repairs/security': settlementAdminOperation('repairSecurityLeg', "post securities to the seller's account for an open security-leg break, then the deterministic retry", 'SettlementSecurityRepair', 'SettlementAction', {
-        notFound: 'the obligation is not in the scenario run',
-        conflict: 'FACT_CONFLICT: the obligation has no open security-leg break',
-      }),
-      '/admin/v1/settlement/force-settle': settlementAdminOperation('forceSettle', 'finality by operator decision: the ledger entries and SettlementSettled marked FORCED', 'SettlementForceSettle', 'SettlementAction', {
-        notFound: 'the obligation is not in the scenario run',
-        conflict: 'FACT_CONFLICT: the obligation is already settled',
-      }),
-      '/admin/v1/settlement/reverse-ledger-entry': settlementAdminOperation('reverseLedgerEntry', 'a compensating ledger entry (nothing is deleted)', 'SettlementReverseLedgerEntry', 'SettlementAction', {
-        notFound: 'the ledger entry is not in the scenario run',
-        conflict: 'FACT_CONFLICT: the entry is already reversed, or is itself a reversal',
-      }),
-      '/admin/v1/settlement/profiles': settlementAdminOperation('setSettlementProfile', 'set a post-trade profile override (platform, venueSession or scenarioRun scope)', 'SettlementProfileOverride', 'SettlementProfileSet'),
+      '/admin/v1/settlement/repairs/cash': settlementAdminOperation(
+        'repairCashLeg',
+        "post cash to the buyer's account for an open cash-leg break, then the deterministic retry",
+        'SettlementCashRepair',
+        'SettlementAction',
+        {
+          notFound: 'the obligation is not in the scenario run',
+          conflict: 'FACT_CONFLICT: the obligation has no open cash-leg break',
+        },
+      ),
+      '/admin/v1/settlement/repairs/security': settlementAdminOperation(
+        'repairSecurityLeg',
+        "post securities to the seller's account for an open security-leg break, then the deterministic retry",
+        'SettlementSecurityRepair',
+        'SettlementAction',
+        {
+          notFound: 'the obligation is not in the scenario run',
+          conflict: 'FACT_CONFLICT: the obligation has no open security-leg break',
+        },
+      ),
+      '/admin/v1/settlement/force-settle': settlementAdminOperation(
+        'forceSettle',
+        'finality by operator decision: the ledger entries and SettlementSettled marked FORCED',
+        'SettlementForceSettle',
+        'SettlementAction',
+        {
+          notFound: 'the obligation is not in the scenario run',
+          conflict: 'FACT_CONFLICT: the obligation is already settled',
+        },
+      ),
+      '/admin/v1/settlement/reverse-ledger-entry': settlementAdminOperation(
+        'reverseLedgerEntry',
+        'a compensating ledger entry (nothing is deleted)',
+        'SettlementReverseLedgerEntry',
+        'SettlementAction',
+        {
+          notFound: 'the ledger entry is not in the scenario run',
+          conflict: 'FACT_CONFLICT: the entry is already reversed, or is itself a reversal',
+        },
+      ),
+      '/admin/v1/settlement/profiles': settlementAdminOperation(
+        'setSettlementProfile',
+        'set a post-trade profile override (platform, venueSession or scenarioRun scope)',
+        'SettlementProfileOverride',
+        'SettlementProfileSet',
+      ),
       '/api/v1/settlement/facts/{scenarioRunId}': settlementReadOperation('getSettlementFacts', 'The fact trail of a scenario run, in sequence order', 'SettlementFacts'),
       '/api/v1/settlement/obligations/{scenarioRunId}': settlementReadOperation('getSettlementObligations', 'One obligation per materialized trade, with its state', 'SettlementObligations'),
-      '/api/v1/settlement/ledger/{scenarioRunId}': settlementReadOperation('getSettlementLedger', 'Ledger entries, balances per participant/account/asset, and proof totals per settlement', 'SettlementLedger'),
-      '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation('getSettlementExceptions', 'Exceptions (clearing rejections, leg breaks) with open/resolved counts', 'SettlementExceptions'),
+      '/api/v1/settlement/ledger/{scenarioRunId}': settlementReadOperation(
+        'getSettlementLedger',
+        'Ledger entries, balances per participant/account/asset, and proof totals per settlement',
+        'SettlementLedger',
+      ),
+      '/api/v1/settlement/exceptions/{scenarioRunId}': settlementReadOperation(
+        'getSettlementExceptions',
+        'Exceptions (clearing rejections, leg breaks) with open/resolved counts',
+        'SettlementExceptions',
+      ),
       '/api/v1/settlement/proof/{scenarioRunId}': settlementReadOperation('getSettlementProof', 'The replay proof: CLEAN or GAPPED, causation gaps, fact counts, checksum', 'SettlementProof'),
-      '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation('getSettlementScore', 'Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties', 'SettlementScore', { query: true }),
-      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation('getSettlementLeaderboard', 'Public competition leaderboard (served only when COMPETITION_PROFILE is set)', 'SettlementLeaderboard', { query: true, public: true, notFound: 'COMPETITION_PROFILE is not set: the route is not served' }),
+      '/api/v1/settlement/score/{scenarioRunId}': settlementReadOperation(
+        'getSettlementScore',
+        'Participant scores: settled balances, pending and haircut value, fails, aged fails, penalties',
+        'SettlementScore',
+        { query: true },
+      ),
+      '/api/v1/settlement/leaderboard/{scenarioRunId}': settlementReadOperation(
+        'getSettlementLeaderboard',
+        'Public competition leaderboard (served only when COMPETITION_PROFILE is set)',
+        'SettlementLeaderboard',
+        { query: true, public: true, notFound: 'COMPETITION_PROFILE is not set: the route is not served' },
+      ),
       '/metrics': {
         get: {
           operationId: 'getMetrics',
           tags: ['metrics'],
-          summary: 'Prometheus text exposition (written by prom-client): requests, commands, their durations, journal commits, projection lag, queue high-water marks, market-data subscribers and the process metrics',
+          summary:
+            'Prometheus text exposition (written by prom-client): requests, commands, their durations, journal commits, projection lag, queue high-water marks, market-data subscribers and the process metrics',
           security: [{ bearer: [] }],
           responses: {
             200: { description: 'the metrics, in the Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } },
@@ -458,4 +515,3 @@ function withMethodNotAllowed(doc: Record<string, unknown>): Record<string, unkn
   }
   return doc;
 }
-

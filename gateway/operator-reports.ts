@@ -53,7 +53,7 @@ export function queueRows(memory: VenueMemory, config: VenueConfig, marks: Queue
   slot('held-bytes', 'bytes of commits whose ingest a running rebuild holds', QUEUE_SLOTS.heldBytes, config.rebuildHeldBytesMax);
   slot(
     'connections',
-    'open connections (the venue\'s files beyond those open before it listened; at the capacity new connections are refused)',
+    "open connections (the venue's files beyond those open before it listened; at the capacity new connections are refused)",
     QUEUE_SLOTS.connections(memory.gatewayCount),
     Atomics.load(new Int32Array(memory.venueControl), VENUE_CONNECTION_LIMIT_WORD),
   );

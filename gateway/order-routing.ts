@@ -133,17 +133,22 @@ export class OrderRouting {
     pending.orderDirectoryKey = orderId;
     if (!this.forgottenOrders.mightContain(orderId, 0)) return this.commands.dispatch(pending, command, undoClaims);
     // The directory may have forgotten it: storage says whether it is taken (on any shard).
-    this.storedShardOf(orderId, request.reply, () => {
-      this.orderDirectory.remove(orderId, 0, shard);
-      if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
-      undoClaims();
-    }, (stored) => {
-      if (stored === null) return this.commands.dispatch(pending, command, undoClaims);
-      this.orderDirectory.remove(orderId, 0, shard);
-      this.orderDirectory.put(orderId, 0, stored);
-      pending.orderDirectoryKey = null;
-      this.rejectAs(pending, command, 'DUPLICATE_ORDER_ID', undoClaims);
-    });
+    this.storedShardOf(
+      orderId,
+      request.reply,
+      () => {
+        this.orderDirectory.remove(orderId, 0, shard);
+        if (pending.clientOrderKey !== null) this.clientOrders.remove(pending.clientOrderKey, 0, recordRef(this.gatewayId, pending.recordIndex));
+        undoClaims();
+      },
+      (stored) => {
+        if (stored === null) return this.commands.dispatch(pending, command, undoClaims);
+        this.orderDirectory.remove(orderId, 0, shard);
+        this.orderDirectory.put(orderId, 0, stored);
+        pending.orderDirectoryKey = null;
+        this.rejectAs(pending, command, 'DUPLICATE_ORDER_ID', undoClaims);
+      },
+    );
   }
 
   /** The command sent to its shard as a REJECT with this code (sequenced like any outcome). */
@@ -218,25 +223,27 @@ export class OrderRouting {
   private targetOrder(request: OrderRequest, intake: IntakeInfo, index: number, commandId: Int32Array, undoClaims: () => void, target: OrderContext): void {
     const modify = request.route === ROUTE_MODIFY;
     const opcode = modify ? OPCODE_MODIFY : OPCODE_CANCEL;
-    this.shardHolding(target.orderId, target.instrumentId, request.reply, undoClaims, (shard) => this.commands.dispatch(
-      newPending(request, intake, index, shard, formatWords(target.instrumentId), '', request.body.commandId),
-      {
-        opcode,
-        header: packHeader(opcode, 0, 0, 0),
-        runNo: target.runNo,
-        sessionNo: target.sessionNo,
-        commandId,
-        orderId: target.orderId,
-        instrumentId: target.instrumentId,
-        participantId: target.participantId,
-        accountId: target.accountId,
-        currency: 0,
-        priceNanos: modify ? request.priceNanos : 0,
-        quantityUnits: modify ? request.quantityUnits : 0,
-        argument: 0,
-      },
-      undoClaims,
-    ));
+    this.shardHolding(target.orderId, target.instrumentId, request.reply, undoClaims, (shard) =>
+      this.commands.dispatch(
+        newPending(request, intake, index, shard, formatWords(target.instrumentId), '', request.body.commandId),
+        {
+          opcode,
+          header: packHeader(opcode, 0, 0, 0),
+          runNo: target.runNo,
+          sessionNo: target.sessionNo,
+          commandId,
+          orderId: target.orderId,
+          instrumentId: target.instrumentId,
+          participantId: target.participantId,
+          accountId: target.accountId,
+          currency: 0,
+          priceNanos: modify ? request.priceNanos : 0,
+          quantityUnits: modify ? request.quantityUnits : 0,
+          argument: 0,
+        },
+        undoClaims,
+      ),
+    );
   }
 
   /** Resolves (participantId, clientOrderId) and sends a normal cancel for the order found. */

@@ -27,9 +27,7 @@ export function claimPort(host: string, port: number): Promise<PortClaim> {
     // cut off at once, as a refused connection would be: kept open, it would also hold up
     // close(), whose callback waits for every connection to end, and with it the start.
     const probe = createServer((socket) => socket.destroy());
-    probe.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)),
-    );
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(new Error(error.code === 'EADDRINUSE' ? `${host}:${port} is already in use (another venue?)` : error.message)));
     probe.listen({ host, port, exclusive: true }, () => {
       probe.unref();
       let released: Promise<void> | null = null;

@@ -140,12 +140,14 @@ export function registerReadRoutes(app: uWS.TemplatedApp, deps: ReadRouteDepende
     return { kind: 'bars', instrumentId: instrument(param(0), details), interval, start, end };
   });
 
-  const own = (view: 'current' | 'history' | 'fills') => (query: Record<string, string>, _param: (index: number) => string, principal: Principal, details: ErrorDetail[]): PlaneRead => {
-    const participants = [...principal.participants.keys()].map((id) => id.toLowerCase());
-    const instrumentId = query.instrumentId?.toLowerCase() ?? null;
-    const limit = count(query.limit, OWN_LIMIT_DEFAULT, 1, OWN_LIMIT_MAX, 'limit', details);
-    return view === 'fills' ? { kind: 'fills', participants, instrumentId, limit } : { kind: 'orders', view, participants, instrumentId, limit };
-  };
+  const own =
+    (view: 'current' | 'history' | 'fills') =>
+    (query: Record<string, string>, _param: (index: number) => string, principal: Principal, details: ErrorDetail[]): PlaneRead => {
+      const participants = [...principal.participants.keys()].map((id) => id.toLowerCase());
+      const instrumentId = query.instrumentId?.toLowerCase() ?? null;
+      const limit = count(query.limit, OWN_LIMIT_DEFAULT, 1, OWN_LIMIT_MAX, 'limit', details);
+      return view === 'fills' ? { kind: 'fills', participants, instrumentId, limit } : { kind: 'orders', view, participants, instrumentId, limit };
+    };
   route('get', '/api/v1/orders/current', 'own-reads', 'own', own('current'));
   route('get', '/api/v1/orders/history', 'own-reads', 'own', own('history'));
   route('get', '/api/v1/orders/fills', 'own-reads', 'own', own('fills'));

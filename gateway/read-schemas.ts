@@ -31,7 +31,7 @@ export const QUERY_SCHEMAS = {
     $id: 'TapeQuery',
     type: 'object',
     additionalProperties: false,
-    properties: { limit: countParam('rows, 1 to 500 (default 100)'), before: countParam('only trades with a smaller sequence (the previous page\'s nextBefore)') },
+    properties: { limit: countParam('rows, 1 to 500 (default 100)'), before: countParam("only trades with a smaller sequence (the previous page's nextBefore)") },
   },
   bars: {
     $id: 'BarsQuery',
@@ -63,7 +63,12 @@ export type QueryName = keyof typeof QUERY_SCHEMAS;
 
 // ---- read-plane responses ----
 
-const priceObject = { type: 'object', additionalProperties: false, properties: { nanos: { type: 'string', pattern: '^[0-9]+$' }, currency: { type: 'string' } }, required: ['nanos', 'currency'] } as const;
+const priceObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { nanos: { type: 'string', pattern: '^[0-9]+$' }, currency: { type: 'string' } },
+  required: ['nanos', 'currency'],
+} as const;
 const unitsObject = { type: 'object', additionalProperties: false, properties: { units: { type: 'string', pattern: '^[0-9]+$' } }, required: ['units'] } as const;
 const bookSide = {
   anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, properties: { price: priceObject, quantity: unitsObject }, required: ['price', 'quantity'] }],
@@ -212,9 +217,15 @@ export const availabilitySchema = {
         type: 'object',
         additionalProperties: false,
         properties: {
-          name: { type: 'string' }, endpoint: { type: 'string' }, sourceType: { enum: ['durable-facts', 'projection', 'live'] }, freshnessModel: { type: 'string' },
-          visibilityScope: { type: 'string' }, requiredFilters: { type: 'array', items: { type: 'string' } }, optionalFilters: { type: 'array', items: { type: 'string' } },
-          projectionLagMs: { anyOf: [{ type: 'null' }, { type: 'integer', minimum: 0 }] }, watermark: { anyOf: [{ type: 'null' }, shardWatermarks] },
+          name: { type: 'string' },
+          endpoint: { type: 'string' },
+          sourceType: { enum: ['durable-facts', 'projection', 'live'] },
+          freshnessModel: { type: 'string' },
+          visibilityScope: { type: 'string' },
+          requiredFilters: { type: 'array', items: { type: 'string' } },
+          optionalFilters: { type: 'array', items: { type: 'string' } },
+          projectionLagMs: { anyOf: [{ type: 'null' }, { type: 'integer', minimum: 0 }] },
+          watermark: { anyOf: [{ type: 'null' }, shardWatermarks] },
         },
         required: ['name', 'endpoint', 'sourceType', 'freshnessModel', 'visibilityScope', 'requiredFilters', 'optionalFilters', 'projectionLagMs', 'watermark'],
       },
@@ -228,11 +239,35 @@ export const projectorStatusSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    enabled: { type: 'boolean' }, running: { type: 'boolean' }, projectionName: { type: 'string' }, sourceProjectionName: { type: 'string' }, intervalMs: { type: 'integer' },
-    refreshes: { type: 'integer' }, lastRefreshAt: { anyOf: [{ type: 'null' }, timestamp] }, lastRefreshInstruments: { type: 'integer' },
+    enabled: { type: 'boolean' },
+    running: { type: 'boolean' },
+    projectionName: { type: 'string' },
+    sourceProjectionName: { type: 'string' },
+    intervalMs: { type: 'integer' },
+    refreshes: { type: 'integer' },
+    lastRefreshAt: { anyOf: [{ type: 'null' }, timestamp] },
+    lastRefreshInstruments: { type: 'integer' },
     watermark: { type: 'array', items: { type: 'integer' }, description: 'per shard: the projection position the snapshots were last refreshed from' },
     sourceWatermark: { type: 'array', items: { type: 'integer' }, description: 'per shard: where the source projection is now' },
-    lagSequences: { type: 'integer' }, lagMs: { type: 'integer' }, errors: { type: 'integer' }, lastError: { anyOf: [{ type: 'null' }, { type: 'string' }] },
+    lagSequences: { type: 'integer' },
+    lagMs: { type: 'integer' },
+    errors: { type: 'integer' },
+    lastError: { anyOf: [{ type: 'null' }, { type: 'string' }] },
   },
-  required: ['enabled', 'running', 'projectionName', 'sourceProjectionName', 'intervalMs', 'refreshes', 'lastRefreshAt', 'lastRefreshInstruments', 'watermark', 'sourceWatermark', 'lagSequences', 'lagMs', 'errors', 'lastError'],
+  required: [
+    'enabled',
+    'running',
+    'projectionName',
+    'sourceProjectionName',
+    'intervalMs',
+    'refreshes',
+    'lastRefreshAt',
+    'lastRefreshInstruments',
+    'watermark',
+    'sourceWatermark',
+    'lagSequences',
+    'lagMs',
+    'errors',
+    'lastError',
+  ],
 } as const;

@@ -13,8 +13,7 @@ export const sessionString = {
 export const identifier = (maxLength: number) =>
   ({ type: 'string', format: 'identifier', minLength: 1, maxLength, description: `1 to ${maxLength} code points; no control characters or lone surrogates` }) as const;
 /** Free text: kept exactly; no U+0000 and no lone surrogate; lengths in code points. */
-export const freeText = (maxLength: number) =>
-  ({ type: 'string', format: 'free-text', minLength: 1, maxLength, description: `1 to ${maxLength} code points; no U+0000 or lone surrogates` }) as const;
+export const freeText = (maxLength: number) => ({ type: 'string', format: 'free-text', minLength: 1, maxLength, description: `1 to ${maxLength} code points; no U+0000 or lone surrogates` }) as const;
 export const timestamp = { type: 'string', format: 'date-time' } as const;
 export const count = { type: 'integer', minimum: 0 } as const;
 

@@ -13,18 +13,7 @@ import {
   resultEnvelopeSchema,
   submitOrderSchema,
 } from './order-schemas.ts';
-import {
-  availabilitySchema,
-  barsSchema,
-  depthSchema,
-  fillsSchema,
-  ownOrdersSchema,
-  projectorStatusSchema,
-  QUERY_SCHEMAS,
-  snapshotRefreshSchema,
-  snapshotSchema,
-  tapeSchema,
-} from './read-schemas.ts';
+import { availabilitySchema, barsSchema, depthSchema, fillsSchema, ownOrdersSchema, projectorStatusSchema, QUERY_SCHEMAS, snapshotRefreshSchema, snapshotSchema, tapeSchema } from './read-schemas.ts';
 import { errorSchema } from './schema-shared.ts';
 import { SETTLEMENT_BODY_SCHEMAS, SETTLEMENT_RESPONSE_SCHEMAS } from './settlement-schemas.ts';
 

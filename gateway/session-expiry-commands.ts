@@ -41,17 +41,35 @@ export function expireSession(dispatch: CommandDispatch, durability: DurabilityG
           const progress = expiryProgress(leading);
           expired += progress.expired;
           if (progress.slotsLeft > 0) return send(shard, first + EXPIRY_SCAN_SLOTS);
-          durability.wait(0, shard, events[events.length - 1]!.sequence, deadlineMs, () => {
-            if (--shardsLeft > 0 || settled) return;
-            settled = true;
-            clearTimeout(timer);
-            resolve(expired);
-          }, () => fail('storage did not confirm it in time'));
+          durability.wait(
+            0,
+            shard,
+            events[events.length - 1]!.sequence,
+            deadlineMs,
+            () => {
+              if (--shardsLeft > 0 || settled) return;
+              settled = true;
+              clearTimeout(timer);
+              resolve(expired);
+            },
+            () => fail('storage did not confirm it in time'),
+          );
         },
       });
       dispatch.writeOwn(pending, {
-        opcode: OPCODE_EXPIRE, header: packHeader(OPCODE_EXPIRE, 0, 0, 0), runNo: 0, sessionNo: floor, commandId: expiryCommandId(floor, shard, first), orderId: ZERO_UUID,
-        instrumentId: ZERO_UUID, participantId: ZERO_UUID, accountId: ZERO_UUID, currency: 0, priceNanos: 0, quantityUnits: 0, argument: first,
+        opcode: OPCODE_EXPIRE,
+        header: packHeader(OPCODE_EXPIRE, 0, 0, 0),
+        runNo: 0,
+        sessionNo: floor,
+        commandId: expiryCommandId(floor, shard, first),
+        orderId: ZERO_UUID,
+        instrumentId: ZERO_UUID,
+        participantId: ZERO_UUID,
+        accountId: ZERO_UUID,
+        currency: 0,
+        priceNanos: 0,
+        quantityUnits: 0,
+        argument: first,
       });
     };
     for (let shard = 0; shard < dispatch.shardCount; shard++) send(shard, 0);

@@ -124,11 +124,7 @@ export interface SessionRollAnswer {
 }
 
 /** The three steps; the status and body to answer. */
-export async function rollSession(
-  flow: OrderFlow,
-  switches: SessionSwitches,
-  wanted: { runId: string | null; venueSessionId: string | null },
-): Promise<{ status: number; body: string }> {
+export async function rollSession(flow: OrderFlow, switches: SessionSwitches, wanted: { runId: string | null; venueSessionId: string | null }): Promise<{ status: number; body: string }> {
   const stored = await flow.rollSessionInStorage(wanted.runId, wanted.venueSessionId);
   if (!stored.ok) {
     if (stored.code !== undefined) return { status: ERRORS[stored.code].status, body: errorBody(stored.code, stored.message) };

@@ -153,7 +153,8 @@ export function registerSettlementRoutes(app: uWS.TemplatedApp, deps: Settlement
       if (view === 'score' || view === 'leaderboard') details.push(...validator.validateQuery('score', query));
       else if (Object.keys(query).length > 0) details.push({ field: Object.keys(query)[0]!, message: 'this route takes no query parameters' });
       // The schema's date-time lets through what rfc3339Micros cannot place (a leap second, an offset of "+01"): refused, not read as "now".
-      if (details.length === 0 && query.asOf !== undefined && rfc3339Micros(query.asOf) === null) details.push({ field: 'asOf', message: 'asOf must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss[.fraction] with Z or ±hh:mm)' });
+      if (details.length === 0 && query.asOf !== undefined && rfc3339Micros(query.asOf) === null)
+        details.push({ field: 'asOf', message: 'asOf must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss[.fraction] with Z or ±hh:mm)' });
       if (details.length > 0) {
         sendError(send, 'VALIDATION_FAILED', undefined, details);
         return;

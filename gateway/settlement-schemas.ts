@@ -93,17 +93,41 @@ function withOptional(required: Record<string, unknown>, optional: Record<string
   return { type: 'object', additionalProperties: false, properties: { ...required, ...optional }, required: Object.keys(required) } as const;
 }
 const obligationState = {
-  enum: ['CREATED', 'ALLOCATED', 'CONFIRMED', 'AFFIRMED', 'CLEARING_SUBMITTED', 'CLEARED', 'CLEARING_REJECTED', 'NOVATED', 'INSTRUCTED', 'ATTEMPTING', 'BROKEN', 'REPAIR_POSTED', 'SETTLED', 'RESOLVED'],
+  enum: [
+    'CREATED',
+    'ALLOCATED',
+    'CONFIRMED',
+    'AFFIRMED',
+    'CLEARING_SUBMITTED',
+    'CLEARED',
+    'CLEARING_REJECTED',
+    'NOVATED',
+    'INSTRUCTED',
+    'ATTEMPTING',
+    'BROKEN',
+    'REPAIR_POSTED',
+    'SETTLED',
+    'RESOLVED',
+  ],
 } as const;
 const assetType = { enum: ['CASH', 'SECURITY'] } as const;
 const finality = nullable({
   enum: ['LEDGER_PROOF', 'FORCED'],
-  description: 'LEDGER_PROOF: both leg outcomes succeeded and the ledger proof passed; FORCED: an operator\'s force-settle; null: unsettled, or settled without a balanced proof',
+  description: "LEDGER_PROOF: both leg outcomes succeeded and the ledger proof passed; FORCED: an operator's force-settle; null: unsettled, or settled without a balanced proof",
 });
 const balanceRow = closed({ participantId: uuid, accountId: uuid, assetType, asset: { type: 'string' }, debits: natural, credits: natural, net: signed });
 const proofRow = closed({
-  obligationId: uuid, tradeId: uuid, cashDebits: natural, cashCredits: natural, securityDebits: natural, securityCredits: natural,
-  balanced: { type: 'boolean' }, cashLegSucceeded: { type: 'boolean' }, securityLegSucceeded: { type: 'boolean' }, settled: { type: 'boolean' }, finality,
+  obligationId: uuid,
+  tradeId: uuid,
+  cashDebits: natural,
+  cashCredits: natural,
+  securityDebits: natural,
+  securityCredits: natural,
+  balanced: { type: 'boolean' },
+  cashLegSucceeded: { type: 'boolean' },
+  securityLegSucceeded: { type: 'boolean' },
+  settled: { type: 'boolean' },
+  finality,
   valid: { type: 'boolean', description: 'rule 2: the ledger balances, both leg outcomes succeeded and SettlementSettled is present; false for a forced or an unsettled obligation' },
 });
 
@@ -121,8 +145,16 @@ export const settlementObligationsSchema = {
     scenarioRunId: runId,
     obligations: list(
       closed({
-        obligationId: uuid, tradeId: uuid, buyerParticipantId: uuid, sellerParticipantId: uuid, instrumentId: uuid,
-        quantityUnits: natural, priceNanos: natural, cashAmountNanos: natural, currency: { type: 'string' }, state: obligationState,
+        obligationId: uuid,
+        tradeId: uuid,
+        buyerParticipantId: uuid,
+        sellerParticipantId: uuid,
+        instrumentId: uuid,
+        quantityUnits: natural,
+        priceNanos: natural,
+        cashAmountNanos: natural,
+        currency: { type: 'string' },
+        state: obligationState,
       }),
     ),
   }),
@@ -151,8 +183,13 @@ export const settlementExceptionsSchema = {
     exceptions: list(
       withOptional(
         {
-          exceptionId: uuid, obligationId: uuid, exceptionType: { enum: ['CLEARING_REJECTED', 'CASH_LEG_BREAK', 'SECURITY_LEG_BREAK'] }, severity: { enum: ['MEDIUM', 'HIGH'] },
-          ownerRole: { type: 'string' }, requiredAction: { type: 'string' }, status: { enum: ['OPEN', 'RESOLVED'] },
+          exceptionId: uuid,
+          obligationId: uuid,
+          exceptionType: { enum: ['CLEARING_REJECTED', 'CASH_LEG_BREAK', 'SECURITY_LEG_BREAK'] },
+          severity: { enum: ['MEDIUM', 'HIGH'] },
+          ownerRole: { type: 'string' },
+          requiredAction: { type: 'string' },
+          status: { enum: ['OPEN', 'RESOLVED'] },
         },
         { repairAction: { type: 'string' } },
       ),

@@ -52,7 +52,8 @@ export function jsonNestingExceeds(raw: string, max = JSON_DEPTH_MAX): boolean {
   for (let k = 0; k < raw.length; k++) {
     const c = raw.charCodeAt(k);
     if (inString) {
-      if (c === 0x5c) k++; // backslash: the next character is escaped
+      if (c === 0x5c)
+        k++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {

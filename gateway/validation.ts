@@ -85,7 +85,10 @@ export class RequestValidator {
     };
     this.validators = { submit: pick('submit'), cancel: pick('cancel'), modify: pick('modify'), 'cancel-by-client-order': pick('cancel-by-client-order') };
     this.queryValidators = Object.fromEntries((Object.keys(QUERY_SCHEMAS) as QueryName[]).map((name) => [name, pick(`query:${name}`)])) as Record<QueryName, ValidateFunction>;
-    this.bodyValidators = Object.fromEntries((Object.keys(SETTLEMENT_BODY_SCHEMAS) as SettlementBodyName[]).map((name) => [name, pick(`body:${name}`)])) as Record<SettlementBodyName, ValidateFunction>;
+    this.bodyValidators = Object.fromEntries((Object.keys(SETTLEMENT_BODY_SCHEMAS) as SettlementBodyName[]).map((name) => [name, pick(`body:${name}`)])) as Record<
+      SettlementBodyName,
+      ValidateFunction
+    >;
     this.sessionRollValidator = pick('body:session-roll');
   }
 

@@ -131,9 +131,7 @@ export function createVenueMemory(config: VenueConfig, keyFilterBits: number): V
       orderDirectory: createKeyFilter(keyFilterBits),
       clientOrders: createKeyFilter(keyFilterBits),
     },
-    commandStores: range(gateways).map(
-      () => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes)),
-    ),
+    commandStores: range(gateways).map(() => new SharedArrayBuffer(commandStoreBytes(config.commandStoreRecords, config.commandStoreArenaBytes))),
     venueControl: new SharedArrayBuffer(VENUE_CONTROL_BYTES),
     intakeRings: range(gateways).map(() => createRingBuffer(INTAKE_RECORD_BYTES, config.intakeRingSlots)),
     bodyRings: range(gateways).map(() => createRingBuffer(BODY_SLOT_BYTES, config.bodyRingSlots)),

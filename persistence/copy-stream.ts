@@ -20,13 +20,7 @@ export const COPY_PIECE_BYTES = 1 << 20;
  * counted and the pieces sent. Inside a transaction (streamedTransaction) it is part of it: a row refused or
  * the connection lost rejects, and the transaction's rollback keeps none of its rows.
  */
-export async function copyIn<T>(
-  client: pg.ClientBase,
-  target: string,
-  items: Iterable<T>,
-  writeRow: (copy: BinaryCopy, item: T) => void,
-  pieceBytes = COPY_PIECE_BYTES,
-): Promise<CopyCount> {
+export async function copyIn<T>(client: pg.ClientBase, target: string, items: Iterable<T>, writeRow: (copy: BinaryCopy, item: T) => void, pieceBytes = COPY_PIECE_BYTES): Promise<CopyCount> {
   function* pieces(): Generator<Buffer> {
     // Room for a piece and one row past it: the buffer never grows.
     const copy = new BinaryCopy(pieceBytes + 64 * 1024);

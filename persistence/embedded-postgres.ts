@@ -101,16 +101,7 @@ const PORT_ATTEMPTS = 5;
 /** The server exited during start-up because it could not listen on its port. */
 class PortTakenError extends Error {}
 
-async function startOn(
-  bin: Binaries,
-  owner: RunAs,
-  root: string,
-  dataDir: string,
-  port: number,
-  password: string,
-  standby: boolean,
-  log: (message: string) => void,
-): Promise<EmbeddedServer> {
+async function startOn(bin: Binaries, owner: RunAs, root: string, dataDir: string, port: number, password: string, standby: boolean, log: (message: string) => void): Promise<EmbeddedServer> {
   const socketDir = socketDirFor(root, port);
   if (socketDir !== null) {
     await mkdir(socketDir, { recursive: true, mode: 0o700 });
@@ -119,22 +110,32 @@ async function startOn(
   const child = spawn(
     bin.postgres,
     [
-      '-D', dataDir,
-      '-p', String(port),
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', `unix_socket_directories=${socketDir ?? ''}`,
-      '-c', 'max_connections=64',
-      '-c', 'shared_buffers=256MB',
-      '-c', 'wal_writer_delay=10ms',
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${socketDir ?? ''}`,
+      '-c',
+      'max_connections=64',
+      '-c',
+      'shared_buffers=256MB',
+      '-c',
+      'wal_writer_delay=10ms',
       // What its crash recovery replays: the WAL since the last checkpoint's redo point, up to
       // about max_wal_size under a steady load. 512 MB bounds that replay to a few seconds,
       // for about twice the checkpoints and no throughput lost (docs/decisions/0010-max-wal-size-512mb.md).
-      '-c', 'max_wal_size=512MB',
-      '-c', 'logging_collector=off',
+      '-c',
+      'max_wal_size=512MB',
+      '-c',
+      'logging_collector=off',
       // A cluster recovering as a standby after a crash (recoverAsStandby) must take the
       // connection that promotes it once it is consistent (the default, set here whatever
       // postgresql.conf says).
-      '-c', 'hot_standby=on',
+      '-c',
+      'hot_standby=on',
     ],
     // Its own process group: a Ctrl-C in the terminal reaches the venue only, which
     // flushes its last batch and then stops the server itself.
@@ -212,12 +213,13 @@ class ExitedError extends Error {
   constructor(child: ChildProcess) {
     super('the PostgreSQL server exited during start-up');
     const stderr = child.stderr;
-    this.drained = stderr === null || stderr.readableEnded || stderr.destroyed
-      ? Promise.resolve()
-      : new Promise((resolve) => {
-        stderr.once('end', resolve);
-        stderr.once('close', resolve);
-      });
+    this.drained =
+      stderr === null || stderr.readableEnded || stderr.destroyed
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            stderr.once('end', resolve);
+            stderr.once('close', resolve);
+          });
   }
 }
 

@@ -186,8 +186,11 @@ function validHeader(header: unknown): header is SnapshotHeader {
     Number.isSafeInteger(h.shard) &&
     Number.isSafeInteger(h.sequence) &&
     Number.isSafeInteger(h.batch) &&
-    typeof h.shape === 'object' && h.shape !== null && Number.isSafeInteger(h.shape.hashSeed) &&
-    typeof h.numbers === 'object' && h.numbers !== null &&
+    typeof h.shape === 'object' &&
+    h.shape !== null &&
+    Number.isSafeInteger(h.shape.hashSeed) &&
+    typeof h.numbers === 'object' &&
+    h.numbers !== null &&
     Array.isArray(h.sections) &&
     h.sections.every((entry) => Array.isArray(entry) && typeof entry[0] === 'string' && Number.isSafeInteger(entry[1]) && entry[1] >= 0)
   );

@@ -281,7 +281,7 @@ export class JournalWriter {
       stats.journalBytes += journal.payload.byteLength;
       const words = new Int32Array(journal.payload.buffer, journal.payload.byteOffset, journal.payload.byteLength >> 2);
       const floats = new Float64Array(journal.payload.buffer, journal.payload.byteOffset, journal.payload.byteLength >> 3);
-      for (let at = 0; at < journal.payload.byteLength; ) {
+      for (let at = 0; at < journal.payload.byteLength;) {
         stats.journalLatency.record(nowUs - floats[(at >> 3) + COMMAND_TIMESTAMP_US_FLOAT]!);
         const headerAt = at + JOURNAL_COMMAND_RECORDS * RESULT_RECORD_BYTES;
         at = headerAt + (1 + words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
@@ -318,7 +318,16 @@ function commitCopies(commit: StorageCommit): Buffer[] {
     const copy = new BinaryCopy(commit.intake.reduce((sum, batch) => sum + batch.payload.byteLength + 64, 64));
     for (const batch of commit.intake) {
       const payload = packed(batch);
-      copy.row(8).bigint(commit.commitNo).smallint(batch.gateway).integer(batch.count).bigint(crc32(payload)).bytea(payload).bytea(batch.bodies).bigint(crc32(batch.bodies)).smallint(INTAKE_LAYOUT_PACKED);
+      copy
+        .row(8)
+        .bigint(commit.commitNo)
+        .smallint(batch.gateway)
+        .integer(batch.count)
+        .bigint(crc32(payload))
+        .bytea(payload)
+        .bytea(batch.bodies)
+        .bigint(crc32(batch.bodies))
+        .smallint(INTAKE_LAYOUT_PACKED);
     }
     copies.push(copy.finish());
   }

@@ -109,7 +109,13 @@ export async function saveKeyFilters(
   const file = snapshotPath(dataDir);
   const next = nextSnapshotPath(dataDir);
   const header: SnapshotHeader = { token, mark, names, bytes: bytesEach };
-  const bytes = await writeSnapshotFileAsync(next, MAGIC, header, names.map((name) => new Uint8Array(filters[name]!)), true);
+  const bytes = await writeSnapshotFileAsync(
+    next,
+    MAGIC,
+    header,
+    names.map((name) => new Uint8Array(filters[name]!)),
+    true,
+  );
   await noteSnapshot(client, SETTING, token, mark);
   await rename(next, file);
   return { file, mark, tableKeys, bytes };
@@ -135,7 +141,10 @@ export async function takeSnapshotNote(client: pg.ClientBase, setting: string, s
 
 /** Each shard's last journaled sequence in a storage mark. */
 export function journalSequences(mark: string): number[] {
-  return mark.slice(mark.indexOf('journal ') + 'journal '.length).split(',').map(Number);
+  return mark
+    .slice(mark.indexOf('journal ') + 'journal '.length)
+    .split(',')
+    .map(Number);
 }
 
 /** The last intake commit in a storage mark. */

@@ -12,8 +12,12 @@ const HIGHEST_US = 60_000_000;
 // gain at the rate these are recorded.
 function histogram(significantDigits: 1 | 3): JsHistogram {
   return build({
-    useWebAssembly: false, autoResize: false, bitBucketSize: 64,
-    lowestDiscernibleValue: 1, highestTrackableValue: HIGHEST_US, numberOfSignificantValueDigits: significantDigits,
+    useWebAssembly: false,
+    autoResize: false,
+    bitBucketSize: 64,
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: HIGHEST_US,
+    numberOfSignificantValueDigits: significantDigits,
   }) as Histogram as JsHistogram;
 }
 

@@ -51,7 +51,7 @@ export async function rebuildLifecycle(client: pg.ClientBase, applier: CommandAp
         if (page.rows.length === 0) break;
         for (const row of page.rows) {
           const view = journalView(row.payload);
-          for (let at = 0; at < view.bytes.byteLength; ) at = replayLifecycle(applier, rebuilt, new Map(), view, at, shard, submits);
+          for (let at = 0; at < view.bytes.byteLength;) at = replayLifecycle(applier, rebuilt, new Map(), view, at, shard, submits);
           after = Number(row.first_sequence);
         }
       }
@@ -90,7 +90,14 @@ export async function writeRebuilt(
 ): Promise<CopyCount> {
   return streamedTransaction(
     client,
-    () => copyIn(client, `lifecycle_rebuild (${LIFECYCLE_COLUMNS}, client_order_id, submit_command_id)`, orders, (copy, [key, order]) => lifecycleRow(copy, sessions, order, null, submits.get(key)!), pieceBytes),
+    () =>
+      copyIn(
+        client,
+        `lifecycle_rebuild (${LIFECYCLE_COLUMNS}, client_order_id, submit_command_id)`,
+        orders,
+        (copy, [key, order]) => lifecycleRow(copy, sessions, order, null, submits.get(key)!),
+        pieceBytes,
+      ),
     [
       'TRUNCATE runtime.order_lifecycle_state',
       `INSERT INTO runtime.order_lifecycle_state (${LIFECYCLE_COLUMNS}, client_order_id)
@@ -114,7 +121,17 @@ function replayLifecycle(applier: CommandApplier, rows: Rows, touched: Map<strin
     return next;
   }
   if (bytes[firstAt + RESULT_KIND_BYTE] !== EVENT_ACCEPTED || (opcode !== OPCODE_SUBMIT && opcode !== OPCODE_CANCEL && opcode !== OPCODE_MODIFY)) return next;
-  const noIntake: PendingIntake = { commitNo: 0, gateway: 0, index: 0, stride: INTAKE_RECORD_BYTES, bodies: null, bytes: new Uint8Array(0), words: new Int32Array(0), floats: new Float64Array(0), at: 0 };
+  const noIntake: PendingIntake = {
+    commitNo: 0,
+    gateway: 0,
+    index: 0,
+    stride: INTAKE_RECORD_BYTES,
+    bodies: null,
+    bytes: new Uint8Array(0),
+    words: new Int32Array(0),
+    floats: new Float64Array(0),
+    at: 0,
+  };
   const taker = applier.applyOrder(rows, touched, view, at, shard, opcode, eventCount, timestampUs, noIntake, 0);
   if (taker === null) return next;
   if (opcode === OPCODE_SUBMIT) submits.set(keyOf(taker.ids, ORDER_ID), words.slice((at >> 2) + COMMAND_ID_WORD, (at >> 2) + COMMAND_ID_WORD + 4));

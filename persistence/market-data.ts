@@ -46,10 +46,7 @@ const SNAPSHOT_COLUMNS = `instrument_id, best_bid_price_nanos::text AS bid_p, be
   ${micros('refreshed_at')} AS refreshed_us`;
 
 export async function readSnapshot(db: Db, instrumentId: string, projectionName: string): Promise<PlaneAnswer> {
-  const rows = await db.query<SnapshotRow>(`SELECT ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`, [
-    instrumentId,
-    projectionName,
-  ]);
+  const rows = await db.query<SnapshotRow>(`SELECT ${SNAPSHOT_COLUMNS} FROM runtime.market_data_snapshots WHERE instrument_id = $1 AND projection_name = $2`, [instrumentId, projectionName]);
   const row = rows.rows[0];
   if (row === undefined) return refused('NOT_FOUND', SNAPSHOT_NOT_FOUND);
   const side = (p: string | null, q: string | null) => (p === null || q === null ? null : { price: price(p, row.currency ?? ''), quantity: units(q) });
@@ -90,9 +87,15 @@ export async function refreshSnapshots(db: Db, projectionName: string, view: Dep
     const bid = book.bids[0];
     const ask = book.asks[0];
     const row = [
-      formatUuid(words, 0), bid === undefined ? null : String(bid.priceNanos), bid === undefined ? null : String(bid.quantity),
-      ask === undefined ? null : String(ask.priceNanos), ask === undefined ? null : String(ask.quantity), String(book.open.bid), String(book.open.ask),
-      unpackCurrency(book.currency), String(watermarks[book.shard] ?? 0),
+      formatUuid(words, 0),
+      bid === undefined ? null : String(bid.priceNanos),
+      bid === undefined ? null : String(bid.quantity),
+      ask === undefined ? null : String(ask.priceNanos),
+      ask === undefined ? null : String(ask.quantity),
+      String(book.open.bid),
+      String(book.open.ask),
+      unpackCurrency(book.currency),
+      String(watermarks[book.shard] ?? 0),
     ];
     row.forEach((value, column) => columns[column]!.push(value));
   }
@@ -159,7 +162,7 @@ export async function loadTapeView(db: Db, view: TapeView): Promise<void> {
     [rows + 1, view.bound],
   );
   const instrument = new Int32Array(4);
-  for (let first = 0; first < result.rows.length; ) {
+  for (let first = 0; first < result.rows.length;) {
     let end = first;
     while (end < result.rows.length && result.rows[end]!.id === result.rows[first]!.id) end++;
     const complete = end - first <= rows; // one more than the ring holds was asked for: fewer means none older
@@ -221,7 +224,6 @@ export async function readBars(db: Db, instrumentId: string, interval: BarInterv
 }
 
 // ---- own orders and fills ----
-
 
 /**
  * The own-orders query, for reads the in-memory model (persistence/own-reads.ts) cannot

@@ -15,12 +15,8 @@ export async function migrate(client: pg.Client, dir = MIGRATIONS_DIR): Promise<
   const files = (await readdir(dir)).filter((name) => FILE.test(name)).sort();
   await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
   try {
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS public.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    const applied = new Map(
-      (await client.query<{ version: number; checksum: string }>('SELECT version, checksum FROM public.schema_migrations')).rows.map((r) => [r.version, r.checksum]),
-    );
+    await client.query('CREATE TABLE IF NOT EXISTS public.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    const applied = new Map((await client.query<{ version: number; checksum: string }>('SELECT version, checksum FROM public.schema_migrations')).rows.map((r) => [r.version, r.checksum]));
     const done: string[] = [];
     for (const name of files) {
       const [, versionText] = FILE.exec(name)!;

@@ -156,12 +156,7 @@ const SMALL_CHUNK_ORDERS = 1 << 16;
  * null); else why not (the file is checked whole before a store is given). An order
  * twice in the file throws.
  */
-export function readOpenOrders(
-  file: string,
-  token: string,
-  watermarks: readonly number[] | ((held: readonly number[]) => string | null),
-  extra = 0,
-): RestingOrders | string {
+export function readOpenOrders(file: string, token: string, watermarks: readonly number[] | ((held: readonly number[]) => string | null), extra = 0): RestingOrders | string {
   const reader = SnapshotFileReader.open(file, MAGIC, 'an open-orders file', HEADER_BYTES_MAX);
   if (typeof reader === 'string') return reader;
   try {

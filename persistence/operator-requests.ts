@@ -83,8 +83,15 @@ export class OperatorRequests {
         journalLatencyUs: w.journalLatency.summary(),
       },
       projections: {
-        groups: p.groups, rows: p.rows, busyMs: Math.round(p.busyUs / 1000), rowsPerBusySecond: perSecond(p.rows, p.busyUs), errors: Atomics.load(control.ints, 2),
-        quarantinedRows: p.quarantinedRows, quarantinedGroups: p.quarantinedGroups, lagUs: p.lag.summary(), lagBuckets: p.lag.buckets(),
+        groups: p.groups,
+        rows: p.rows,
+        busyMs: Math.round(p.busyUs / 1000),
+        rowsPerBusySecond: perSecond(p.rows, p.busyUs),
+        errors: Atomics.load(control.ints, 2),
+        quarantinedRows: p.quarantinedRows,
+        quarantinedGroups: p.quarantinedGroups,
+        lagUs: p.lag.summary(),
+        lagBuckets: p.lag.buckets(),
       },
     };
   }

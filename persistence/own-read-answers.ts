@@ -49,7 +49,7 @@ export class OwnReadAnswers {
   /** After an ingest: answers the waiting reads the model has now caught up with. */
   answerCaughtUp(): void {
     const waitingReads = this.waiting;
-    for (let k = 0; k < waitingReads.length; ) {
+    for (let k = 0; k < waitingReads.length;) {
       const waiting = waitingReads[k]!;
       if (!this.caughtUp(waiting.targets)) {
         k++;

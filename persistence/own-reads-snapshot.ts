@@ -35,7 +35,14 @@ const sectionsOf = (image: OwnReadsImage) =>
 
 /** Writes the image as true at the projection `watermarks`; returns the file's bytes. */
 export function writeOwnReads(file: string, token: string, watermarks: readonly number[], image: OwnReadsImage): number {
-  const header: OwnReadsHeader = { token, watermarks: [...watermarks], window: image.window, floors: image.floors, participants: image.participants, clientOrderIdBytes: image.clientOrderIds.byteLength };
+  const header: OwnReadsHeader = {
+    token,
+    watermarks: [...watermarks],
+    window: image.window,
+    floors: image.floors,
+    participants: image.participants,
+    clientOrderIdBytes: image.clientOrderIds.byteLength,
+  };
   return writeSnapshotFile(file, MAGIC, header, sectionsOf(image));
 }
 
@@ -52,9 +59,19 @@ export function readOwnReads(file: string, token: string, watermarks: readonly n
   try {
     const header = reader.header as Partial<OwnReadsHeader> | null;
     if (
-      typeof header !== 'object' || header === null || typeof header.token !== 'string' || !Array.isArray(header.watermarks) || !Array.isArray(header.participants) ||
-      !count(header.clientOrderIdBytes) || typeof header.floors !== 'object' || header.floors === null || !validFloor(header.floors.orders) || !validFloor(header.floors.fills) ||
-      !header.participants.every((p) => typeof p === 'object' && p !== null && validFloor(p.open) && validFloor(p.closed) && validFloor(p.fills) && Array.isArray(p.counts) && p.counts.length === 3 && p.counts.every(count))
+      typeof header !== 'object' ||
+      header === null ||
+      typeof header.token !== 'string' ||
+      !Array.isArray(header.watermarks) ||
+      !Array.isArray(header.participants) ||
+      !count(header.clientOrderIdBytes) ||
+      typeof header.floors !== 'object' ||
+      header.floors === null ||
+      !validFloor(header.floors.orders) ||
+      !validFloor(header.floors.fills) ||
+      !header.participants.every(
+        (p) => typeof p === 'object' && p !== null && validFloor(p.open) && validFloor(p.closed) && validFloor(p.fills) && Array.isArray(p.counts) && p.counts.length === 3 && p.counts.every(count),
+      )
     ) {
       return 'a damaged header';
     }
@@ -62,7 +79,10 @@ export function readOwnReads(file: string, token: string, watermarks: readonly n
     if (header.watermarks.join() !== watermarks.join()) return `the file is true at projections ${header.watermarks.join()}, storage holds ${watermarks.join()}`;
     if (header.window !== window) return `the file keeps ${header.window} orders and fills a participant, OWN_READS_WINDOW is ${window}`;
     const participants = header.participants;
-    const lengths = imageLengths(participants.reduce((sum, p) => sum + p.counts[0] + p.counts[1], 0), participants.reduce((sum, p) => sum + p.counts[2], 0));
+    const lengths = imageLengths(
+      participants.reduce((sum, p) => sum + p.counts[0] + p.counts[1], 0),
+      participants.reduce((sum, p) => sum + p.counts[2], 0),
+    );
     const image: OwnReadsImage = {
       window,
       floors: header.floors,

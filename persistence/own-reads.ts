@@ -63,7 +63,9 @@ export interface FillRow {
 
 /** Whether `instrument` (four words) is the instrument of ids[INSTRUMENT_ID..]. */
 function sameInstrument(ids: Int32Array, instrument: Int32Array | null): boolean {
-  return instrument === null || (ids[INSTRUMENT_ID] === instrument[0] && ids[INSTRUMENT_ID + 1] === instrument[1] && ids[INSTRUMENT_ID + 2] === instrument[2] && ids[INSTRUMENT_ID + 3] === instrument[3]);
+  return (
+    instrument === null || (ids[INSTRUMENT_ID] === instrument[0] && ids[INSTRUMENT_ID + 1] === instrument[1] && ids[INSTRUMENT_ID + 2] === instrument[2] && ids[INSTRUMENT_ID + 3] === instrument[3])
+  );
 }
 
 const NOTHING_LACKING = Number.NEGATIVE_INFINITY;
@@ -115,7 +117,10 @@ export class OwnReads {
     for (const reads of this.participants.values()) {
       orders += openKept(reads) + reads.closed.size;
       fills += reads.fills.length - reads.first;
-      for (const [list, count] of [[reads.open, openKept(reads)], [reads.closed, reads.closed.size]] as const) {
+      for (const [list, count] of [
+        [reads.open, openKept(reads)],
+        [reads.closed, reads.closed.size],
+      ] as const) {
         let k = 0;
         for (let node = list.head; node !== null && k < count; node = node.next, k++) textBytes += node.clientOrderId?.byteLength ?? 0;
       }
@@ -146,13 +151,30 @@ export class OwnReads {
         openFloorUs = Math.max(openFloorUs, cut!.updatedAtUs);
       }
       image.participants.push({ open: storedFloor(openFloorUs), closed: storedFloor(reads.closedFloorUs), fills: storedFloor(reads.fillsFloorUs), counts: [openCount, reads.closed.size, held] });
-      for (const [list, count] of [[reads.open, openCount], [reads.closed, reads.closed.size]] as const) {
+      for (const [list, count] of [
+        [reads.open, openCount],
+        [reads.closed, reads.closed.size],
+      ] as const) {
         let node = list.head;
         for (let k = 0; k < count; node = node!.next, k++, n++) {
           if (node === null) throw new Error('an own-reads list is shorter than its size');
           image.orderIds.set(node.ids.subarray(0, ID_WORDS), n * ID_WORDS);
           const clientOrderId = node.clientOrderId;
-          image.orderSmall.set([node.runNo, node.sessionNo, node.side, node.orderType, node.timeInForce, node.state, node.currency, node.list, node.clientOrderKnown ? 1 : 0, clientOrderId === null ? -1 : clientOrderId.byteLength], n * IMAGE_ORDER_SMALL);
+          image.orderSmall.set(
+            [
+              node.runNo,
+              node.sessionNo,
+              node.side,
+              node.orderType,
+              node.timeInForce,
+              node.state,
+              node.currency,
+              node.list,
+              node.clientOrderKnown ? 1 : 0,
+              clientOrderId === null ? -1 : clientOrderId.byteLength,
+            ],
+            n * IMAGE_ORDER_SMALL,
+          );
           image.orderNumbers.set([node.priceNanos, node.quantity, node.filled, node.updatedAtUs], n * IMAGE_ORDER_NUMBERS);
           if (clientOrderId !== null) {
             image.clientOrderIds.set(clientOrderId, text);
@@ -194,7 +216,10 @@ export class OwnReads {
       reads.openFloorUs = floorOf(held.open);
       reads.closedFloorUs = floorOf(held.closed);
       reads.fillsFloorUs = floorOf(held.fills);
-      for (const [list, count, expected] of [[reads.open, held.counts[0], 1], [reads.closed, held.counts[1], 2]] as const) {
+      for (const [list, count, expected] of [
+        [reads.open, held.counts[0], 1],
+        [reads.closed, held.counts[1], 2],
+      ] as const) {
         for (let k = 0; k < count; k++, n++) {
           const ids = image.orderIds.slice(n * ID_WORDS, (n + 1) * ID_WORDS);
           const node = new OrderNode(keyOf(ids, 0), ids);
@@ -230,7 +255,17 @@ export class OwnReads {
         const f = m * IMAGE_FILL_NUMBERS;
         const s = m * IMAGE_FILL_SMALL;
         const n5 = image.fillNumbers;
-        const fill = new Fill(image.fillSmall[s]!, n5[f]!, n5[f + 1]!, image.fillIds.slice(m * ID_WORDS, (m + 1) * ID_WORDS), image.fillSmall[s + 1]!, n5[f + 2]!, n5[f + 3]!, image.fillSmall[s + 2]!, n5[f + 4]!);
+        const fill = new Fill(
+          image.fillSmall[s]!,
+          n5[f]!,
+          n5[f + 1]!,
+          image.fillIds.slice(m * ID_WORDS, (m + 1) * ID_WORDS),
+          image.fillSmall[s + 1]!,
+          n5[f + 2]!,
+          n5[f + 3]!,
+          image.fillSmall[s + 2]!,
+          n5[f + 4]!,
+        );
         const last = reads.fills[reads.fills.length - 1];
         if (last !== undefined && newerFill(last, fill)) throw new Error(`fill ${m} of the image is out of order`);
         reads.fills.push(fill);
@@ -242,7 +277,8 @@ export class OwnReads {
       if (some === undefined) continue; // a participant with nothing held is first seen again with the model's floors
       const key = keyOf(some, PARTICIPANT_ID);
       const foreign = (ids: Int32Array) => keyOf(ids, PARTICIPANT_ID) !== key;
-      for (const list of [reads.open, reads.closed]) for (let node = list.head; node !== null; node = node.next) if (foreign(node.ids)) throw new Error('an order of the image is under another participant');
+      for (const list of [reads.open, reads.closed])
+        for (let node = list.head; node !== null; node = node.next) if (foreign(node.ids)) throw new Error('an order of the image is under another participant');
       if (reads.fills.some((fill) => foreign(fill.ids))) throw new Error('a fill of the image is under another participant');
       if (participants.has(key)) throw new Error('a participant is twice in the image');
       participants.set(key, reads);
@@ -489,7 +525,14 @@ export interface OwnReadsImage {
 
 /** The columns' lengths an image of these counts has (a reader checks a file against them). */
 export function imageLengths(orders: number, fills: number): { orderIds: number; orderSmall: number; orderNumbers: number; fillIds: number; fillSmall: number; fillNumbers: number } {
-  return { orderIds: orders * ID_WORDS, orderSmall: orders * IMAGE_ORDER_SMALL, orderNumbers: orders * IMAGE_ORDER_NUMBERS, fillIds: fills * ID_WORDS, fillSmall: fills * IMAGE_FILL_SMALL, fillNumbers: fills * IMAGE_FILL_NUMBERS };
+  return {
+    orderIds: orders * ID_WORDS,
+    orderSmall: orders * IMAGE_ORDER_SMALL,
+    orderNumbers: orders * IMAGE_ORDER_NUMBERS,
+    fillIds: fills * ID_WORDS,
+    fillSmall: fills * IMAGE_FILL_SMALL,
+    fillNumbers: fills * IMAGE_FILL_NUMBERS,
+  };
 }
 
 /** Most recently updated first, ties by orderId (the projector's keys compare as the ids' bytes do). */

@@ -5,16 +5,7 @@
 import { crc32 } from 'node:zlib';
 import type pg from 'pg';
 import { COMMAND_SLOT_BYTES } from '../core/command-slot.ts';
-import {
-  INTAKE_COMMAND_ID_BYTE,
-  INTAKE_FLAGS_WORD,
-  INTAKE_HAS_ORDER_ID,
-  INTAKE_ORDER_ID_BYTE,
-  INTAKE_RECORD_BYTES,
-  INTAKE_SHARD_WORD,
-  INTAKE_SLOT_BYTE,
-  storedIntake,
-} from '../core/intake-record.ts';
+import { INTAKE_COMMAND_ID_BYTE, INTAKE_FLAGS_WORD, INTAKE_HAS_ORDER_ID, INTAKE_ORDER_ID_BYTE, INTAKE_RECORD_BYTES, INTAKE_SHARD_WORD, INTAKE_SLOT_BYTE, storedIntake } from '../core/intake-record.ts';
 import type { AuditRecord } from '../core/storage-protocol.ts';
 import { formatUuid, idKey as keyOf, parseUuidInto } from '../core/uuid.ts';
 import { auditOf } from './audit.ts';
@@ -80,7 +71,15 @@ export class PendingIntakes {
     const floats = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 3);
     for (let at = 0, index = 0; at < bytes.byteLength; at += INTAKE_RECORD_BYTES, index++) {
       this.byCommand.set(keyOf(wordsOfBytes(bytes, at + INTAKE_COMMAND_ID_BYTE, SCRATCH), 0), {
-        commitNo, gateway, index, stride: INTAKE_RECORD_BYTES, bodies, bytes, words, floats, at,
+        commitNo,
+        gateway,
+        index,
+        stride: INTAKE_RECORD_BYTES,
+        bodies,
+        bytes,
+        words,
+        floats,
+        at,
       });
     }
   }

@@ -62,7 +62,9 @@ export class StorageConnections {
   }
 
   private async loadSessions(client: pg.ClientBase): Promise<void> {
-    const rows = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
+    const rows = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>(
+      'SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions',
+    );
     for (const row of rows.rows) this.sessions.set(`${row.run_no}:${row.session_no}`, [row.run_id, row.venue_session_id]);
   }
 }

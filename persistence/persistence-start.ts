@@ -42,9 +42,7 @@ export interface StartResult {
 export async function loadStorage(parts: StartParts): Promise<StartResult> {
   const { projector, views, connections, checkpoint, savedOpenOrders, log } = parts;
   const client = await connections.connectProjector(START_APPLICATION_NAME);
-  const lastCommit = await client.query<{ n: string | null }>(
-    'SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n',
-  );
+  const lastCommit = await client.query<{ n: string | null }>('SELECT greatest((SELECT max(commit_no) FROM runtime.intake_batches), (SELECT max(commit_no) FROM runtime.journal_batches)) AS n');
   const phaseMs: Record<string, number> = {};
   let phaseStart = performance.now();
   const phase = async <T>(name: string, work: Promise<T>): Promise<T> => {
@@ -60,7 +58,10 @@ export async function loadStorage(parts: StartParts): Promise<StartResult> {
   const analyzed = analyzer.then((reader) => analyzeStale(reader, ['runtime.order_lifecycle_state']));
   void analyzed
     .then(async (first) => [...first, ...(await analyzeStale(await analyzer, STARTUP_TABLES))])
-    .then((tables) => log('info', 'planner statistics refreshed', { tables }), (error: unknown) => log('warn', 'planner statistics not refreshed', { err: error }))
+    .then(
+      (tables) => log('info', 'planner statistics refreshed', { tables }),
+      (error: unknown) => log('warn', 'planner statistics not refreshed', { err: error }),
+    )
     .finally(() => analyzer.then((reader) => reader.end()).catch(() => undefined));
   // The displayed books' GROUP BY over the open orders runs beside the projector's load of
   // them, on its own connection, once the lifecycle table is analyzed (only faster reads:
@@ -105,7 +106,14 @@ async function catchUp(client: pg.Client, projector: Projector, views: MarketVie
       );
       if (page.rows.length === 0) break;
       for (const row of page.rows) {
-        const journal = { shard, firstSequence: Number(row.first_sequence), lastSequence: Number(row.last_sequence), commandCount: row.command_count, eventCount: row.event_count, payload: row.payload };
+        const journal = {
+          shard,
+          firstSequence: Number(row.first_sequence),
+          lastSequence: Number(row.last_sequence),
+          commandCount: row.command_count,
+          eventCount: row.event_count,
+          payload: row.payload,
+        };
         const update = projector.ingest({ commitNo: Number(row.commit_no ?? 0), intake: [], journals: [journal] });
         if (update !== null) views.books.apply(update); // the books' snapshot was loaded before: what it holds is skipped
       }

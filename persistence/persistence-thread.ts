@@ -91,7 +91,10 @@ function journalDurable(): Promise<number[]> {
 async function main(): Promise<void> {
   const start = await loadStorage({ projector, views, connections, checkpoint, savedOpenOrders: data.openOrders, shardCount: data.shardCount, log });
   const { redrive, projectedBatches, pendingIds } = start;
-  parentPort!.postMessage({ type: 'loaded', redrive, projectedBatches, pendingIds } satisfies PersistenceLoaded, redrive.map((shard) => shard.slots));
+  parentPort!.postMessage(
+    { type: 'loaded', redrive, projectedBatches, pendingIds } satisfies PersistenceLoaded,
+    redrive.map((shard) => shard.slots),
+  );
   const durable = await journalDurable();
   pipeline.writer = new JournalWriter({
     intakeRings: data.intakeRings,

@@ -87,13 +87,7 @@ export interface StatisticsKeeper {
  * each round that analyzed something, `onError` of each that failed (the next round
  * tries again: stale statistics only make reads slower).
  */
-export function keepAnalyzed(
-  pool: pg.Pool,
-  tables: readonly string[],
-  intervalMs: number,
-  onAnalyzed: (tables: string[], ms: number) => void,
-  onError: (error: Error) => void,
-): StatisticsKeeper {
+export function keepAnalyzed(pool: pg.Pool, tables: readonly string[], intervalMs: number, onAnalyzed: (tables: string[], ms: number) => void, onError: (error: Error) => void): StatisticsKeeper {
   let running = true;
   let timer: NodeJS.Timeout | null = null;
   let wake: (() => void) | null = null;

@@ -87,7 +87,10 @@ export async function reachableBinaries(bin: Binaries, owner: RunAs, log: (messa
   if (await reachableBy(owner, path.dirname(bin.postgres))) return bin;
   const native = path.dirname(path.dirname(bin.postgres));
   const info = await stat(bin.postgres);
-  const key = createHash('sha256').update(JSON.stringify([native, info.size, info.mtimeMs])).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(JSON.stringify([native, info.size, info.mtimeMs]))
+    .digest('hex')
+    .slice(0, 16);
   const dir = path.join(os.tmpdir(), `${BINARIES_PREFIX}${key}`);
   const copied = (folder: string) => ({ initdb: path.join(folder, 'bin', 'initdb'), postgres: path.join(folder, 'bin', 'postgres'), pg_ctl: path.join(folder, 'bin', 'pg_ctl') });
   if (!(await exists(path.join(dir, 'bin', 'postgres')))) {

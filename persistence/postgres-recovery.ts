@@ -88,7 +88,9 @@ export async function recoverAsStandby(dataDir: string, owner: RunAs, log: (mess
   const signal = path.join(dataDir, 'standby.signal');
   const state = await clusterState(dataDir);
   if (state === null || state === DB_SHUTDOWNED) return exists(signal); // a signal left by someone else: still promoted, never left read-only
-  log(`PostgreSQL's last run on ${dataDir} did not stop cleanly (pg_control state ${state}): it recovers as a standby and is promoted, its end-of-recovery checkpoint put off until the venue is ready`);
+  log(
+    `PostgreSQL's last run on ${dataDir} did not stop cleanly (pg_control state ${state}): it recovers as a standby and is promoted, its end-of-recovery checkpoint put off until the venue is ready`,
+  );
   await writeFile(signal, '', { mode: 0o600 });
   if (owner.uid !== undefined) await chown(signal, owner.uid, owner.gid!);
   return true;

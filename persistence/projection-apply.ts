@@ -2,13 +2,7 @@
 // lifecycle in memory (open orders, loaded compact at start and taken out on first touch),
 // its executions and trades, and the own-reads model's changes.
 
-import {
-  COMMAND_HEADER_WORD,
-  COMMAND_ID_WORD,
-  COMMAND_ORDER_ID_WORD,
-  COMMAND_SLOT_BYTES,
-  unpackCurrency,
-} from '../core/command-slot.ts';
+import { COMMAND_HEADER_WORD, COMMAND_ID_WORD, COMMAND_ORDER_ID_WORD, COMMAND_SLOT_BYTES, unpackCurrency } from '../core/command-slot.ts';
 import {
   EVENT_ACCEPTED,
   EVENT_EXECUTION,
@@ -131,7 +125,11 @@ export class CommandApplier {
     const flags = intake.words[iw + INTAKE_FLAGS_WORD]!;
     const principal = this.principals[intake.words[iw + INTAKE_PRINCIPAL_WORD]!];
     const clientOrderIdLength = intake.words[iw + INTAKE_CLIENT_ORDER_ID_LENGTH_WORD]!;
-    const c = rows.commands.row(24).range(intake.bytes, i + INTAKE_COMMAND_ID_BYTE, 16).range(intake.bytes, i + INTAKE_SCOPE_BYTE, 16).range(intake.bytes, i + INTAKE_PAYLOAD_HASH_BYTE, 32);
+    const c = rows.commands
+      .row(24)
+      .range(intake.bytes, i + INTAKE_COMMAND_ID_BYTE, 16)
+      .range(intake.bytes, i + INTAKE_SCOPE_BYTE, 16)
+      .range(intake.bytes, i + INTAKE_PAYLOAD_HASH_BYTE, 32);
     if (principal === undefined) c.text(`#${intake.words[iw + INTAKE_PRINCIPAL_WORD]}`);
     else c.range(principal, 0, principal.byteLength);
     c.range(intake.bytes, i + INTAKE_CLIENT_ID_BYTE, intake.words[iw + INTAKE_CLIENT_ID_LENGTH_WORD]!)
@@ -262,12 +260,30 @@ export class CommandApplier {
 
     const tradeSequence = floats[(tradeAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
     const takerSequence = floats[(takerAt >> 3) + RESULT_SEQUENCE_FLOAT]!;
-    for (const [executionAt, order, liquidity] of [[takerAt, taker, 'TAKER'], [makerAt, maker, 'MAKER']] as const) {
+    for (const [executionAt, order, liquidity] of [
+      [takerAt, taker, 'TAKER'],
+      [makerAt, maker, 'MAKER'],
+    ] as const) {
       const xw = executionAt >> 2;
       const xf = executionAt >> 3;
-      this.own.filled(order.ids, order.side, shard, floats[xf + RESULT_SEQUENCE_FLOAT]!, tradeSequence, floats[xf + RESULT_QUANTITY_FLOAT]!, floats[xf + RESULT_PRICE_FLOAT]!, order.currency, timestampUs);
+      this.own.filled(
+        order.ids,
+        order.side,
+        shard,
+        floats[xf + RESULT_SEQUENCE_FLOAT]!,
+        tradeSequence,
+        floats[xf + RESULT_QUANTITY_FLOAT]!,
+        floats[xf + RESULT_PRICE_FLOAT]!,
+        order.currency,
+        timestampUs,
+      );
       eventIdWords(shard, floats[xf + RESULT_SEQUENCE_FLOAT]!, EVENT_ID, 0);
-      rows.executions.row(16).uuidWords(EVENT_ID, 0).smallint(shard).bigint(floats[xf + RESULT_SEQUENCE_FLOAT]!).uuidWords(words, commandIdWord);
+      rows.executions
+        .row(16)
+        .uuidWords(EVENT_ID, 0)
+        .smallint(shard)
+        .bigint(floats[xf + RESULT_SEQUENCE_FLOAT]!)
+        .uuidWords(words, commandIdWord);
       eventIdWords(shard, tradeSequence, EVENT_ID, 0);
       rows.executions
         .uuidWords(EVENT_ID, 0)

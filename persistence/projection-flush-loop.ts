@@ -135,7 +135,7 @@ export class FlushLoop {
         return;
       } catch (error) {
         this.lost = true;
-        this.log('warn', 'the projections\' connection is lost; reconnecting', { err: error });
+        this.log('warn', "the projections' connection is lost; reconnecting", { err: error });
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         delayMs = Math.min(delayMs * 2, 1000);
       }

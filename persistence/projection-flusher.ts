@@ -178,10 +178,9 @@ const DURABLE_POINT_SQL = 'BEGIN; SET LOCAL synchronous_commit = on; SELECT txid
 
 /** The projection watermarks storage holds. */
 async function storedMarks(client: pg.ClientBase): Promise<{ projected: (shard: number) => number; intake: number }> {
-  const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>(
-    'SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)',
-    [[PROJECTION_NAME, INTAKE_PROJECTION_NAME]],
-  );
+  const marks = await client.query<{ projection: string; shard_id: number; sequence: string }>('SELECT projection, shard_id, sequence FROM runtime.projection_watermarks WHERE projection = ANY($1)', [
+    [PROJECTION_NAME, INTAKE_PROJECTION_NAME],
+  ]);
   const stored = (projection: string, shard: number) => Number(marks.rows.find((row) => row.projection === projection && row.shard_id === shard)?.sequence ?? 0);
   return { projected: (shard) => stored(PROJECTION_NAME, shard), intake: stored(INTAKE_PROJECTION_NAME, 0) };
 }

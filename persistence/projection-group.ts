@@ -125,9 +125,18 @@ export function sealedGroup(rows: Rows, intakeWatermark: number, lastTapeSequenc
   const watermarkSql = `EXECUTE set_watermarks('{${marks.map(([shard]) => shard).join(',')}}', '{${marks.map(([, sequence]) => sequence).join(',')}}', ${intakeWatermark})`;
   statements.push(watermarkSql);
   return {
-    sql: statements.join(';\n'), copies, copyTargets, watermarkSql, quarantined: [], whole: false,
-    tape: rows.tape, watermarks: rows.watermarks, intakeWatermark, journaledAtMs: rows.journaledAtMs,
-    rows: rows.commands.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size, commands: rows.commandCount,
+    sql: statements.join(';\n'),
+    copies,
+    copyTargets,
+    watermarkSql,
+    quarantined: [],
+    whole: false,
+    tape: rows.tape,
+    watermarks: rows.watermarks,
+    intakeWatermark,
+    journaledAtMs: rows.journaledAtMs,
+    rows: rows.commands.rows + rows.executions.rows + rows.trades.rows + rows.lifecycle.size,
+    commands: rows.commandCount,
   };
 }
 
@@ -181,7 +190,13 @@ function updateRow(copy: BinaryCopy, order: OrderState): void {
 function copyTargetOf(target: string): CopyTarget {
   const open = target.indexOf('(');
   const table = target.slice(0, open).trim();
-  return { relation: table.slice(table.lastIndexOf('.') + 1), columns: target.slice(open + 1, target.lastIndexOf(')')).split(',').map((column) => column.trim()) };
+  return {
+    relation: table.slice(table.lastIndexOf('.') + 1),
+    columns: target
+      .slice(open + 1, target.lastIndexOf(')'))
+      .split(',')
+      .map((column) => column.trim()),
+  };
 }
 
 /** A group's script as it is sent: as sealed, with its quarantined rows, or only its quarantine and watermarks when quarantined whole. */

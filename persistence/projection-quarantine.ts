@@ -23,7 +23,14 @@ export function quarantineRefused(flush: Flush, error: Error & { code: string; w
     flush.whole = true;
     flush.quarantined.push(
       ...flush.copies.map((data, k) => ({
-        target: `${flush.copyTargets[k]!.relation} (whole group)`, shard: null, sequence: null, key: null, journalPosition: ranges, sqlstate: error.code, message, data,
+        target: `${flush.copyTargets[k]!.relation} (whole group)`,
+        shard: null,
+        sequence: null,
+        key: null,
+        journalPosition: ranges,
+        sqlstate: error.code,
+        message,
+        data,
       })),
     );
     return;
@@ -36,8 +43,14 @@ export function quarantineRefused(flush: Flush, error: Error & { code: string; w
   const key = tupleField(cut.tuple, 0);
   flush.copies[index] = cut.rest;
   flush.quarantined.push({
-    target: relation, shard, sequence, key: key === null ? null : Buffer.from(key),
-    journalPosition: shard !== null && sequence !== null ? `shard ${shard} sequence ${sequence}` : `in ${ranges}`, sqlstate: error.code, message, data: cut.tuple,
+    target: relation,
+    shard,
+    sequence,
+    key: key === null ? null : Buffer.from(key),
+    journalPosition: shard !== null && sequence !== null ? `shard ${shard} sequence ${sequence}` : `in ${ranges}`,
+    sqlstate: error.code,
+    message,
+    data: cut.tuple,
   });
 }
 
@@ -54,4 +67,3 @@ export function reportQuarantine(flush: Flush, log: (level: 'error', message: st
     });
   }
 }
-

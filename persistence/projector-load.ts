@@ -31,7 +31,7 @@ export const SAVED_AT_STOP = 'saved at the last stop';
 /** The time of the last command of a journal batch (µs). */
 function lastCommandTimeUs(view: JournalView): number {
   let timeUs = 0;
-  for (let at = 0; at < view.bytes.byteLength; ) {
+  for (let at = 0; at < view.bytes.byteLength;) {
     const headerAt = at + COMMAND_SLOT_BYTES;
     timeUs = Math.max(timeUs, view.floats[(headerAt >> 3) + RESULT_TIMESTAMP_FLOAT]!);
     at = headerAt + (1 + view.words[(headerAt >> 2) + RESULT_COUNT_WORD]!) * RESULT_RECORD_BYTES;
@@ -83,9 +83,7 @@ export class ProjectorLoad {
     // committing, and a sequence's change is logged at once, so it is at least the largest
     // one stored (after a crash as well; a group that failed may leave it higher, which
     // only skips numbers).
-    const tape = await client.query<{ last: string; called: boolean }>(
-      'SELECT last_value::text AS last, is_called AS called FROM runtime.trades_tape_sequence_seq',
-    );
+    const tape = await client.query<{ last: string; called: boolean }>('SELECT last_value::text AS last, is_called AS called FROM runtime.trades_tape_sequence_seq');
     this.applier.nextTapeSequence = Number(tape.rows[0]!.last) + (tape.rows[0]!.called ? 1 : 0);
     this.applier.instruments.clear();
     for (const row of (await client.query<{ id: string }>('SELECT instrument_id AS id FROM runtime.instruments')).rows) {
@@ -141,7 +139,8 @@ export class ProjectorLoad {
           note.token,
           (held) => {
             at = held;
-            if (held.length !== this.projected.length || held.some((mark, shard) => mark > this.projected[shard]!)) return `the file is true at projections ${held.join()}, storage holds ${this.projected.join()}`;
+            if (held.length !== this.projected.length || held.some((mark, shard) => mark > this.projected[shard]!))
+              return `the file is true at projections ${held.join()}, storage holds ${this.projected.join()}`;
             return null;
           },
           tail,
@@ -171,9 +170,7 @@ export class ProjectorLoad {
    * (a clock set back between runs cannot hide older rows above the floor).
    */
   private async lackHistory(client: pg.ClientBase): Promise<void> {
-    const held = await client.query<{ orders: boolean; fills: boolean }>(
-      'SELECT EXISTS (SELECT 1 FROM runtime.order_lifecycle_state) AS orders, EXISTS (SELECT 1 FROM runtime.executions) AS fills',
-    );
+    const held = await client.query<{ orders: boolean; fills: boolean }>('SELECT EXISTS (SELECT 1 FROM runtime.order_lifecycle_state) AS orders, EXISTS (SELECT 1 FROM runtime.executions) AS fills');
     let throughUs = wallClockUs();
     const { orders, fills } = held.rows[0]!;
     if (orders || fills) {
@@ -249,7 +246,7 @@ export class ProjectorLoad {
           const payload = row.bytes(4);
           if (crc32(payload) !== row.int8(2)) throw new Error(`shard ${shard}'s journal batch at sequence ${last + 1} fails its checksum`);
           const view = scratch.view(payload); // orderChanges keeps nothing of it
-          for (let at = 0; at < view.bytes.byteLength; ) at = orderChanges(view, at, shard, orderOf, opened);
+          for (let at = 0; at < view.bytes.byteLength;) at = orderChanges(view, at, shard, orderOf, opened);
           last = row.int8(1);
           commands += row.int32(3);
         },
@@ -262,7 +259,9 @@ export class ProjectorLoad {
 
   /** Every open order of order_lifecycle_state into the compact store. */
   private async loadFromTable(client: pg.ClientBase): Promise<void> {
-    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>('SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions');
+    const sessions = await client.query<{ run_no: number; session_no: number; run_id: string; venue_session_id: string }>(
+      'SELECT run_no, session_no, run_id, venue_session_id FROM runtime.venue_sessions',
+    );
     const numbers = new Map(sessions.rows.map((r) => [`${r.run_id}/${r.venue_session_id}`, [r.run_no, r.session_no] as const])); // '/' is in no id (migration 001)
     const openCount = (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')")).rows[0]!.n;
     const store = new RestingOrders(openCount);

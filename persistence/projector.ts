@@ -109,14 +109,7 @@ export class Projector {
     this.ingested = Array.from({ length: options.shardCount }, () => 0);
     const principals = options.principalIds.map((id) => Buffer.from(id, 'utf8'));
     this.applier = new CommandApplier(this.pending, principals, this.own, this.sessions, options.log);
-    this.flusher = new GroupFlusher(
-      this.projected,
-      options.control,
-      this.stats,
-      options.log,
-      options.onSealed ?? (() => undefined),
-      options.onTapeStored ?? (() => undefined),
-    );
+    this.flusher = new GroupFlusher(this.projected, options.control, this.stats, options.log, options.onSealed ?? (() => undefined), options.onTapeStored ?? (() => undefined));
     this.loader = new ProjectorLoad(this.projected, this.ingested, options.control, this.applier, this.own);
   }
 
@@ -238,10 +231,11 @@ export class Projector {
     const watermarks: BookUpdate['watermarks'] = [];
     for (const batch of commit.journals) {
       if (batch.lastSequence <= this.ingested[batch.shard]!) continue; // already materialized
-      if (batch.firstSequence !== this.ingested[batch.shard]! + 1) throw new Error(`projection of shard ${batch.shard} out of step: batch ${batch.firstSequence}, watermark ${this.ingested[batch.shard]}`);
+      if (batch.firstSequence !== this.ingested[batch.shard]! + 1)
+        throw new Error(`projection of shard ${batch.shard} out of step: batch ${batch.firstSequence}, watermark ${this.ingested[batch.shard]}`);
       const view = journalView(batch.payload);
       const before = group.instruments.size;
-      for (let at = 0; at < view.bytes.byteLength; ) at = applier.apply(group, touched, view, at, batch.shard, batch.firstSequence);
+      for (let at = 0; at < view.bytes.byteLength;) at = applier.apply(group, touched, view, at, batch.shard, batch.firstSequence);
       for (const [ids, currency, shard] of [...group.instruments.values()].slice(before)) instruments.push([formatUuid(ids, 0), unpackCurrency(currency), shard]);
       this.ingested[batch.shard] = batch.lastSequence;
       group.watermarks.set(batch.shard, batch.lastSequence);

@@ -17,8 +17,7 @@ export const QUARANTINE_ROWS_PER_GROUP_MAX = 16;
 const HEADER_BYTES = 19;
 const MESSAGE_MAX = 1000;
 
-export const QUARANTINE_COPY_SQL =
-  'COPY runtime.quarantined_rows (target, shard_id, stream_sequence, row_key, journal_position, sqlstate, message, data) FROM STDIN (FORMAT binary)';
+export const QUARANTINE_COPY_SQL = 'COPY runtime.quarantined_rows (target, shard_id, stream_sequence, row_key, journal_position, sqlstate, message, data) FROM STDIN (FORMAT binary)';
 
 export interface QuarantinedRow {
   /** The table the row was for, or `<table> (whole group)`. */

@@ -340,10 +340,9 @@ async function answer(request: ReadRequest): Promise<Omit<Extract<ReadAnswer, { 
   if (request.type === 'audit') return { command: null, audit: await storedAudit(request.commandId) };
   if (request.type === 'client-order-ids') {
     // Orders loaded at start, which storage held then: their rows exist, and a clientOrderId never changes.
-    const found = await pool.query<{ order_id: string; client_order_id: string | null }>(
-      'SELECT order_id, client_order_id FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])',
-      [request.orderIds],
-    );
+    const found = await pool.query<{ order_id: string; client_order_id: string | null }>('SELECT order_id, client_order_id FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])', [
+      request.orderIds,
+    ]);
     return { command: null, clientOrderIds: Object.fromEntries(found.rows.map((row) => [row.order_id, row.client_order_id])) };
   }
   const byScope = await one("cl.scope_digest = decode($1, 'hex')", request.scopeDigest);

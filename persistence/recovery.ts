@@ -23,7 +23,6 @@ import {
 } from '../core/intake-record.ts';
 import { copyOut } from './copy-binary.ts';
 
-
 /** Settings fixed by the first start: they decide where instruments live. */
 export async function checkSettings(client: pg.ClientBase, settings: Record<string, string>): Promise<void> {
   for (const [name, value] of Object.entries(settings)) {
@@ -360,7 +359,11 @@ function readOrders(client: pg.ClientBase, where: string, onOrder: (order: Known
  * filter of claims the clientOrderId table does not hold; text decoded for those rows
  * only). Returns how many orders.
  */
-export async function storedOrderIds(client: pg.ClientBase, onOrder: (orderId: Int32Array) => void, onClientOrder: (participantId: string, clientOrderId: string) => void = () => undefined): Promise<number> {
+export async function storedOrderIds(
+  client: pg.ClientBase,
+  onOrder: (orderId: Int32Array) => void,
+  onClientOrder: (participantId: string, clientOrderId: string) => void = () => undefined,
+): Promise<number> {
   const orderId = new Int32Array(4);
   const participant = new Int32Array(4);
   return copyOut(client, 'SELECT order_id, participant_id, client_order_id FROM runtime.order_lifecycle_state', (row) => {

@@ -24,10 +24,15 @@ function contentHash(scenarioRunId: string, fact: FactInput): Buffer {
 
 /** A run's facts in sequence order, those after `after` (the reads replay them; tests check stored trails with it). */
 export async function loadFacts(client: pg.ClientBase, scenarioRunId: string, after = 0): Promise<Fact[]> {
-  const rows = await client.query<{ sequence: string; fact_id: string; fact_type: string; occurred_at_us: string; causation_id: string | null; origin: 'service' | 'operator'; payload: Record<string, unknown> }>(
-    'SELECT sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload FROM settlement.facts WHERE scenario_run_id = $1 AND sequence > $2 ORDER BY sequence',
-    [scenarioRunId, after],
-  );
+  const rows = await client.query<{
+    sequence: string;
+    fact_id: string;
+    fact_type: string;
+    occurred_at_us: string;
+    causation_id: string | null;
+    origin: 'service' | 'operator';
+    payload: Record<string, unknown>;
+  }>('SELECT sequence, fact_id, fact_type, occurred_at_us, causation_id, origin, payload FROM settlement.facts WHERE scenario_run_id = $1 AND sequence > $2 ORDER BY sequence', [scenarioRunId, after]);
   return rows.rows.map((row) => ({
     scenarioRunId,
     sequence: Number(row.sequence),
@@ -140,7 +145,10 @@ export async function settlementAdmin(pool: pg.Pool, request: SettlementAdmin): 
           const made = materialize(state, await runTrades(client, request.scenarioRunId), profiles.resolve, nowUs());
           if (!made.ok) return made;
           const facts = made.value;
-          return { ok: true, value: { facts, result: { scenarioRunId: request.scenarioRunId, profile: profiles.scenarioLevel.profile, obligations: state.obligations.size, factsAppended: facts.length } } };
+          return {
+            ok: true,
+            value: { facts, result: { scenarioRunId: request.scenarioRunId, profile: profiles.scenarioLevel.profile, obligations: state.obligations.size, factsAppended: facts.length } },
+          };
         }),
       );
     case 'repair-cash':
@@ -281,4 +289,3 @@ export async function settlementRead(pool: pg.Pool, request: SettlementRead, com
       return ok(leaderboardView(state, competitionProfile, request.asOfUs ?? nowUs(), request.agedFailAfterSeconds));
   }
 }
-

@@ -61,7 +61,7 @@ export async function writeSnapshotFileAsync(file: string, magic: string, header
           scratch.set(chunk);
           chunk = scratch.subarray(0, chunk.byteLength);
         }
-        for (let done = 0; done < chunk.byteLength; ) done += (await handle.write(chunk, done)).bytesWritten;
+        for (let done = 0; done < chunk.byteLength;) done += (await handle.write(chunk, done)).bytesWritten;
         crc = crc32(chunk, crc);
         unflushed += chunk.byteLength;
         if (unflushed >= SNAPSHOT_FLUSH_BYTES) {
@@ -94,7 +94,7 @@ export function writeSnapshotFile(file: string, magic: string, header: object, s
     const write = (view: Uint8Array) => {
       for (let at = 0; at < view.byteLength; at += CHUNK_BYTES) {
         const chunk = view.subarray(at, Math.min(at + CHUNK_BYTES, view.byteLength));
-        for (let done = 0; done < chunk.byteLength; ) done += writeSync(fd, chunk, done); // a short write goes on where it stopped
+        for (let done = 0; done < chunk.byteLength;) done += writeSync(fd, chunk, done); // a short write goes on where it stopped
         crc = crc32(chunk, crc);
       }
       bytes += view.byteLength;
@@ -164,7 +164,7 @@ export class SnapshotFileReader {
 
   /** Fills `target` from the next section's bytes; false on a short read. */
   read(target: Uint8Array): boolean {
-    for (let done = 0; done < target.byteLength; ) {
+    for (let done = 0; done < target.byteLength;) {
       const chunk = target.subarray(done, Math.min(done + CHUNK_BYTES, target.byteLength));
       if (readSync(this.fd, chunk, 0, chunk.byteLength, this.at) !== chunk.byteLength) return false;
       this.crc = crc32(chunk, this.crc);

@@ -26,9 +26,7 @@ interface SessionRow {
 const DEFAULT_NAME_TRIES = 16;
 
 async function sessionRows(client: pg.ClientBase): Promise<SessionRow[]> {
-  return (
-    await client.query<SessionRow>('SELECT run_no, session_no, run_id, venue_session_id, started_at, ended_at FROM runtime.venue_sessions ORDER BY session_no')
-  ).rows;
+  return (await client.query<SessionRow>('SELECT run_no, session_no, run_id, venue_session_id, started_at, ended_at FROM runtime.venue_sessions ORDER BY session_no')).rows;
 }
 
 function numbered(row: SessionRow): NumberedSession {
@@ -40,10 +38,7 @@ function numbered(row: SessionRow): NumberedSession {
  * restart does not end a session), else a new one with the configured names.
  * Returns it with every session the venue ran.
  */
-export async function openSession(
-  client: pg.ClientBase,
-  wanted: { runId: string; venueSessionId: string },
-): Promise<{ active: NumberedSession; known: NumberedSession[]; resumed: boolean }> {
+export async function openSession(client: pg.ClientBase, wanted: { runId: string; venueSessionId: string }): Promise<{ active: NumberedSession; known: NumberedSession[]; resumed: boolean }> {
   let rows = await sessionRows(client);
   const open = rows.filter((row) => row.ended_at === null).at(-1);
   if (open !== undefined) return { active: numbered(open), known: rows.map(numbered), resumed: true };

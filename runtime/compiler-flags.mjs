@@ -21,11 +21,7 @@
 import v8 from 'node:v8';
 
 /** The budgets, as node's command line would take them. */
-export const COMPILER_FLAGS = Object.freeze([
-  '--max-inlined-bytecode-size=2000',
-  '--max-inlined-bytecode-size-cumulative=12000',
-  '--max-inlined-bytecode-size-absolute=12000',
-]);
+export const COMPILER_FLAGS = Object.freeze(['--max-inlined-bytecode-size=2000', '--max-inlined-bytecode-size-cumulative=12000', '--max-inlined-bytecode-size-absolute=12000']);
 
 /** The flags of COMPILER_FLAGS that node's command line does not name itself. */
 export function compilerFlagsToSet(execArgv = process.execArgv) {

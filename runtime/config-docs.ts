@@ -27,12 +27,23 @@ function defaultOf(setting: Setting): string {
 function rangeOf(setting: Setting): string {
   const parts: string[] = [];
   switch (setting.kind) {
-    case 'flag': parts.push('`true`/`false`'); break;
-    case 'choice': parts.push(setting.choices!.map((choice) => `\`${choice}\``).join(', ')); break;
-    case 'pattern': parts.push('`[A-Za-z0-9._:-]{1,64}`'); break;
-    case 'power-of-two': parts.push(`power of two, ${number(setting.min!)}–${number(setting.max!)}`); break;
-    case 'integer': parts.push(`${number(setting.min!)}–${number(setting.max!)}`); break;
-    case 'text': break;
+    case 'flag':
+      parts.push('`true`/`false`');
+      break;
+    case 'choice':
+      parts.push(setting.choices!.map((choice) => `\`${choice}\``).join(', '));
+      break;
+    case 'pattern':
+      parts.push('`[A-Za-z0-9._:-]{1,64}`');
+      break;
+    case 'power-of-two':
+      parts.push(`power of two, ${number(setting.min!)}–${number(setting.max!)}`);
+      break;
+    case 'integer':
+      parts.push(`${number(setting.min!)}–${number(setting.max!)}`);
+      break;
+    case 'text':
+      break;
   }
   if (setting.rangeNote !== undefined) parts.push(setting.rangeNote);
   return parts.join(', ');
@@ -42,15 +53,15 @@ const cell = (text: string): string => (text === '' ? ' ' : ` ${text} `);
 
 /** The reference table of one section of docs/configuration.md. */
 export function sectionTable(section: SettingSection): string {
-  const rows = SETTINGS.filter((setting) => setting.section === section)
-    .map((setting) => `|${cell(`\`${setting.env}\``)}|${cell(defaultOf(setting))}|${cell(rangeOf(setting))}|${cell(setting.meaning)}|`);
+  const rows = SETTINGS.filter((setting) => setting.section === section).map(
+    (setting) => `|${cell(`\`${setting.env}\``)}|${cell(defaultOf(setting))}|${cell(rangeOf(setting))}|${cell(setting.meaning)}|`,
+  );
   return ['| variable | default | range | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
 /** The README's table: the settings with a brief line. */
 export function readmeTable(): string {
-  const rows = SETTINGS.filter((setting) => setting.brief !== undefined)
-    .map((setting) => `| \`${setting.env}\` | ${defaultOf(setting)} | ${setting.brief} |`);
+  const rows = SETTINGS.filter((setting) => setting.brief !== undefined).map((setting) => `| \`${setting.env}\` | ${defaultOf(setting)} | ${setting.brief} |`);
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }
 

@@ -22,10 +22,7 @@ export interface GatewayPorts {
 }
 
 /** Spawns GATEWAY_THREADS gateways into `gateways` (each as it starts, so that a failed start stops those already running). */
-export function spawnGateways(
-  started: { config: VenueConfig; memory: VenueMemory; session: OpenedSession; port: number; entry: ThreadEntry },
-  gateways: Worker[],
-): GatewayPorts {
+export function spawnGateways(started: { config: VenueConfig; memory: VenueMemory; session: OpenedSession; port: number; entry: ThreadEntry }, gateways: Worker[]): GatewayPorts {
   const { config, memory, session, port, entry } = started;
   const readChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());
   const adminChannels = Array.from({ length: config.gatewayThreads }, () => new MessageChannel());

@@ -139,11 +139,9 @@ async function keepForNextStart(venue: Venue, books: SavedBooks | null): Promise
       if (journalSequences(mark).join() === books.sequences.join()) {
         await noteSnapshot(client, BOOK_SNAPSHOT_SETTING, books.token, mark);
         logger.info({ mark, bytes: books.bytes, openOrders: books.openOrders }, 'order books and open orders saved for the next start');
-      } else logger.warn({ mark, sequences: books.sequences }, 'the saved order books are not at the journal\'s end: the next start replays the journals');
+      } else logger.warn({ mark, sequences: books.sequences }, "the saved order books are not at the journal's end: the next start replays the journals");
     }
-    const { file, mark, tableKeys } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten, () =>
-      rememberTableKeys(venue.memory, venue.tableSince),
-    );
+    const { file, mark, tableKeys } = await saveKeyFilters(venue.config.dataDir, client, venue.config.matchingShards, venue.memory.forgotten, () => rememberTableKeys(venue.memory, venue.tableSince));
     logger.info({ file, mark, tableKeys }, 'key filters saved for the next start');
   } catch (error) {
     logger.warn({ err: error }, 'what the next start could reuse was not saved: it replays the journals and scans storage');

@@ -20,19 +20,17 @@ export interface RestoredBooks {
   journalDurable: number[];
 }
 
-export async function restoreBooks(
-  restoring: {
-    config: VenueConfig;
-    databaseUrl: string;
-    /** The start's connection, for the adoption of the stop's saved engines as checkpoints. */
-    client: pg.ClientBase;
-    shards: readonly Worker[];
-    recovery: readonly MessagePort[];
-    restore: RestorePoint;
-    checkpointing: boolean;
-    started: (step: string) => void;
-  },
-): Promise<RestoredBooks> {
+export async function restoreBooks(restoring: {
+  config: VenueConfig;
+  databaseUrl: string;
+  /** The start's connection, for the adoption of the stop's saved engines as checkpoints. */
+  client: pg.ClientBase;
+  shards: readonly Worker[];
+  recovery: readonly MessagePort[];
+  restore: RestorePoint;
+  checkpointing: boolean;
+  started: (step: string) => void;
+}): Promise<RestoredBooks> {
   const { config, databaseUrl, client, shards, recovery, restore, checkpointing, started } = restoring;
   const { journalEnd, checkpointNotes } = restore;
   const shardsReady = await Promise.all(shards.map((worker, id) => once<ShardReady>(worker, (m) => m.type === 'ready', `shard ${id}`)));
@@ -65,7 +63,9 @@ export async function restoreBooks(
   started('books');
   const stopBooks = restore.books;
   if (checkpointing && typeof stopBooks !== 'string') {
-    const saved = shardsReady.filter((ready) => ready.restored === 'stop').map((ready) => ({ shard: ready.shardId, file: engineSnapshotPath(config.dataDir, ready.shardId), token: stopBooks.token, sequence: journalEnd[ready.shardId]! }));
+    const saved = shardsReady
+      .filter((ready) => ready.restored === 'stop')
+      .map((ready) => ({ shard: ready.shardId, file: engineSnapshotPath(config.dataDir, ready.shardId), token: stopBooks.token, sequence: journalEnd[ready.shardId]! }));
     await adoptSavedEngines(client, config.dataDir, saved, checkpointNotes, logger);
   }
   logger.info(

@@ -34,13 +34,11 @@ export function watchWhileRunning(venue: Venue, guard: ConnectionGuard): NodeJS.
   // Past its rated load a key filter's false positives grow (core/key-filter.ts), and each
   // sends a new command to a storage check: said once per filter, when it happens (at the
   // start's scan of storage or later, as the tables forget keys).
-  const filterWatch = ratedLoadWatch(
-    namedKeyFilters(venue.memory),
-    (filter, added, ratedKeys) =>
-      logger.warn(
-        { filter, added, ratedKeys },
-        'a key filter holds more keys than it is rated for: more new commands are checked in storage (each waits for the projections); the next start sizes the filters for the stored keys, up to KEY_FILTER_BITS_MAX',
-      ),
+  const filterWatch = ratedLoadWatch(namedKeyFilters(venue.memory), (filter, added, ratedKeys) =>
+    logger.warn(
+      { filter, added, ratedKeys },
+      'a key filter holds more keys than it is rated for: more new commands are checked in storage (each waits for the projections); the next start sizes the filters for the stored keys, up to KEY_FILTER_BITS_MAX',
+    ),
   );
   return setInterval(() => {
     guard.update(openFiles());

@@ -15,7 +15,7 @@ export async function finishSessionRoll(active: NumberedSession, recovery: reado
     expiries.forEach((answer, shard) => {
       if (answer.commands > 0) journalDurable[shard] = answer.sequence;
     });
-    await untilDurable(journalDurable, control, 'the ended session\'s expiry did not become durable');
+    await untilDurable(journalDurable, control, "the ended session's expiry did not become durable");
     logger.info({ orders: expiries.map((answer) => (answer.type === 'expired' ? answer.orders : 0)), session: active }, 'the DAY orders of ended sessions expired (a roll the venue stopped during)');
   }
 }

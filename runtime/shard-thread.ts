@@ -16,7 +16,17 @@ import { expiryProgress, expirySlot } from '../core/session-expiry.ts';
 import { captureEngine, engineStateBytes, readEngineSnapshot, writeEngineSnapshot } from '../persistence/engine-snapshot.ts';
 import { INSTRUMENT_CAPACITY_DEFAULT, MatchingEngine, OWNER_CAPACITY_DEFAULT } from '../core/matching-engine.ts';
 import { SHARD_COMMANDS_WORD, ShardRunner } from '../core/shard-runner.ts';
-import { type ShardThreadData, CHECKPOINT_BUFFER_WAIT_MS, type ShardReady, type ShardSave, type ShardSaved, type ShardHalted, type ShardCheckpoint, type RecoveryRequest, type RecoveryAnswer } from '../core/shard-messages.ts';
+import {
+  type ShardThreadData,
+  CHECKPOINT_BUFFER_WAIT_MS,
+  type ShardReady,
+  type ShardSave,
+  type ShardSaved,
+  type ShardHalted,
+  type ShardCheckpoint,
+  type RecoveryRequest,
+  type RecoveryAnswer,
+} from '../core/shard-messages.ts';
 
 const data = workerData as ShardThreadData;
 
@@ -133,7 +143,15 @@ function finishExpiry(floor: number): { commands: number; orders: number } {
   }
 }
 
-parentPort!.postMessage({ type: 'ready', shardId: data.shardId, restored: data.snapshot !== null && why === null ? data.snapshot.source : null, sequence: engine.sequence, why, loadMs: Math.round(performance.now() - loadStarted), stateBytes: engineStateBytes(engine) } satisfies ShardReady);
+parentPort!.postMessage({
+  type: 'ready',
+  shardId: data.shardId,
+  restored: data.snapshot !== null && why === null ? data.snapshot.source : null,
+  sequence: engine.sequence,
+  why,
+  loadMs: Math.round(performance.now() - loadStarted),
+  stateBytes: engineStateBytes(engine),
+} satisfies ShardReady);
 const port = data.recoveryPort;
 if (port === null) {
   runLoop();

@@ -52,7 +52,8 @@ export function spawnShards(config: VenueConfig, memory: VenueMemory, entry: Thr
     const transferList = data.checkpointBuffers === null ? [data.recoveryPort!] : [data.recoveryPort!, data.checkpointBuffers];
     const shard = spawnWorker(entry('shard'), { ...data }, { transferList }, `shard-${shardId}`);
     shard.on('message', (message: { type: string }) => {
-      if (message.type === 'halted') logger.fatal({ shard: shardId, err: (message as ShardHalted).message }, 'an internal check failed in a shard: it halted; its commands fail SHARD_HALTED until the venue is restarted');
+      if (message.type === 'halted')
+        logger.fatal({ shard: shardId, err: (message as ShardHalted).message }, 'an internal check failed in a shard: it halted; its commands fail SHARD_HALTED until the venue is restarted');
     });
     shards.push(shard);
   }

@@ -53,9 +53,14 @@ export function spawnPersistence(start: StorageThreadStart & { restore: RestoreP
     openOrders: restore.openOrders,
     openOrdersDir: config.dataDir === '' ? null : config.dataDir,
   };
-  const worker = spawnWorker(entry('persistence'), { ...persistenceData }, {
-    transferList: [...persistenceData.adminPorts, ...persistenceData.ownReadPorts],
-  }, 'persistence');
+  const worker = spawnWorker(
+    entry('persistence'),
+    { ...persistenceData },
+    {
+      transferList: [...persistenceData.adminPorts, ...persistenceData.ownReadPorts],
+    },
+    'persistence',
+  );
   return { worker, loaded: once<PersistenceLoaded>(worker, (m) => m.type === 'loaded', 'persistence') };
 }
 

@@ -60,7 +60,6 @@ interface BuildIndex {
   inputs: Record<string, string>;
 }
 
-
 /** Writes a file whole or not at all (a start reading it meanwhile sees the old one or the new one). */
 function writeAtomically(file: string, text: string): void {
   const temporary = `${file}.tmp-${process.pid}-${Date.now()}`;
@@ -101,7 +100,10 @@ async function buildEntries(entries: readonly URL[]): Promise<{ urls: Map<string
   const key = sha256(JSON.stringify({ options, esbuild: esbuildPackage.version, tsconfig: sha256(readFileSync(path.join(ROOT, 'tsconfig.json'))) })).slice(0, 16);
   const indexFile = path.join(BUILD_DIR, `inputs-${key}.json`);
   // An earlier build of the same entries whose every source is unchanged (marked used).
-  const earlier = currentBuild(indexFile, names.map((name) => `${name}.mjs`));
+  const earlier = currentBuild(
+    indexFile,
+    names.map((name) => `${name}.mjs`),
+  );
   if (earlier !== null) {
     workerBuilds.reused++;
     return { urls: urlsIn(earlier.dir), inputs: earlier.inputs };

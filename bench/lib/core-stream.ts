@@ -236,9 +236,7 @@ function recordOp(ops: ReplayOps, i: number, kind: number, n: number, side: numb
   ops.quantity[i] = quantity;
 }
 
-function track(
-  engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void, outcomeOnly: boolean,
-): void {
+function track(engine: MatchingEngine, add: (n: number, p: number, q: number) => void, remove: (n: number) => void, outcomeOnly: boolean): void {
   const events = engine.events;
   const orders = engine.orders;
   // The accepted outcome comes first and carries the order's final state; its
@@ -260,10 +258,7 @@ function track(
   }
 }
 
-function writeSubmit(
-  words: Int32Array, floats: Float64Array, w: number, f: number, n: number,
-  side: number, orderType: number, timeInForce: number, price: number, quantity: number,
-): void {
+function writeSubmit(words: Int32Array, floats: Float64Array, w: number, f: number, n: number, side: number, orderType: number, timeInForce: number, price: number, quantity: number): void {
   words[w + COMMAND_HEADER_WORD] = packHeader(Opcode.SUBMIT, side, orderType, timeInForce);
   setOrderId(words, w, n);
   floats[f + COMMAND_PRICE_NANOS_FLOAT] = price;

@@ -7,7 +7,21 @@ import { fileURLToPath } from 'node:url';
 import { EVENT_ACCEPTED, STATE_OPEN } from '../../core/codes.ts';
 import { renderEnvelope } from '../../core/outcome-format.ts';
 import pg from 'pg';
-import { cpuPerCommand, sampleCpu, samplePostgresCpu, sampleThreadCpu, sampleMachine, sampleSleeps, sampleWaits, sleepsPerCommand, waitsPerCommand, type CpuSample, type CpuTargets, type CpuUse, type MachineSample } from '../load/cpu-use.ts';
+import {
+  cpuPerCommand,
+  sampleCpu,
+  samplePostgresCpu,
+  sampleThreadCpu,
+  sampleMachine,
+  sampleSleeps,
+  sampleWaits,
+  sleepsPerCommand,
+  waitsPerCommand,
+  type CpuSample,
+  type CpuTargets,
+  type CpuUse,
+  type MachineSample,
+} from '../load/cpu-use.ts';
 import { runLoad, type LoadOptions, type LoadResult } from '../load/load-generator.ts';
 import { reapAtExit } from './leftovers.ts';
 
@@ -21,7 +35,9 @@ export function answerBytes(): number {
 }
 
 export async function startBareServer(threads: number, bytes: number): Promise<{ baseUrl: string; pid: number; stop: () => Promise<void> }> {
-  const child = reapAtExit(spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }));
+  const child = reapAtExit(
+    spawn(process.execPath, ['--import', 'tsx', 'bench/load/bare-server.ts', '--threads', String(threads), '--bytes', String(bytes)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }),
+  );
   const baseUrl = await new Promise<string>((resolve, reject) => {
     let seen = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -54,9 +70,13 @@ export async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets, 
   const names = database === null ? new Map<number, string>() : await postgresProcessNames(database);
   const postmaster = targets.postgresPid;
   const sample = (): Edge => ({
-    parts: sampleCpu(targets), threads: targets.venuePid === undefined ? null : sampleThreadCpu(targets.venuePid),
+    parts: sampleCpu(targets),
+    threads: targets.venuePid === undefined ? null : sampleThreadCpu(targets.venuePid),
     postgres: database === null || postmaster == null ? null : samplePostgresCpu(postmaster, names),
-    sleeps: sampleSleeps(targets), waits: sampleWaits(targets), machine: sampleMachine(), at: performance.now(),
+    sleeps: sampleSleeps(targets),
+    waits: sampleWaits(targets),
+    machine: sampleMachine(),
+    at: performance.now(),
   });
   const edges: { opened?: Edge; closed?: Edge; stats?: [PostgresStats, PostgresStats] } = {};
   const stats: { opened?: Promise<PostgresStats>; closed?: Promise<PostgresStats> } = {};
@@ -91,8 +111,12 @@ export async function runLoadWithCpu(options: LoadOptions, targets: CpuTargets, 
   return {
     run,
     cpu: {
-      ...cpu, sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered), waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered),
-      ...(threadsUs === undefined ? {} : { threadsUs }), ...(postgresUs === undefined ? {} : { postgresUs }), ...(postgresPerCommand === undefined ? {} : { postgresPerCommand }),
+      ...cpu,
+      sleepsPerCommand: sleepsPerCommand(opened.sleeps, closed.sleeps, answered),
+      waitUsPerCommand: waitsPerCommand(opened.waits, closed.waits, answered),
+      ...(threadsUs === undefined ? {} : { threadsUs }),
+      ...(postgresUs === undefined ? {} : { postgresUs }),
+      ...(postgresPerCommand === undefined ? {} : { postgresPerCommand }),
     },
   };
 }
@@ -113,7 +137,14 @@ async function postgresStats(database: pg.Client): Promise<PostgresStats> {
             wal_records, wal_fpi, wal_bytes, wal_write, wal_sync FROM pg_stat_wal`,
   );
   const row = rows[0]!;
-  return { transactions: Number(row.transactions), walRecords: Number(row.wal_records), walFullPages: Number(row.wal_fpi), walBytes: Number(row.wal_bytes), walWrites: Number(row.wal_write), walSyncs: Number(row.wal_sync) };
+  return {
+    transactions: Number(row.transactions),
+    walRecords: Number(row.wal_records),
+    walFullPages: Number(row.wal_fpi),
+    walBytes: Number(row.wal_bytes),
+    walWrites: Number(row.wal_write),
+    walSyncs: Number(row.wal_sync),
+  };
 }
 
 /** Each statistic's growth per answered command (three decimals; never below zero). */
@@ -126,13 +157,33 @@ export function statsPerCommand(before: Record<string, number>, after: Record<st
 export function cpuLine(cpu: CpuUse | null): string {
   if (cpu === null) return '';
   const parts = Object.entries(cpu.perCommandUs).map(([part, us]) => `${part} ${us} µs`);
-  const machine = cpu.machine === null ? '' : `; the machine: ${cpu.machine.busyCores} cores busy, ${cpu.machine.iowaitCores} in I/O wait, ${cpu.machine.stealCores} stolen, ${cpu.machine.idleCores} idle`;
+  const machine =
+    cpu.machine === null ? '' : `; the machine: ${cpu.machine.busyCores} cores busy, ${cpu.machine.iowaitCores} in I/O wait, ${cpu.machine.stealCores} stolen, ${cpu.machine.idleCores} idle`;
   const slept = cpu.sleepsPerCommand;
-  const sleeps = slept === undefined ? '' : `; sleeps per answer: ${Object.keys(cpu.perCommandUs).map((part) => `${part} ${slept[part] ?? 0}`).join(', ')}`;
+  const sleeps =
+    slept === undefined
+      ? ''
+      : `; sleeps per answer: ${Object.keys(cpu.perCommandUs)
+          .map((part) => `${part} ${slept[part] ?? 0}`)
+          .join(', ')}`;
   const waited = cpu.waitUsPerCommand;
-  const waits = waited === undefined ? '' : `; waited for a core per answer: ${Object.keys(cpu.perCommandUs).map((part) => `${part} ${waited[part] ?? 0} µs`).join(', ')}`;
-  const byProcess = cpu.postgresUs === undefined ? '' : `; PostgreSQL per answer: ${Object.entries(cpu.postgresUs).map(([name, us]) => `${name} ${us} µs`).join(', ')}`;
-  const stats = cpu.postgresPerCommand === undefined ? '' : `; PostgreSQL statistics per answer: ${Object.entries(cpu.postgresPerCommand).map(([name, n]) => `${name} ${n}`).join(', ')}`;
+  const waits =
+    waited === undefined
+      ? ''
+      : `; waited for a core per answer: ${Object.keys(cpu.perCommandUs)
+          .map((part) => `${part} ${waited[part] ?? 0} µs`)
+          .join(', ')}`;
+  const byProcess =
+    cpu.postgresUs === undefined
+      ? ''
+      : `; PostgreSQL per answer: ${Object.entries(cpu.postgresUs)
+          .map(([name, us]) => `${name} ${us} µs`)
+          .join(', ')}`;
+  const stats =
+    cpu.postgresPerCommand === undefined
+      ? ''
+      : `; PostgreSQL statistics per answer: ${Object.entries(cpu.postgresPerCommand)
+          .map(([name, n]) => `${name} ${n}`)
+          .join(', ')}`;
   return `; CPU per answer: ${parts.join(', ')} (${cpu.totalUs} µs in all, ${cpu.coresBusy} cores busy${machine})${sleeps}${waits}${byProcess}${stats}`;
 }
-

@@ -35,7 +35,11 @@ export const OUR_ORDER_CAPACITY = 1 << 21;
 
 export function buildCompareStream(options: CompareStreamOptions): CompareStream {
   const stream = buildCoreStream({
-    orderCapacity: OUR_ORDER_CAPACITY, ...options, ...COMPARE_MIX, recordOps: true, cancelsNameRestingOnly: true,
+    orderCapacity: OUR_ORDER_CAPACITY,
+    ...options,
+    ...COMPARE_MIX,
+    recordOps: true,
+    cancelsNameRestingOnly: true,
   });
   const ops = stream.ops;
   if (!ops) throw new Error('buildCoreStream returned no ops although recordOps was set');

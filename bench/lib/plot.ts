@@ -45,7 +45,10 @@ export function writeLatencyPlot(path: string, title: string, series: Series[], 
   series.forEach((s, k) => {
     const colour = COLOURS[k % COLOURS.length]!;
     const sorted = [...s.points].sort((a, b) => a.x - b.x);
-    for (const [field, dash] of [['p50', ''], ['p99', ' stroke-dasharray="6 3"']] as const) {
+    for (const [field, dash] of [
+      ['p50', ''],
+      ['p99', ' stroke-dasharray="6 3"'],
+    ] as const) {
       const d = sorted.map((p, i) => `${i === 0 ? 'M' : 'L'}${px(p.x).toFixed(1)},${py(p[field]).toFixed(1)}`).join(' ');
       parts.push(`<path d="${d}" fill="none" stroke="${colour}" stroke-width="2"${dash}/>`);
       for (const p of sorted) parts.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p[field]).toFixed(1)}" r="3" fill="${colour}"/>`);

@@ -23,9 +23,7 @@ const port = await new Promise<number>((resolve) => {
 const source = new URL('./bare-worker.ts', import.meta.url);
 const entry = (await buildWorkers([source])).get(source.href)!;
 const workers = Array.from({ length: threads }, () => spawnWorker(entry, { port, bytes }));
-await Promise.all(
-  workers.map((worker) => new Promise<void>((resolve, reject) => worker.once('message', (m: { ready: boolean }) => (m.ready ? resolve() : reject(new Error('cannot listen')))))),
-);
+await Promise.all(workers.map((worker) => new Promise<void>((resolve, reject) => worker.once('message', (m: { ready: boolean }) => (m.ready ? resolve() : reject(new Error('cannot listen')))))));
 console.log(`bare server listening on http://127.0.0.1:${port}`);
 process.on('SIGTERM', () => {
   for (const worker of workers) worker.postMessage('stop');

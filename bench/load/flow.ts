@@ -99,9 +99,22 @@ export class OrderFlow {
   private submitBody(commandId: string, orderId: string, instrumentId: string, t: Trader, side: string, quantityUnits: string, limitPrice: string, timeInForce: string): string {
     const { traceId, causationId, correlationId } = this.trace;
     return JSON.stringify({
-      commandId, traceId, causationId, correlationId, actorId: 'load-generator', occurredAt: new Date().toISOString(),
-      orderId, instrumentId, participantId: t.participantId, accountId: t.accountId,
-      side, orderType: 'LIMIT', quantityUnits, limitPrice, currency: 'USD', timeInForce,
+      commandId,
+      traceId,
+      causationId,
+      correlationId,
+      actorId: 'load-generator',
+      occurredAt: new Date().toISOString(),
+      orderId,
+      instrumentId,
+      participantId: t.participantId,
+      accountId: t.accountId,
+      side,
+      orderType: 'LIMIT',
+      quantityUnits,
+      limitPrice,
+      currency: 'USD',
+      timeInForce,
     });
   }
 
@@ -110,9 +123,18 @@ export class OrderFlow {
     const { traceId, causationId, correlationId } = this.trace;
     const t = this.traders[order.trader]!;
     const context = JSON.stringify({
-      commandId, traceId, causationId, correlationId, actorId: 'load-generator', occurredAt: new Date().toISOString(),
-      orderId: order.orderId, runId: this.session.runId, venueSessionId: this.session.venueSessionId,
-      instrumentId: this.instruments[order.instrument], participantId: t.participantId, accountId: t.accountId,
+      commandId,
+      traceId,
+      causationId,
+      correlationId,
+      actorId: 'load-generator',
+      occurredAt: new Date().toISOString(),
+      orderId: order.orderId,
+      runId: this.session.runId,
+      venueSessionId: this.session.venueSessionId,
+      instrumentId: this.instruments[order.instrument],
+      participantId: t.participantId,
+      accountId: t.accountId,
     });
     return `${context.slice(0, -1)}${extra}}`;
   }
@@ -190,7 +212,14 @@ export class OrderFlow {
     const order = this.take();
     const commandId = crypto.randomUUID();
     const reduce = order.quantity > 1 && this.random.chance(0.5);
-    const modified: Resting = { orderId: order.orderId, instrument: order.instrument, trader: order.trader, side: order.side, cents: order.cents, quantity: reduce ? order.quantity - 1 : order.quantity + 1 };
+    const modified: Resting = {
+      orderId: order.orderId,
+      instrument: order.instrument,
+      trader: order.trader,
+      side: order.side,
+      cents: order.cents,
+      quantity: reduce ? order.quantity - 1 : order.quantity + 1,
+    };
     // A modify keeps the order resting (at a new priority when it grows): the lane keeps it.
     this.resting.push(modified);
     return {
@@ -204,4 +233,3 @@ export class OrderFlow {
     };
   }
 }
-

@@ -81,11 +81,14 @@ export class HttpConnection {
     socket.on('error', () => this.drop(socket, new Error('connection error')));
     socket.on('close', () => this.drop(socket, new Error('connection closed by the server')));
     if (this.sweep === null) {
-      this.sweep = setInterval(() => {
-        if (this.waiting !== null && this.socket !== null && performance.now() - this.waiting.sentAt > this.timeoutMs) {
-          this.drop(this.socket, new Error(`no answer within ${this.timeoutMs} ms`));
-        }
-      }, Math.min(TIMEOUT_SWEEP_MS, this.timeoutMs));
+      this.sweep = setInterval(
+        () => {
+          if (this.waiting !== null && this.socket !== null && performance.now() - this.waiting.sentAt > this.timeoutMs) {
+            this.drop(this.socket, new Error(`no answer within ${this.timeoutMs} ms`));
+          }
+        },
+        Math.min(TIMEOUT_SWEEP_MS, this.timeoutMs),
+      );
       this.sweep.unref();
     }
     return socket;

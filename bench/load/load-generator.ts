@@ -283,47 +283,50 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const total = completed.reduce((a, b) => a + b, 0);
     process.stderr.write(`\r  ${options.label}: ${seconds.toFixed(0)} s, ${total} answered in the window     `);
   }, 1000);
-  const reports = await Promise.race([gate, Promise.all(
-    Array.from({ length: options.threads }, (_, k) => {
-      const data: WorkerOptions = {
-        role: options.role ?? 'orders',
-        // Exactly the bound in all: the first threads take one more where it does not divide.
-        maxRequests: Math.floor(maxRequests / options.threads) + (k < maxRequests % options.threads ? 1 : 0),
-        baseUrl: options.baseUrl,
-        mode: options.mode,
-        connections: options.connections,
-        warmupMs: options.warmupMs,
-        durationMs: options.durationMs,
-        ratePerSecond: options.ratePerSecond / options.threads,
-        pauseMs: options.pauseMs ?? 0,
-        phase: k / options.threads,
-        onOffMs,
-        burst,
-        slotMs: SLOT_MS,
-        seed: options.seed * 1000 + k,
-        session,
-        traders: options.traders ?? TRADERS,
-        instruments: options.instruments ?? INSTRUMENTS,
-        checkSample: Math.ceil((options.checkSample ?? 0) / options.threads),
-        record: options.record,
-        maxRecorded: 2_000_000,
-        parseAnswers: options.parseAnswers ?? true,
-      };
-      return new Promise<WorkerReport>((resolve, reject) => {
-        const worker = spawnWorker(entry, { ...data }, {}, `load-${data.role}-${k}`); // top -H tells the load's threads apart
-        workers.push(worker);
-        options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
-        worker.on('message', (message: { type: 'ready' } | { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
-          if (message.type === 'ready') threadReady();
-          else if (message.type === 'progress') completed[k] = message.completed;
-          else if (message.type === 'window') windowEdge(k, message.open);
-          else resolve(message.report);
+  const reports = await Promise.race([
+    gate,
+    Promise.all(
+      Array.from({ length: options.threads }, (_, k) => {
+        const data: WorkerOptions = {
+          role: options.role ?? 'orders',
+          // Exactly the bound in all: the first threads take one more where it does not divide.
+          maxRequests: Math.floor(maxRequests / options.threads) + (k < maxRequests % options.threads ? 1 : 0),
+          baseUrl: options.baseUrl,
+          mode: options.mode,
+          connections: options.connections,
+          warmupMs: options.warmupMs,
+          durationMs: options.durationMs,
+          ratePerSecond: options.ratePerSecond / options.threads,
+          pauseMs: options.pauseMs ?? 0,
+          phase: k / options.threads,
+          onOffMs,
+          burst,
+          slotMs: SLOT_MS,
+          seed: options.seed * 1000 + k,
+          session,
+          traders: options.traders ?? TRADERS,
+          instruments: options.instruments ?? INSTRUMENTS,
+          checkSample: Math.ceil((options.checkSample ?? 0) / options.threads),
+          record: options.record,
+          maxRecorded: 2_000_000,
+          parseAnswers: options.parseAnswers ?? true,
+        };
+        return new Promise<WorkerReport>((resolve, reject) => {
+          const worker = spawnWorker(entry, { ...data }, {}, `load-${data.role}-${k}`); // top -H tells the load's threads apart
+          workers.push(worker);
+          options.signal?.addEventListener('abort', () => worker.postMessage({ type: 'stop' }), { once: true });
+          worker.on('message', (message: { type: 'ready' } | { type: 'progress'; completed: number } | { type: 'window'; open: boolean } | { type: 'done'; report: WorkerReport }) => {
+            if (message.type === 'ready') threadReady();
+            else if (message.type === 'progress') completed[k] = message.completed;
+            else if (message.type === 'window') windowEdge(k, message.open);
+            else resolve(message.report);
+          });
+          worker.once('error', reject);
+          worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
         });
-        worker.once('error', reject);
-        worker.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`load worker exited with ${code}`))));
-      });
-    }),
-  )]).catch(async (error: unknown) => {
+      }),
+    ),
+  ]).catch(async (error: unknown) => {
     // One thread failed (or the runs beside it never came to the start gate): the others may be waiting for a start that will not come.
     clearInterval(progress);
     await Promise.all(workers.map((worker) => worker.terminate()));
@@ -355,7 +358,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       bySecond[second]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
     });
     report.okPerSlot.forEach((n, slot) => (okPerSlot[slot] = (okPerSlot[slot] ?? 0) + n));
-    for (const [into, from] of [[reads, report.histograms], [readsFromSend, report.sendHistograms]] as const) {
+    for (const [into, from] of [
+      [reads, report.histograms],
+      [readsFromSend, report.sendHistograms],
+    ] as const) {
       for (const [kind, encoded] of Object.entries(from)) {
         into[kind] ??= newHistogram();
         into[kind]!.add(hdr.decodeFromCompressedBase64(encoded, 32, false));
@@ -419,7 +425,9 @@ export function worstSecond(result: LoadResult): LoadResult['perSecond'][number]
 export function describe(result: LoadResult): string {
   const l = result.latencyUs;
   const ms = (us: number) => (us / 1000).toFixed(2);
-  const codes = Object.entries(result.statuses).map(([code, n]) => `${code}:${n}`).join(' ');
+  const codes = Object.entries(result.statuses)
+    .map(([code, n]) => `${code}:${n}`)
+    .join(' ');
   const worst = worstSecond(result);
   const worstText = worst === null || result.perSecond.length < 2 ? '' : `; worst second ${worst.second}: p50 ${ms(worst.p50)} p99 ${ms(worst.p99)} ms`;
   return `${result.label}: ${result.okPerSecond} ok/s (${result.requestsPerSecond} req/s), p50 ${ms(l.p50)} p90 ${ms(l.p90)} p99 ${ms(l.p99)} p99.9 ${ms(l.p999)} max ${ms(l.max)} ms [${codes}]${worstText}${result.transportErrors ? ` transport errors ${result.transportErrors} (first: ${result.firstTransportError})` : ''}`;

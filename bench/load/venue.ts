@@ -37,13 +37,26 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const dir = dataDir ?? scratchFolder('venue-bench-');
   stopPostgresAtExit(dir); // a caller's folder is kept, but not its PostgreSQL
   const started = performance.now();
-  const child = reapAtExit(spawn(process.execPath, [...nodeArgs, 'runtime/venue-start.mjs'], { // as npm start runs it
-    cwd: ROOT,
-    // Huge pages as `npm start` asks for them (decision 0014), whatever started the bench: run
-    // bare by tsx, the venue lost them and a crash start took 1-1.3 s longer loading its engines.
-    env: { ...process.env, GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info', GATEWAY_THREADS: '2', MATCHING_SHARDS: '2', EMBEDDED_POSTGRES_TEMPLATE: 'true', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const child = reapAtExit(
+    spawn(process.execPath, [...nodeArgs, 'runtime/venue-start.mjs'], {
+      // as npm start runs it
+      cwd: ROOT,
+      // Huge pages as `npm start` asks for them (decision 0014), whatever started the bench: run
+      // bare by tsx, the venue lost them and a crash start took 1-1.3 s longer loading its engines.
+      env: {
+        ...process.env,
+        GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1',
+        PORT: '0',
+        DATA_DIR: dir,
+        LOG_LEVEL: 'info',
+        GATEWAY_THREADS: '2',
+        MATCHING_SHARDS: '2',
+        EMBEDDED_POSTGRES_TEMPLATE: 'true',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let seen = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the venue did not start:\n${seen.slice(-4000)}`)), 300_000);
@@ -66,7 +79,10 @@ export async function startBenchVenue(env: Record<string, string>, dataDir?: str
   const baseUrl = `http://127.0.0.1:${port}`;
   // The venue listens before it has recovered its books; ready is /readyz 200.
   for (;;) {
-    const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.status, () => 0);
+    const ready = await fetch(`${baseUrl}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (ready === 200) break;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -117,4 +133,3 @@ function postmasterOf(dataDir: string): number {
   if (pid === 0) throw new Error(`no PostgreSQL runs on ${dataDir} (no readable postgres/postmaster.pid)`);
   return pid;
 }
-

@@ -136,7 +136,13 @@ export async function verifyLoad(databaseUrl: string, results: LoadResult[]): Pr
       ok: false,
     };
     verification.ok =
-      outcomesMissing === 0 && bodiesDifferent === 0 && verification.tradesReportedTwice === 0 && tradesMissing === 0 && tradesUnreported === 0 && verification.executionsPerTradeOk && unbalanced.rows.length === 0;
+      outcomesMissing === 0 &&
+      bodiesDifferent === 0 &&
+      verification.tradesReportedTwice === 0 &&
+      tradesMissing === 0 &&
+      tradesUnreported === 0 &&
+      verification.executionsPerTradeOk &&
+      unbalanced.rows.length === 0;
     return verification;
   } finally {
     await client.end();

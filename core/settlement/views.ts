@@ -128,7 +128,12 @@ export function ledgerView(state: SettlementState, visible: Visible) {
 }
 
 const EXCEPTION_RULES: Record<SettlementException['exceptionType'], { severity: string; ownerRole: string; requiredAction: string; repairAction: string | null }> = {
-  CLEARING_REJECTED: { severity: 'HIGH', ownerRole: 'operator', requiredAction: 'investigate the clearing rejection; settle by force-settle once resolved with the counterparties', repairAction: 'POST /admin/v1/settlement/force-settle' },
+  CLEARING_REJECTED: {
+    severity: 'HIGH',
+    ownerRole: 'operator',
+    requiredAction: 'investigate the clearing rejection; settle by force-settle once resolved with the counterparties',
+    repairAction: 'POST /admin/v1/settlement/force-settle',
+  },
   CASH_LEG_BREAK: { severity: 'MEDIUM', ownerRole: 'operator', requiredAction: "fund the buyer's cash account, then retry", repairAction: 'POST /admin/v1/settlement/repairs/cash' },
   SECURITY_LEG_BREAK: { severity: 'MEDIUM', ownerRole: 'operator', requiredAction: "deliver the seller's securities, then retry", repairAction: 'POST /admin/v1/settlement/repairs/security' },
 };
@@ -200,8 +205,18 @@ export function proofView(state: SettlementState, visible: Visible) {
 
 /** Haircut on pending value by how far the obligation is from settling (basis points). */
 export const HAIRCUT_BPS: Record<string, number> = {
-  CREATED: 200, ALLOCATED: 200, CONFIRMED: 200, AFFIRMED: 200, CLEARING_SUBMITTED: 200, CLEARED: 100, NOVATED: 100, INSTRUCTED: 100, ATTEMPTING: 100,
-  REPAIR_POSTED: 1000, BROKEN: 5000, CLEARING_REJECTED: 10000,
+  CREATED: 200,
+  ALLOCATED: 200,
+  CONFIRMED: 200,
+  AFFIRMED: 200,
+  CLEARING_SUBMITTED: 200,
+  CLEARED: 100,
+  NOVATED: 100,
+  INSTRUCTED: 100,
+  ATTEMPTING: 100,
+  REPAIR_POSTED: 1000,
+  BROKEN: 5000,
+  CLEARING_REJECTED: 10000,
 };
 /** CSDR-style daily penalty rates on the failing value (basis points per day). */
 export const PENALTY_BPS_PER_DAY = { CASH_LEG_BREAK: 1, SECURITY_LEG_BREAK: 2, CLEARING_REJECTED: 5 } as const;
@@ -297,6 +312,13 @@ export function leaderboardView(state: SettlementState, competitionProfile: stri
     scenarioRunId: state.scenarioRunId,
     competitionProfile,
     asOf: score.asOf,
-    rows: ranked.map((p, index) => ({ rank: index + 1, participantId: p.participantId, penaltyPoints: p.penaltyPoints, failCount: p.failCount, agedFailCount: p.agedFailCount, blockedUnsettledValueNanos: p.blockedUnsettledValueNanos })),
+    rows: ranked.map((p, index) => ({
+      rank: index + 1,
+      participantId: p.participantId,
+      penaltyPoints: p.penaltyPoints,
+      failCount: p.failCount,
+      agedFailCount: p.agedFailCount,
+      blockedUnsettledValueNanos: p.blockedUnsettledValueNanos,
+    })),
   };
 }

@@ -174,7 +174,10 @@ function attempt(state: SettlementState, writer: Writer, obligation: Obligation)
     settle(state, writer, obligation, `attempt-${n}`, { finality: 'LEDGER_PROOF', attemptId });
     return;
   }
-  for (const [leg, short, unit] of [['CASH_LEG', cashShort, 'shortfallNanos'], ['SECURITY_LEG', securityShort, 'shortfallUnits']] as const) {
+  for (const [leg, short, unit] of [
+    ['CASH_LEG', cashShort, 'shortfallNanos'],
+    ['SECURITY_LEG', securityShort, 'shortfallUnits'],
+  ] as const) {
     if (short === 0n || obligation.openBreaks.has(leg)) continue;
     const breaks = [...state.exceptions.values()].filter((e) => e.obligationId === obligation.obligationId).length + 1;
     writer.chain(obligation, FACT.BREAK_OPENED, `break-${leg}-${breaks}`, {
@@ -241,7 +244,13 @@ export function repairCash(state: SettlementState, request: { obligationId: stri
   const obligation = state.obligations.get(request.obligationId);
   if (obligation === undefined) return noObligation(state, request.obligationId);
   if (request.currency !== obligation.currency) return refusal('VALIDATION_FAILED', `the obligation settles in ${obligation.currency}, not ${request.currency}`);
-  return repair(state, obligation, 'CASH_LEG', (o) => ({ participantId: o.buyer.participantId, accountId: o.buyer.accountId, assetType: 'CASH', asset: o.currency, amount: String(request.amountNanos) }), nowUs);
+  return repair(
+    state,
+    obligation,
+    'CASH_LEG',
+    (o) => ({ participantId: o.buyer.participantId, accountId: o.buyer.accountId, assetType: 'CASH', asset: o.currency, amount: String(request.amountNanos) }),
+    nowUs,
+  );
 }
 
 export function repairSecurity(state: SettlementState, request: { obligationId: string; quantityUnits: bigint }, nowUs: number): Decision {

@@ -123,7 +123,10 @@ async function settle(venue: VenueProcess, client: pg.ClientBase, runId: string,
   const proof = await proofOf(venue, runId);
   assert.equal(proof.status, 'CLEAN');
   assert.deepEqual([...proof.tradeIds].sort(), tradeIds, 'the proof covers every trade of the run, once');
-  assert.ok(proof.settlementProofRows.every((row: any) => row.settled && row.valid), 'every obligation settled, validly');
+  assert.ok(
+    proof.settlementProofRows.every((row: any) => row.settled && row.valid),
+    'every obligation settled, validly',
+  );
   const facts = await loadFacts(client, runId);
   assert.equal(trailChecksum(facts), proof.checksum, 'the checksum is the stored trail’s');
   const again = await materialize(venue, runId);
@@ -179,7 +182,10 @@ test(`crash loop: ${CYCLES} cycles of a mixed load killed with SIGKILL and resta
         const older = acknowledged.filter((command) => !load.includes(command));
         const replayed = [...load.filter(isAcknowledged), ...Array.from({ length: Math.min(REPLAY_SAMPLE, older.length) }, () => random.pick(older))];
         await assertReplaysRepeat(venue, replayed);
-        const unanswered = await assertUnansweredNeverStuck(venue, load.slice(0, burst.sent).filter((command) => !isAcknowledged(command)));
+        const unanswered = await assertUnansweredNeverStuck(
+          venue,
+          load.slice(0, burst.sent).filter((command) => !isAcknowledged(command)),
+        );
         await venue.untilProjected();
         const answersCheckedAt = Date.now();
         const url = await embeddedUrl(dir);

@@ -27,7 +27,10 @@ function sources(folder: string): string[] {
 }
 
 test('the venue itself uses every runtime dependency', () => {
-  const code = ['core', 'gateway', 'persistence', 'runtime'].flatMap((folder) => sources(join(ROOT, folder))).map((path) => readFileSync(path, 'utf8')).join('\n');
+  const code = ['core', 'gateway', 'persistence', 'runtime']
+    .flatMap((folder) => sources(join(ROOT, folder)))
+    .map((path) => readFileSync(path, 'utf8'))
+    .join('\n');
   const unused = Object.keys(manifest.dependencies).filter((name) => {
     const escaped = name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
     const imported = new RegExp(`(from |import\\(|require\\()'${escaped}(/[^']*)?'`).test(code);

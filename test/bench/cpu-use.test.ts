@@ -8,7 +8,29 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { childrenOf, cpuPerCommand, machineUse, parseMachine, sampleCpu, sampleMachine, samplePostgresCpu, sampleThreadCpu, sampleSleeps, parseSchedstat, sampleWaits, sleepsPerCommand, statParent, statReapedTicks, statState, statTicks, statusSleeps, venuePart, venueThread, waitsPerCommand, type CpuSample } from '../../bench/load/cpu-use.ts';
+import {
+  childrenOf,
+  cpuPerCommand,
+  machineUse,
+  parseMachine,
+  sampleCpu,
+  sampleMachine,
+  samplePostgresCpu,
+  sampleThreadCpu,
+  sampleSleeps,
+  parseSchedstat,
+  sampleWaits,
+  sleepsPerCommand,
+  statParent,
+  statReapedTicks,
+  statState,
+  statTicks,
+  statusSleeps,
+  venuePart,
+  venueThread,
+  waitsPerCommand,
+  type CpuSample,
+} from '../../bench/load/cpu-use.ts';
 import { statsPerCommand } from '../../bench/lib/cpu-runs.ts';
 
 /**
@@ -154,10 +176,17 @@ test("PostgreSQL's processes that end between two samples are counted in full, t
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const lines: string[] = [];
-  const line = (text: string) => new Promise<void>((resolve) => {
-    const check = () => (lines.includes(text) ? resolve() : parent.stdout!.once('data', (chunk: Buffer) => { lines.push(...chunk.toString().split('\n')); check(); }));
-    check();
-  });
+  const line = (text: string) =>
+    new Promise<void>((resolve) => {
+      const check = () =>
+        lines.includes(text)
+          ? resolve()
+          : parent.stdout!.once('data', (chunk: Buffer) => {
+              lines.push(...chunk.toString().split('\n'));
+              check();
+            });
+      check();
+    });
   try {
     await line('ready');
     const targets = { postgresPid: parent.pid!, generatorPid: process.pid };
@@ -204,9 +233,28 @@ test('sleeps per answered command: a status file read for its voluntary switches
   const status = 'Name:\tshard-0\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t1234\nnonvoluntary_ctxt_switches:\t56\n';
   assert.equal(statusSleeps(status), 1234, 'the voluntary count, not the involuntary one');
   assert.throws(() => statusSleeps('Name:\tx\n'), /voluntary_ctxt_switches/);
-  assert.deepEqual(sleepsPerCommand(new Map([['shards', 100], ['gateways', 50], ['read thread', 9]]), new Map([['shards', 400], ['gateways', 60], ['read thread', 3], ['generator', 20]]), 200), {
-    shards: 1.5, gateways: 0.05, 'read thread': 0, generator: 0.1,
-  });
+  assert.deepEqual(
+    sleepsPerCommand(
+      new Map([
+        ['shards', 100],
+        ['gateways', 50],
+        ['read thread', 9],
+      ]),
+      new Map([
+        ['shards', 400],
+        ['gateways', 60],
+        ['read thread', 3],
+        ['generator', 20],
+      ]),
+      200,
+    ),
+    {
+      shards: 1.5,
+      gateways: 0.05,
+      'read thread': 0,
+      generator: 0.1,
+    },
+  );
   assert.throws(() => sleepsPerCommand(new Map(), new Map(), 0), /answered commands/);
 
   // Each Atomics.wait with a timeout blocks the thread: one sleep at least.
@@ -235,25 +283,46 @@ test('sleeps per answered command: a status file read for its voluntary switches
   }
 });
 
-test('waits for a core per answered command: a schedstat line read for its run-queue wait, and more threads spinning than there are cores counted as waiting in their part', { timeout: 30_000 }, async () => {
-  // run time (ns), run-queue wait (ns), time slices
-  assert.deepEqual(parseSchedstat('3419081223 1183340957 27513\n'), { runNs: 3419081223, waitNs: 1183340957 });
-  assert.throws(() => parseSchedstat('12 x 3\n'), /schedstat/);
-  assert.throws(() => parseSchedstat('-1 5 3\n'), /schedstat/);
-  assert.throws(() => parseSchedstat('12\n'), /schedstat/);
-  // 300 µs and 50 µs waited over 200 answers, in ns; a part that only shrank (a thread gone) counts 0.
-  assert.deepEqual(waitsPerCommand(new Map([['PostgreSQL', 1_000_000], ['gateways', 5_000_000]]), new Map([['PostgreSQL', 61_000_000], ['gateways', 15_000_000], ['shards', 4_000_000]]), 200), {
-    PostgreSQL: 300, gateways: 50, shards: 20,
-  });
-  assert.deepEqual(waitsPerCommand(new Map([['gateways', 9_000]]), new Map([['gateways', 3_000]]), 1), { gateways: 0 });
-  assert.throws(() => waitsPerCommand(new Map(), new Map(), 0), /answered commands/);
+test(
+  'waits for a core per answered command: a schedstat line read for its run-queue wait, and more threads spinning than there are cores counted as waiting in their part',
+  { timeout: 30_000 },
+  async () => {
+    // run time (ns), run-queue wait (ns), time slices
+    assert.deepEqual(parseSchedstat('3419081223 1183340957 27513\n'), { runNs: 3419081223, waitNs: 1183340957 });
+    assert.throws(() => parseSchedstat('12 x 3\n'), /schedstat/);
+    assert.throws(() => parseSchedstat('-1 5 3\n'), /schedstat/);
+    assert.throws(() => parseSchedstat('12\n'), /schedstat/);
+    // 300 µs and 50 µs waited over 200 answers, in ns; a part that only shrank (a thread gone) counts 0.
+    assert.deepEqual(
+      waitsPerCommand(
+        new Map([
+          ['PostgreSQL', 1_000_000],
+          ['gateways', 5_000_000],
+        ]),
+        new Map([
+          ['PostgreSQL', 61_000_000],
+          ['gateways', 15_000_000],
+          ['shards', 4_000_000],
+        ]),
+        200,
+      ),
+      {
+        PostgreSQL: 300,
+        gateways: 50,
+        shards: 20,
+      },
+    );
+    assert.deepEqual(waitsPerCommand(new Map([['gateways', 9_000]]), new Map([['gateways', 3_000]]), 1), { gateways: 0 });
+    assert.throws(() => waitsPerCommand(new Map(), new Map(), 0), /answered commands/);
 
-  // One thread more than there are cores, each spinning for 300 ms of the clock: at any
-  // moment one of them at least is runnable without a core, so together they wait 300 ms
-  // at least (more when anything else runs).
-  const spinners = Array.from({ length: os.availableParallelism() + 1 }, () =>
-    new Worker(
-      `const { writeFileSync } = require('node:fs');
+    // One thread more than there are cores, each spinning for 300 ms of the clock: at any
+    // moment one of them at least is runnable without a core, so together they wait 300 ms
+    // at least (more when anything else runs).
+    const spinners = Array.from(
+      { length: os.availableParallelism() + 1 },
+      () =>
+        new Worker(
+          `const { writeFileSync } = require('node:fs');
        const { parentPort } = require('node:worker_threads');
        writeFileSync('/proc/thread-self/comm', 'shard-8');
        parentPort.on('message', () => {
@@ -262,46 +331,51 @@ test('waits for a core per answered command: a schedstat line read for its run-q
          parentPort.postMessage('spun');
        });
        parentPort.postMessage('named');`,
-      { eval: true },
-    ),
-  );
-  try {
-    await Promise.all(spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve))));
-    const targets = { venuePid: process.pid, generatorPid: process.pid };
-    const before = sampleWaits(targets);
-    const done = spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve)));
-    for (const worker of spinners) worker.postMessage('spin');
-    await Promise.all(done);
-    const after = sampleWaits(targets);
-    const shardsMs = ((after.get('shards') ?? 0) - (before.get('shards') ?? 0)) / 1e6;
-    assert.ok(shardsMs >= 150, `the spinning shard-named threads waited ${shardsMs} ms for a core`);
-    const wholeMs = ((after.get('generator') ?? 0) - (before.get('generator') ?? 0)) / 1e6;
-    assert.ok(wholeMs >= shardsMs, `the process's threads together waited ${wholeMs} ms`);
-  } finally {
-    await Promise.all(spinners.map((worker) => worker.terminate()));
-  }
-});
+          { eval: true },
+        ),
+    );
+    try {
+      await Promise.all(spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve))));
+      const targets = { venuePid: process.pid, generatorPid: process.pid };
+      const before = sampleWaits(targets);
+      const done = spinners.map((worker) => new Promise((resolve) => worker.once('message', resolve)));
+      for (const worker of spinners) worker.postMessage('spin');
+      await Promise.all(done);
+      const after = sampleWaits(targets);
+      const shardsMs = ((after.get('shards') ?? 0) - (before.get('shards') ?? 0)) / 1e6;
+      assert.ok(shardsMs >= 150, `the spinning shard-named threads waited ${shardsMs} ms for a core`);
+      const wholeMs = ((after.get('generator') ?? 0) - (before.get('generator') ?? 0)) / 1e6;
+      assert.ok(wholeMs >= shardsMs, `the process's threads together waited ${wholeMs} ms`);
+    } finally {
+      await Promise.all(spinners.map((worker) => worker.terminate()));
+    }
+  },
+);
 
 test("PostgreSQL's CPU by process: a child named in the map under its name, an unnamed one and the parent under 'other'", { timeout: 60_000 }, async () => {
   // The named child burns 400 ms of its own CPU (not of the clock: a busy machine would give it
   // less), and only between the two samples: it starts on a line from us and says when it is done.
   const named = spawn(
     process.execPath,
-    ['-e', `process.stdin.once('data', () => { const end = process.cpuUsage().user + 400_000; let x = 0; while (process.cpuUsage().user < end) x++; process.stdout.write('burnt\\n'); }); process.stdout.write('ready\\n');`],
+    [
+      '-e',
+      `process.stdin.once('data', () => { const end = process.cpuUsage().user + 400_000; let x = 0; while (process.cpuUsage().user < end) x++; process.stdout.write('burnt\\n'); }); process.stdout.write('ready\\n');`,
+    ],
     { stdio: ['pipe', 'pipe', 'ignore'] },
   );
   const unnamed = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000);'], { stdio: 'ignore' });
-  const line = (text: string) => new Promise<void>((resolve) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (seen.includes(text)) {
-        named.stdout!.off('data', onData);
-        resolve();
-      }
-    };
-    named.stdout!.on('data', onData);
-  });
+  const line = (text: string) =>
+    new Promise<void>((resolve) => {
+      let seen = '';
+      const onData = (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes(text)) {
+          named.stdout!.off('data', onData);
+          resolve();
+        }
+      };
+      named.stdout!.on('data', onData);
+    });
   try {
     await line('ready');
     for (let tries = 0; !childrenOf(process.pid).includes(unnamed.pid!); tries++) {
@@ -325,6 +399,10 @@ test("PostgreSQL's CPU by process: a child named in the map under its name, an u
 });
 
 test("PostgreSQL's statistics per answered command: each counter's growth over the window, never below zero", () => {
-  assert.deepEqual(statsPerCommand({ transactions: 100, walBytes: 5_000, walSyncs: 7 }, { transactions: 160, walBytes: 305_000, walSyncs: 5 }, 1000), { transactions: 0.06, walBytes: 300, walSyncs: 0 });
+  assert.deepEqual(statsPerCommand({ transactions: 100, walBytes: 5_000, walSyncs: 7 }, { transactions: 160, walBytes: 305_000, walSyncs: 5 }, 1000), {
+    transactions: 0.06,
+    walBytes: 300,
+    walSyncs: 0,
+  });
   assert.throws(() => statsPerCommand({}, {}, 0), RangeError);
 });

@@ -45,7 +45,14 @@ async function runFixture(how: 'throw' | 'wait'): Promise<{ report: Record<strin
     });
     child.once('exit', (code) => reject(new Error(`the fixture exited (${code}) before its report:\n${err}`)));
   });
-  made.push({ pids: Object.entries(report).filter(([key]) => key.endsWith('Pid') || key.endsWith('Postmaster')).map(([, v]) => Number(v)), folders: Object.entries(report).filter(([key]) => key.endsWith('Dir')).map(([, v]) => String(v)) });
+  made.push({
+    pids: Object.entries(report)
+      .filter(([key]) => key.endsWith('Pid') || key.endsWith('Postmaster'))
+      .map(([, v]) => Number(v)),
+    folders: Object.entries(report)
+      .filter(([key]) => key.endsWith('Dir'))
+      .map(([, v]) => String(v)),
+  });
   if (how === 'wait') child.kill('SIGTERM');
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve([child.exitCode, child.signalCode]);
@@ -63,20 +70,24 @@ async function gone(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
-test('a bench venue runs as npm start runs it; a benchmark that dies of an uncaught exception stops its venue, the PostgreSQL servers and child processes it started, and removes their folders', { timeout: 120_000 }, async () => {
-  const { report, code } = await runFixture('throw');
-  assert.equal(code, 1, 'the fixture ends with its uncaught exception');
-  const pids = { venue: Number(report.venuePid), venuePostgres: Number(report.venuePostmaster), ownPostgres: Number(report.pgPostmaster), child: Number(report.sleeperPid) };
-  for (const [name, pid] of Object.entries(pids)) assert.ok(pid > 0, `no pid for ${name}: ${JSON.stringify(report)}`);
-  assert.equal(report.venueHugePages, 'yes', 'a bench venue asks for huge pages as npm start does, however the bench was started');
-  for (const [name, pid] of Object.entries(pids)) assert.ok(await gone(() => !running(pid), 10_000), `${name} (pid ${pid}) still runs after the benchmark ended`);
-  for (const folder of [String(report.venueDir), String(report.pgDir)]) {
-    assert.match(folder, /venue-bench-/);
-    assert.ok(await gone(() => !existsSync(folder), 10_000), `${folder} is still there`);
-  }
-});
+test(
+  'a bench venue runs as npm start runs it; a benchmark that dies of an uncaught exception stops its venue, the PostgreSQL servers and child processes it started, and removes their folders',
+  { timeout: 120_000 },
+  async () => {
+    const { report, code } = await runFixture('throw');
+    assert.equal(code, 1, 'the fixture ends with its uncaught exception');
+    const pids = { venue: Number(report.venuePid), venuePostgres: Number(report.venuePostmaster), ownPostgres: Number(report.pgPostmaster), child: Number(report.sleeperPid) };
+    for (const [name, pid] of Object.entries(pids)) assert.ok(pid > 0, `no pid for ${name}: ${JSON.stringify(report)}`);
+    assert.equal(report.venueHugePages, 'yes', 'a bench venue asks for huge pages as npm start does, however the bench was started');
+    for (const [name, pid] of Object.entries(pids)) assert.ok(await gone(() => !running(pid), 10_000), `${name} (pid ${pid}) still runs after the benchmark ended`);
+    for (const folder of [String(report.venueDir), String(report.pgDir)]) {
+      assert.match(folder, /venue-bench-/);
+      assert.ok(await gone(() => !existsSync(folder), 10_000), `${folder} is still there`);
+    }
+  },
+);
 
-test('a benchmark ended by SIGTERM stops its child processes first, and ends with the signal\'s exit code', { timeout: 60_000 }, async () => {
+test("a benchmark ended by SIGTERM stops its child processes first, and ends with the signal's exit code", { timeout: 60_000 }, async () => {
   const { report, code } = await runFixture('wait');
   assert.equal(code, 143);
   const pid = Number(report.sleeperPid);

@@ -39,10 +39,35 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
 test('--help prints every option with its default and exits 0', { timeout: 60_000 }, async () => {
   const { code, stdout, stderr } = await runCli(['--help']);
   assert.equal(code, 0, stderr);
-  for (const option of ['--url', '--token', '--principals', '--instrument', '--mode', '--connections', '--threads', '--seconds', '--count', '--rate', '--burst', '--seed', '--json', '--check', '--check-sample', '--help']) {
+  for (const option of [
+    '--url',
+    '--token',
+    '--principals',
+    '--instrument',
+    '--mode',
+    '--connections',
+    '--threads',
+    '--seconds',
+    '--count',
+    '--rate',
+    '--burst',
+    '--seed',
+    '--json',
+    '--check',
+    '--check-sample',
+    '--help',
+  ]) {
     assert.match(stdout, new RegExp(`^  (-h, )?${option} `, 'm'), `${option} is listed`);
   }
-  for (const text of ['default: sync-result', 'default: 64, max 1024', 'default: 1, max 16', 'default: 10, or 600 with --count; max 3600', 'max 10000000', 'default: 1000, max 20000', 'default: gateway/principals.dev.json']) {
+  for (const text of [
+    'default: sync-result',
+    'default: 64, max 1024',
+    'default: 1, max 16',
+    'default: 10, or 600 with --count; max 3600',
+    'max 10000000',
+    'default: 1000, max 20000',
+    'default: gateway/principals.dev.json',
+  ]) {
     assert.ok(stdout.includes(text), `the usage says "${text}"`);
   }
 });
@@ -83,7 +108,12 @@ test('every option value is checked and bounded, and the tokens resolve to their
     [[...base, 'positional'], /Unexpected argument 'positional'/],
     [[...base, '--json=yes'], /--json/],
   ];
-  for (const [args, message] of refused) assert.throws(() => parseCli(args), (error: unknown) => error instanceof UsageError && message.test(error.message), args.join(' '));
+  for (const [args, message] of refused)
+    assert.throws(
+      () => parseCli(args),
+      (error: unknown) => error instanceof UsageError && message.test(error.message),
+      args.join(' '),
+    );
 
   const options = parseCli([...base, '--token', `${TOKENS.traderB},tok-c:${ON_B[0]}:${ON_B[1]}`, '--instrument', ON_B[1]!.toUpperCase(), '--count', '500', '--check']);
   assert.deepEqual(options.traders, [
@@ -92,7 +122,10 @@ test('every option value is checked and bounded, and the tokens resolve to their
     { token: 'tok-c', participantId: ON_B[0], accountId: ON_B[1] },
   ]);
   assert.deepEqual(options.instruments, [ON_B[0], ON_B[1]]);
-  assert.deepEqual([options.mode, options.connections, options.threads, options.seconds, options.count, options.rate, options.burst, options.checkSample], ['sync-result', 64, 1, 600, 500, 0, 1, 1000]);
+  assert.deepEqual(
+    [options.mode, options.connections, options.threads, options.seconds, options.count, options.rate, options.burst, options.checkSample],
+    ['sync-result', 64, 1, 600, 500, 0, 1, 1000],
+  );
   assert.equal(parseCli(base).seconds, 10, 'without --count a run is 10 s');
 });
 
@@ -120,8 +153,20 @@ async function captured(instruments: string[]): Promise<{ total: number; byPrinc
 
 test('a timed sync-result run: every command answered 200, the venue holds as many as answered, and --check finds every sampled answer in its reads', { timeout: 180_000 }, async () => {
   const { code, stdout, stderr } = await runCli([
-    '--url', venue.baseUrl, '--token', `${TOKENS.traderA},${TOKENS.traderB}`, '--instrument', ON_BOTH.join(','),
-    '--seconds', '2', '--connections', '8', '--json', '--check', '--check-sample', '300',
+    '--url',
+    venue.baseUrl,
+    '--token',
+    `${TOKENS.traderA},${TOKENS.traderB}`,
+    '--instrument',
+    ON_BOTH.join(','),
+    '--seconds',
+    '2',
+    '--connections',
+    '8',
+    '--json',
+    '--check',
+    '--check-sample',
+    '300',
   ]);
   assert.equal(code, 0, `exit ${code}: ${stderr}`);
   const summary = JSON.parse(stdout) as LoadSummary;
@@ -129,7 +174,10 @@ test('a timed sync-result run: every command answered 200, the venue holds as ma
   assert.deepEqual(summary.statuses, { 200: summary.answered }, 'every answer a 200');
   assert.equal(summary.sent, summary.answered);
   assert.deepEqual(summary.errors, { transport: 0, firstTransportError: null, dropped: 0, queuedBehind: 0 });
-  assert.equal(Object.values(summary.kinds).reduce((a, b) => a + b, 0), summary.sent);
+  assert.equal(
+    Object.values(summary.kinds).reduce((a, b) => a + b, 0),
+    summary.sent,
+  );
   assert.ok(summary.kinds.rest! > 0 && summary.kinds.cross! > 0 && summary.kinds.cancel! > 0, JSON.stringify(summary.kinds));
   const l = summary.latencyUs;
   assert.ok(l.count === summary.sent && l.p50 > 0 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.max, JSON.stringify(l));
@@ -144,8 +192,24 @@ test('a timed sync-result run: every command answered 200, the venue holds as ma
 
 test('a count-bounded captured-ack run as one trader: exactly the count sent and answered 202, all by that trader on its instruments, each reaching its outcome', { timeout: 180_000 }, async () => {
   const { code, stdout, stderr } = await runCli([
-    '--url', venue.baseUrl, '--token', TOKENS.traderB, '--instrument', ON_B[0]!, '--instrument', ON_B[1]!,
-    '--mode', 'captured-ack', '--count', '301', '--threads', '2', '--connections', '4', '--json', '--check',
+    '--url',
+    venue.baseUrl,
+    '--token',
+    TOKENS.traderB,
+    '--instrument',
+    ON_B[0]!,
+    '--instrument',
+    ON_B[1]!,
+    '--mode',
+    'captured-ack',
+    '--count',
+    '301',
+    '--threads',
+    '2',
+    '--connections',
+    '4',
+    '--json',
+    '--check',
   ]);
   assert.equal(code, 0, `exit ${code}: ${stderr}`);
   const summary = JSON.parse(stdout) as LoadSummary;
@@ -168,9 +232,22 @@ test('the check flags an answer that differs from the venue status read: another
   const orderId = crypto.randomUUID();
   const commandId = crypto.randomUUID();
   const body = {
-    commandId, traceId: crypto.randomUUID(), causationId: crypto.randomUUID(), correlationId: crypto.randomUUID(), actorId: 'test', occurredAt: new Date().toISOString(),
-    orderId, instrumentId: ON_BOTH[0], participantId: TRADER_A.participantId, accountId: TRADER_A.accountId,
-    side: 'BUY', orderType: 'LIMIT', quantityUnits: '1', limitPrice: '1.00', currency: 'USD', timeInForce: 'DAY',
+    commandId,
+    traceId: crypto.randomUUID(),
+    causationId: crypto.randomUUID(),
+    correlationId: crypto.randomUUID(),
+    actorId: 'test',
+    occurredAt: new Date().toISOString(),
+    orderId,
+    instrumentId: ON_BOTH[0],
+    participantId: TRADER_A.participantId,
+    accountId: TRADER_A.accountId,
+    side: 'BUY',
+    orderType: 'LIMIT',
+    quantityUnits: '1',
+    limitPrice: '1.00',
+    currency: 'USD',
+    timeInForce: 'DAY',
   };
   const answer = await venue.order('/api/v1/orders/submit', body, { key: commandId, clientId: 'check-test', mode: 'sync-result' });
   assert.equal(answer.status, 200);

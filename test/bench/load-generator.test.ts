@@ -14,7 +14,9 @@ import { onOffThroughput, onPhaseSeconds, runLoad, SLOT_MS, StartGate } from '..
  * each POST and each GET came and each GET's path, and holds the answer to a path for
  * `delayMs(path)` ms (none by default).
  */
-async function countingServer(delayMs: (path: string) => number = () => 0): Promise<{ baseUrl: string; served: () => number; posts: number[]; gets: number[]; getPaths: string[]; close: () => Promise<void> }> {
+async function countingServer(
+  delayMs: (path: string) => number = () => 0,
+): Promise<{ baseUrl: string; served: () => number; posts: number[]; gets: number[]; getPaths: string[]; close: () => Promise<void> }> {
   let served = 0;
   const posts: number[] = [];
   const gets: number[] = [];
@@ -54,8 +56,19 @@ test('an aborted run stops at once, its window ends there, and every answer is c
     const stop = new AbortController();
     const edges: string[] = [];
     const run = runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 4, warmupMs: 0, durationMs: 600_000,
-      ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'stopped early', signal: stop.signal,
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads: 1,
+      connections: 4,
+      warmupMs: 0,
+      durationMs: 600_000,
+      ratePerSecond: 0,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'stopped early',
+      signal: stop.signal,
       window: { opened: () => edges.push('opened'), closed: () => edges.push('closed') },
     });
     // Stopped once it is under way (a busy machine can take a second to start its threads).
@@ -79,11 +92,25 @@ test('the measured window is announced once as it opens and once as it closes, a
     const threads = 2;
     const connections = 4;
     const result = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads, connections, warmupMs: 400, durationMs: 1_000,
-      ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'window',
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads,
+      connections,
+      warmupMs: 400,
+      durationMs: 1_000,
+      ratePerSecond: 0,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'window',
       window: { opened: () => edges.push({ edge: 'opened', served: server.served() }), closed: () => edges.push({ edge: 'closed', served: server.served() }) },
     });
-    assert.deepEqual(edges.map((e) => e.edge), ['opened', 'closed'], 'each edge once, in order, before the run resolves');
+    assert.deepEqual(
+      edges.map((e) => e.edge),
+      ['opened', 'closed'],
+      'each edge once, in order, before the run resolves',
+    );
     // The threads start together, so their windows are one span (started each on its own,
     // they were tens of milliseconds apart, a hundred on a busy machine).
     assert.equal(result.threadWindows.length, threads);
@@ -112,8 +139,18 @@ test("an open loop's threads take turns: started together, each sends half an in
   try {
     // 40 requests a second from 2 threads: each thread every 50 ms, the other 25 ms after it.
     const result = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 2, connections: 2, warmupMs: 0, durationMs: 1_000,
-      ratePerSecond: 40, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'turns',
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads: 2,
+      connections: 2,
+      warmupMs: 0,
+      durationMs: 1_000,
+      ratePerSecond: 40,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'turns',
     });
     assert.equal(result.statuses['200'], 40, 'every request due in the second answered');
     const gaps = server.posts.slice(1).map((at, k) => at - server.posts[k]!);
@@ -132,8 +169,19 @@ test('an open loop in bursts: requests fall due in groups at one instant, the ra
   try {
     // 50 a second in groups of 5: a group every 100 ms (without bursts, one every 20 ms).
     const result = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 1_000,
-      ratePerSecond: 50, burst: 5, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'bursts',
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads: 1,
+      connections: 8,
+      warmupMs: 0,
+      durationMs: 1_000,
+      ratePerSecond: 50,
+      burst: 5,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'bursts',
     });
     assert.equal(result.statuses['200'], 50, 'every request due in the second answered');
     // The arrivals split where more than 40 ms passed: groups of 5, about 100 ms apart. A
@@ -161,15 +209,30 @@ test('a paced closed loop waits between an answer and the next request, and its 
     const pauseMs = 50;
     for (const role of ['orders', 'reads'] as const) {
       const result = await runLoad({
-        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000, pauseMs, role,
-        ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: `paced ${role}`,
+        baseUrl: server.baseUrl,
+        mode: null,
+        threads: 1,
+        connections: 1,
+        warmupMs: 0,
+        durationMs: 1_000,
+        pauseMs,
+        role,
+        ratePerSecond: 0,
+        seed: 1,
+        record: false,
+        parseAnswers: false,
+        quiet: true,
+        label: `paced ${role}`,
       });
       const times = role === 'orders' ? server.posts : server.gets;
       const gaps = times.slice(1).map((at, k) => at - times[k]!);
       // Without the pause, one connection sends its next request within a millisecond or two of an answer.
       assert.ok(times.length >= 5 && times.length <= 1_000 / pauseMs + 2, `${role}: ${times.length} requests in 1 s at one per ${pauseMs} ms or more`);
       // A timer may fire up to a millisecond before its time on the loop's cached clock.
-      assert.ok(gaps.every((gap) => gap >= pauseMs - 2), `${role}: gaps ${gaps.map((gap) => gap.toFixed(1)).join(' ')} ms`);
+      assert.ok(
+        gaps.every((gap) => gap >= pauseMs - 2),
+        `${role}: gaps ${gaps.map((gap) => gap.toFixed(1)).join(' ')} ms`,
+      );
       const p50 = role === 'orders' ? result.latencyUs.p50 : result.readLatencyUs.healthz!.p50;
       assert.ok(p50 > 0 && p50 < pauseMs * 1000, `${role}: p50 ${p50} us counts the request alone, not the pause before it`);
       times.length = 0;
@@ -188,8 +251,19 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
     // 16, a stall of the test's process beside the suite's other lanes (the crash loop's CPU) let
     // 31 reads wait for a connection in one run, which queuedBehind below counts.
     const result = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 64, warmupMs: 0, durationMs: 1_000,
-      role: 'reads', ratePerSecond: 160, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads',
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads: 1,
+      connections: 64,
+      warmupMs: 0,
+      durationMs: 1_000,
+      role: 'reads',
+      ratePerSecond: 160,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'open reads',
     });
     // 160 due in the second, all answered: a closed loop on 64 connections would send about
     // 64 / (0.15 s / 4 + a little) = 1,600 a second here, and fewer the slower the tape.
@@ -209,14 +283,28 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
     // from when it was due, not from when it could be sent).
     const first = paths.length;
     const queued = await runLoad({
-      baseUrl: server.baseUrl, mode: null, threads: 1, connections: 1, warmupMs: 0, durationMs: 1_000,
-      role: 'reads', ratePerSecond: 20, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'open reads, one connection',
+      baseUrl: server.baseUrl,
+      mode: null,
+      threads: 1,
+      connections: 1,
+      warmupMs: 0,
+      durationMs: 1_000,
+      role: 'reads',
+      ratePerSecond: 20,
+      seed: 1,
+      record: false,
+      parseAnswers: false,
+      quiet: true,
+      label: 'open reads, one connection',
     });
     assert.equal(queued.statuses['200'], 20);
     // In turn: on one connection the server sees them in the order they were sent (on many,
     // reads sent in the same tick may arrive in any order), four kinds over and over.
     const sent = paths.slice(first).map(kindOf);
-    assert.deepEqual(sent, Array.from({ length: sent.length }, (_, k) => ['snapshot', 'depth', 'tape', 'healthz'][k % 4]));
+    assert.deepEqual(
+      sent,
+      Array.from({ length: sent.length }, (_, k) => ['snapshot', 'depth', 'tape', 'healthz'][k % 4]),
+    );
     assert.ok(sent.length >= 20, `${sent.length} reads sent`);
     assert.ok(queued.queuedBehind > 0, `${queued.queuedBehind} reads waited for the connection`);
     assert.ok(queued.readLatencyUs.healthz!.p50 >= 50_000, `healthz p50 ${queued.readLatencyUs.healthz!.p50} us counts its wait behind the tape`);
@@ -229,39 +317,70 @@ test('open-loop reads are due at the rate whatever their latency: the kinds in t
   }
 });
 
-test('a read load on and off beside orders: both runs start at one instant through a gate, the reads are due only in the on phases, and the orders are counted per slot', { timeout: 30_000 }, async () => {
-  const server = await countingServer();
-  try {
-    const gate = new StartGate(2);
-    const [orders, reads] = await Promise.all([
-      // 200 orders a second, open loop: 20 due in each 100 ms slot.
-      runLoad({
-        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 2_000,
-        ratePerSecond: 200, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'orders', startGate: gate,
-      }),
-      // 100 reads a second, on for 500 ms and off for 500 ms: 100 due in the 2 s window, not 200.
-      runLoad({
-        baseUrl: server.baseUrl, mode: null, threads: 1, connections: 8, warmupMs: 0, durationMs: 2_000,
-        role: 'reads', ratePerSecond: 100, onOffMs: 500, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'reads on and off', startGate: gate,
-      }),
-    ]);
-    assert.deepEqual(orders.threadWindows, reads.threadWindows, 'one start, one window for both runs');
-    const readsOk = reads.statuses['200'] ?? 0;
-    assert.ok(readsOk >= 99 && readsOk <= 101, `${readsOk} reads, due only in the two on phases (100, give or take one at a phase edge)`);
-    // Its rate is over the 1 s the load was on, not the 2 s window.
-    assert.ok(reads.okPerSecond >= 99 && reads.okPerSecond <= 101, `${reads.okPerSecond} reads a second of the on phases`);
-    assert.ok(orders.okPerSecond >= 199 && orders.okPerSecond <= 201, `${orders.okPerSecond} orders a second (no phases: the whole window)`);
-    // The reads reached the server in two bursts half a second apart (a phase off between them).
-    const gaps = server.gets.slice(1).map((at, k) => at - server.gets[k]!);
-    assert.ok(Math.max(...gaps) >= 400, `the longest pause between reads ${Math.max(...gaps).toFixed(0)} ms is an off phase`);
-    assert.equal(orders.okPerSlot.length, 2_000 / SLOT_MS);
-    assert.equal(orders.okPerSlot.reduce((a, b) => a + b, 0), orders.statuses['200']);
-    assert.equal(orders.statuses['200'], 400);
-    for (const n of orders.okPerSlot) assert.ok(n >= 19 && n <= 21, `each slot holds the 20 orders due in it (${orders.okPerSlot.join(' ')})`);
-  } finally {
-    await server.close();
-  }
-});
+test(
+  'a read load on and off beside orders: both runs start at one instant through a gate, the reads are due only in the on phases, and the orders are counted per slot',
+  { timeout: 30_000 },
+  async () => {
+    const server = await countingServer();
+    try {
+      const gate = new StartGate(2);
+      const [orders, reads] = await Promise.all([
+        // 200 orders a second, open loop: 20 due in each 100 ms slot.
+        runLoad({
+          baseUrl: server.baseUrl,
+          mode: null,
+          threads: 1,
+          connections: 8,
+          warmupMs: 0,
+          durationMs: 2_000,
+          ratePerSecond: 200,
+          seed: 1,
+          record: false,
+          parseAnswers: false,
+          quiet: true,
+          label: 'orders',
+          startGate: gate,
+        }),
+        // 100 reads a second, on for 500 ms and off for 500 ms: 100 due in the 2 s window, not 200.
+        runLoad({
+          baseUrl: server.baseUrl,
+          mode: null,
+          threads: 1,
+          connections: 8,
+          warmupMs: 0,
+          durationMs: 2_000,
+          role: 'reads',
+          ratePerSecond: 100,
+          onOffMs: 500,
+          seed: 1,
+          record: false,
+          parseAnswers: false,
+          quiet: true,
+          label: 'reads on and off',
+          startGate: gate,
+        }),
+      ]);
+      assert.deepEqual(orders.threadWindows, reads.threadWindows, 'one start, one window for both runs');
+      const readsOk = reads.statuses['200'] ?? 0;
+      assert.ok(readsOk >= 99 && readsOk <= 101, `${readsOk} reads, due only in the two on phases (100, give or take one at a phase edge)`);
+      // Its rate is over the 1 s the load was on, not the 2 s window.
+      assert.ok(reads.okPerSecond >= 99 && reads.okPerSecond <= 101, `${reads.okPerSecond} reads a second of the on phases`);
+      assert.ok(orders.okPerSecond >= 199 && orders.okPerSecond <= 201, `${orders.okPerSecond} orders a second (no phases: the whole window)`);
+      // The reads reached the server in two bursts half a second apart (a phase off between them).
+      const gaps = server.gets.slice(1).map((at, k) => at - server.gets[k]!);
+      assert.ok(Math.max(...gaps) >= 400, `the longest pause between reads ${Math.max(...gaps).toFixed(0)} ms is an off phase`);
+      assert.equal(orders.okPerSlot.length, 2_000 / SLOT_MS);
+      assert.equal(
+        orders.okPerSlot.reduce((a, b) => a + b, 0),
+        orders.statuses['200'],
+      );
+      assert.equal(orders.statuses['200'], 400);
+      for (const n of orders.okPerSlot) assert.ok(n >= 19 && n <= 21, `each slot holds the 20 orders due in it (${orders.okPerSlot.join(' ')})`);
+    } finally {
+      await server.close();
+    }
+  },
+);
 
 test('the throughput beside a load on and off: on phases against off phases, whole cycles, each phase less its edge', () => {
   // 100 ms slots, 500 ms phases, the first 200 ms of each left out: 3 slots a phase counted.
@@ -293,8 +412,19 @@ test('a run whose partner never comes to the start gate fails after the bound in
     const gate = new StartGate(2, 300);
     await assert.rejects(
       runLoad({
-        baseUrl: server.baseUrl, mode: null, threads: 2, connections: 2, warmupMs: 0, durationMs: 1_000,
-        ratePerSecond: 0, seed: 1, record: false, parseAnswers: false, quiet: true, label: 'alone at the gate', startGate: gate,
+        baseUrl: server.baseUrl,
+        mode: null,
+        threads: 2,
+        connections: 2,
+        warmupMs: 0,
+        durationMs: 1_000,
+        ratePerSecond: 0,
+        seed: 1,
+        record: false,
+        parseAnswers: false,
+        quiet: true,
+        label: 'alone at the gate',
+        startGate: gate,
       }),
       /did not reach the start gate within 300 ms \(1 of 2 arrived\)/,
     );
@@ -315,8 +445,19 @@ test('a run bounded by its request count counts every request it sent, the first
     for (let run = 0; run < 4; run++) {
       const before = server.posts.length;
       const result = await runLoad({
-        baseUrl: server.baseUrl, mode: null, threads: 2, connections: 8, warmupMs: 0, durationMs: 60_000, maxRequests: 200,
-        ratePerSecond: 0, seed: run, record: false, parseAnswers: false, quiet: true, label: `bounded ${run}`,
+        baseUrl: server.baseUrl,
+        mode: null,
+        threads: 2,
+        connections: 8,
+        warmupMs: 0,
+        durationMs: 60_000,
+        maxRequests: 200,
+        ratePerSecond: 0,
+        seed: run,
+        record: false,
+        parseAnswers: false,
+        quiet: true,
+        label: `bounded ${run}`,
       });
       assert.equal(server.posts.length - before, 200, 'sent');
       assert.equal(result.statuses['200'], 200, `run ${run}: every answer counted (${JSON.stringify(result.statuses)})`);

@@ -7,7 +7,11 @@ import { test } from 'node:test';
 import { sustainedWindows, type EdgeSample } from '../../bench/sustained-bench.ts';
 
 const edge = (lagBuckets: [number, number][], walBytes: number, fullPageImages: number, checkpoints: number, projector: EdgeSample['projector'] = null): EdgeSample => ({
-  lagBuckets, walBytes, fullPageImages, checkpoints, projector,
+  lagBuckets,
+  walBytes,
+  fullPageImages,
+  checkpoints,
+  projector,
 });
 
 test('a sustained run in windows: answers from the slots of each window, lag, WAL and checkpoints from what changed between its edges', () => {
@@ -18,10 +22,31 @@ test('a sustained run in windows: answers from the slots of each window, lag, WA
     edge([[1000, 5]], 0, 0, 0, { pid: 77, runNs: 1_000_000_000, waitNs: 500_000_000 }),
     // Window 0: 95 lags of 2 ms and 5 of 300 ms recorded (100 in all); 1,000 commands, 2,048,000 bytes of WAL, 100 full-page images;
     // the projection backend ran 450 ms and waited 320 ms for a core in that second.
-    edge([[1000, 5], [2000, 95], [300000, 5]], 2_048_000, 100, 1, { pid: 77, runNs: 1_450_000_000, waitNs: 820_000_000 }),
+    edge(
+      [
+        [1000, 5],
+        [2000, 95],
+        [300000, 5],
+      ],
+      2_048_000,
+      100,
+      1,
+      { pid: 77, runNs: 1_450_000_000, waitNs: 820_000_000 },
+    ),
     // Window 1: 500 commands; lags 1 ms (49) and 4 ms (1); 512,000 bytes, no images, no checkpoint; the projection
     // backend is another process at its end (it reconnected): no figure.
-    edge([[1000, 54], [2000, 95], [4000, 1], [300000, 5]], 2_560_000, 100, 1, { pid: 78, runNs: 1_000_000, waitNs: 1_000_000 }),
+    edge(
+      [
+        [1000, 54],
+        [2000, 95],
+        [4000, 1],
+        [300000, 5],
+      ],
+      2_560_000,
+      100,
+      1,
+      { pid: 78, runNs: 1_000_000, waitNs: 1_000_000 },
+    ),
   ];
   const windows = sustainedWindows(slots, 100, 1000, edges, [{ 'VACUUM runtime.command_log': 2 }, {}]);
   assert.equal(windows.length, 2);

@@ -9,7 +9,11 @@ test('the verification collects the 2xx commands, their hashes and every reporte
   // A 30 s closed loop reports 150,000 trades and more; a spread of that many arguments overflowed the stack.
   const many = Array.from({ length: 400_000 }, (_, k) => `t${k}`);
   const runs = [
-    { transportErrors: 0, recordedTruncated: false, recorded: { commandIds: ['a', 'b', 'c'], statuses: [200, 409, 202], bodyMd5: ['h-a', null, null], tradeIds: many, kinds: ['submit', 'submit', 'cancel'] } },
+    {
+      transportErrors: 0,
+      recordedTruncated: false,
+      recorded: { commandIds: ['a', 'b', 'c'], statuses: [200, 409, 202], bodyMd5: ['h-a', null, null], tradeIds: many, kinds: ['submit', 'submit', 'cancel'] },
+    },
     { transportErrors: 2, recordedTruncated: true, recorded: { commandIds: ['d'], statuses: [200], bodyMd5: ['h-d'], tradeIds: ['t-last'], kinds: ['submit'] } },
   ];
   const got = collectAnswered(runs);

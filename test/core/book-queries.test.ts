@@ -40,11 +40,14 @@ test('depth aggregates per level best first and stops at the requested number of
     for (let k = 0; k < 3; k++) d.submit({ orderId: id(++n), side: 'BUY', price, quantity: price - 80 + k });
   }
   const levels = depth(d.engine, d.bookIndex(), Side.BUY, 4);
-  assert.deepEqual(levels, [99, 98, 97, 96].map((price) => ({
-    priceNanos: price,
-    quantityUnits: 3 * (price - 80) + 3,
-    orderCount: 3,
-  })));
+  assert.deepEqual(
+    levels,
+    [99, 98, 97, 96].map((price) => ({
+      priceNanos: price,
+      quantityUnits: 3 * (price - 80) + 3,
+      orderCount: 3,
+    })),
+  );
   assert.equal(depth(d.engine, d.bookIndex(), Side.BUY, 50).length, 10);
 });
 

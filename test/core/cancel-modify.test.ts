@@ -1,19 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  ACCOUNT_2,
-  EngineDriver,
-  idOf,
-  INSTRUMENT_B,
-  PARTICIPANT_2,
-  type DecodedEvent,
-  type TargetSpec,
-} from '../support/engine-driver.ts';
+import { ACCOUNT_2, EngineDriver, idOf, INSTRUMENT_B, PARTICIPANT_2, type DecodedEvent, type TargetSpec } from '../support/engine-driver.ts';
 
 const id = (n: number) => idOf(0xb, n);
 const codes = (events: DecodedEvent[]) => events.map((e) => (e.kind === 'rejected' ? e.code : e.kind));
-const trades = (events: DecodedEvent[]) =>
-  events.filter((e) => e.kind === 'trade').map((e) => e.kind === 'trade' && [e.sellOrderId, e.buyOrderId, e.quantityUnits, e.priceNanos]);
+const trades = (events: DecodedEvent[]) => events.filter((e) => e.kind === 'trade').map((e) => e.kind === 'trade' && [e.sellOrderId, e.buyOrderId, e.quantityUnits, e.priceNanos]);
 
 function bookWithThreeBids(): EngineDriver {
   const d = new EngineDriver({ orderCapacity: 64 });
@@ -29,10 +20,20 @@ test('cancel removes a resting order and answers CANCELLED with its filled quant
   const events = d.cancel({ orderId: id(1) });
   assert.equal(events.length, 1);
   assert.deepEqual(events[0], {
-    kind: 'accepted', sequence: events[0]!.sequence, orderId: id(1), engineOrderId: 1,
-    state: 'CANCELLED', leaves: 0, filled: 4, priceNanos: 100, quantityUnits: 10,
+    kind: 'accepted',
+    sequence: events[0]!.sequence,
+    orderId: id(1),
+    engineOrderId: 1,
+    state: 'CANCELLED',
+    leaves: 0,
+    filled: 4,
+    priceNanos: 100,
+    quantityUnits: 10,
   });
-  assert.deepEqual(d.book('BUY').map((o) => o.orderId), [id(2), id(3)]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => o.orderId),
+    [id(2), id(3)],
+  );
 });
 
 test('cancel of an unknown orderId is ORDER_NOT_FOUND', () => {
@@ -96,21 +97,45 @@ test('modify down keeps time priority', () => {
   const events = d.modify({ orderId: id(1) }, 100, 6);
   assert.ok(events[0]?.kind === 'accepted');
   assert.deepEqual([events[0].state, events[0].leaves, events[0].quantityUnits], ['OPEN', 6, 6]);
-  assert.deepEqual(d.book('BUY').map((o) => [o.orderId, o.leaves]), [[id(1), 6], [id(2), 10], [id(3), 10]]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => [o.orderId, o.leaves]),
+    [
+      [id(1), 6],
+      [id(2), 10],
+      [id(3), 10],
+    ],
+  );
 });
 
 test('modify up loses time priority', () => {
   const d = bookWithThreeBids();
   d.modify({ orderId: id(1) }, 100, 11);
-  assert.deepEqual(d.book('BUY').map((o) => [o.orderId, o.leaves]), [[id(2), 10], [id(3), 10], [id(1), 11]]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => [o.orderId, o.leaves]),
+    [
+      [id(2), 10],
+      [id(3), 10],
+      [id(1), 11],
+    ],
+  );
 });
 
 test('a price change loses time priority even when moving back to the same price', () => {
   const d = bookWithThreeBids();
   d.modify({ orderId: id(1) }, 99, 10);
-  assert.deepEqual(d.book('BUY').map((o) => [o.orderId, o.priceNanos]), [[id(2), 100], [id(3), 100], [id(1), 99]]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => [o.orderId, o.priceNanos]),
+    [
+      [id(2), 100],
+      [id(3), 100],
+      [id(1), 99],
+    ],
+  );
   d.modify({ orderId: id(1) }, 100, 10);
-  assert.deepEqual(d.book('BUY').map((o) => o.orderId), [id(2), id(3), id(1)]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => o.orderId),
+    [id(2), id(3), id(1)],
+  );
 });
 
 test('modify to a crossing price matches as the incoming order at the resting prices', () => {
@@ -124,11 +149,14 @@ test('modify to a crossing price matches as the incoming order at the resting pr
   ]);
   assert.ok(events[0]?.kind === 'accepted');
   assert.deepEqual([events[0].state, events[0].filled, events[0].leaves, events[0].priceNanos], ['PARTIALLY_FILLED', 6, 4, 102]);
-  assert.deepEqual(d.book('BUY').map((o) => [o.orderId, o.priceNanos, o.leaves]), [
-    [id(2), 102, 4],
-    [id(1), 100, 10],
-    [id(3), 100, 10],
-  ]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => [o.orderId, o.priceNanos, o.leaves]),
+    [
+      [id(2), 102, 4],
+      [id(1), 100, 10],
+      [id(3), 100, 10],
+    ],
+  );
   assert.deepEqual(d.book('SELL'), []);
 });
 
@@ -141,7 +169,14 @@ test('modify quantity is the new total: at or below the filled quantity is INVAL
   const events = d.modify({ orderId: id(1) }, 100, 5);
   assert.ok(events[0]?.kind === 'accepted');
   assert.deepEqual([events[0].state, events[0].filled, events[0].leaves], ['PARTIALLY_FILLED', 4, 1]);
-  assert.deepEqual(d.book('BUY').map((o) => [o.orderId, o.leaves]), [[id(1), 1], [id(2), 10], [id(3), 10]]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => [o.orderId, o.leaves]),
+    [
+      [id(1), 1],
+      [id(2), 10],
+      [id(3), 10],
+    ],
+  );
 });
 
 test('modify keeps a hidden order hidden, behind the displayed queue', () => {
@@ -149,7 +184,13 @@ test('modify keeps a hidden order hidden, behind the displayed queue', () => {
   d.submit({ orderId: id(1), side: 'SELL', price: 101, quantity: 5, hidden: true });
   d.submit({ orderId: id(2), side: 'SELL', price: 100, quantity: 5 });
   d.modify({ orderId: id(1) }, 100, 5);
-  assert.deepEqual(d.book('SELL').map((o) => [o.orderId, o.hidden]), [[id(2), false], [id(1), true]]);
+  assert.deepEqual(
+    d.book('SELL').map((o) => [o.orderId, o.hidden]),
+    [
+      [id(2), false],
+      [id(1), true],
+    ],
+  );
 });
 
 test('cancelling the last order of a price level removes the level', () => {

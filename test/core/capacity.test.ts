@@ -19,14 +19,7 @@ import {
 import { EventKind, Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
 import { depth } from '../../core/book-queries.ts';
 import { MatchingEngine } from '../../core/matching-engine.ts';
-import {
-  ACCOUNT_2,
-  EngineDriver,
-  idOf,
-  INSTRUMENT_B,
-  PARTICIPANT_2,
-  type DecodedEvent,
-} from '../support/engine-driver.ts';
+import { ACCOUNT_2, EngineDriver, idOf, INSTRUMENT_B, PARTICIPANT_2, type DecodedEvent } from '../support/engine-driver.ts';
 
 const id = (n: number) => idOf(0xcafe, n);
 const codes = (events: DecodedEvent[]) => events.map((e) => (e.kind === 'rejected' ? e.code : e.kind));
@@ -51,24 +44,23 @@ test('terminal orders are retained until their record is needed, oldest first', 
   assert.deepEqual(codes(d.cancel({ orderId: id(1) })), ['ORDER_NOT_FOUND']);
   assert.deepEqual(codes(d.cancel({ orderId: id(2) })), ['ORDER_NOT_OPEN']);
   assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'BUY', price: 5, quantity: 1 })), ['DUPLICATE_ORDER_ID']);
-  assert.deepEqual(d.book('BUY').map((o) => o.orderId), [id(4), id(3)]);
+  assert.deepEqual(
+    d.book('BUY').map((o) => o.orderId),
+    [id(4), id(3)],
+  );
 });
 
 test('a shard holding its maximum of instruments rejects a new one and keeps trading the others', () => {
   const d = new EngineDriver({ orderCapacity: 16, instrumentCapacity: 1 });
   d.submit({ orderId: id(1), side: 'SELL', price: 10, quantity: 1 });
-  assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'BUY', price: 10, quantity: 1, instrumentId: INSTRUMENT_B })), [
-    'INSTRUMENT_CAPACITY_EXCEEDED',
-  ]);
+  assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'BUY', price: 10, quantity: 1, instrumentId: INSTRUMENT_B })), ['INSTRUMENT_CAPACITY_EXCEEDED']);
   assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'BUY', price: 10, quantity: 1 })), ['accepted', 'execution', 'execution', 'trade']);
 });
 
 test('a shard holding its maximum of participant/account pairs rejects a new pair, not a known one', () => {
   const d = new EngineDriver({ orderCapacity: 16, ownerCapacity: 1 });
   d.submit({ orderId: id(1), side: 'SELL', price: 10, quantity: 1 });
-  assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'SELL', price: 10, quantity: 1, participantId: PARTICIPANT_2, accountId: ACCOUNT_2 })), [
-    'ACCOUNT_CAPACITY_EXCEEDED',
-  ]);
+  assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'SELL', price: 10, quantity: 1, participantId: PARTICIPANT_2, accountId: ACCOUNT_2 })), ['ACCOUNT_CAPACITY_EXCEEDED']);
   assert.deepEqual(codes(d.submit({ orderId: id(2), side: 'SELL', price: 11, quantity: 1 })), ['accepted']);
 });
 

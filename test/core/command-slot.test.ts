@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Opcode, OrderType, Side, TimeInForce } from '../../core/codes.ts';
-import {
-  COMMAND_SLOT_BYTES,
-  decodeCommand,
-  encodeCommand,
-  packCurrency,
-  slotViews,
-  unpackCurrency,
-  type CommandInput,
-} from '../../core/command-slot.ts';
+import { COMMAND_SLOT_BYTES, decodeCommand, encodeCommand, packCurrency, slotViews, unpackCurrency, type CommandInput } from '../../core/command-slot.ts';
 
 const command: Required<CommandInput> = {
   opcode: Opcode.MODIFY,

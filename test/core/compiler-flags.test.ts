@@ -20,7 +20,10 @@ const MODULE = fileURLToPath(new URL('../../runtime/compiler-flags.mjs', import.
 function probe(nodeArgs: string[]): { inlined: boolean; trace: string } {
   const child = spawnSync(process.execPath, [...nodeArgs, '--allow-natives-syntax', '--trace-turbo-inlining', PROBE], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
   assert.equal(child.status, 0, child.stderr);
-  const trace = child.stdout.split('\n').filter((line) => line.includes('SharedFunctionInfo callee')).join('\n');
+  const trace = child.stdout
+    .split('\n')
+    .filter((line) => line.includes('SharedFunctionInfo callee'))
+    .join('\n');
   return { inlined: /Inlining .*SharedFunctionInfo callee>.* into .*SharedFunctionInfo caller>/.test(trace), trace };
 }
 

@@ -13,7 +13,10 @@ test('the tape view is bounded: MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS
   const defaults = loadConfig({});
   assert.deepEqual([defaults.marketDataInstruments, defaults.marketDataTapeRows], [4096, 128]);
   assert.equal(loadConfig({ MARKET_DATA_INSTRUMENTS: String(Math.floor(TAPE_VIEW_TRADES_MAX / 500)), MARKET_DATA_TAPE_ROWS: '500' }).marketDataTapeRows, 500);
-  assert.throws(() => loadConfig({ MARKET_DATA_INSTRUMENTS: String(Math.floor(TAPE_VIEW_TRADES_MAX / 500) + 1), MARKET_DATA_TAPE_ROWS: '500' }), /MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS must be at most 16777216/);
+  assert.throws(
+    () => loadConfig({ MARKET_DATA_INSTRUMENTS: String(Math.floor(TAPE_VIEW_TRADES_MAX / 500) + 1), MARKET_DATA_TAPE_ROWS: '500' }),
+    /MARKET_DATA_INSTRUMENTS × MARKET_DATA_TAPE_ROWS must be at most 16777216/,
+  );
   assert.equal(loadConfig({ MARKET_DATA_INSTRUMENTS: String(1 << 20), MARKET_DATA_TAPE_ROWS: '0' }).marketDataTapeRows, 0);
   assert.throws(() => loadConfig({ MARKET_DATA_TAPE_ROWS: '501' }), /MARKET_DATA_TAPE_ROWS must be between 0 and 500/);
 });

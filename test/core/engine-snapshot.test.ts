@@ -33,7 +33,10 @@ class Stream {
   private next = 0;
   readonly counts = new Map<string, number>();
 
-  constructor(seed: number, private readonly shape: StreamShape) {
+  constructor(
+    seed: number,
+    private readonly shape: StreamShape,
+  ) {
     this.random = new SeededRandom(seed);
   }
 
@@ -67,14 +70,23 @@ class Stream {
       const away = 1 + r.below(this.shape.prices / 2);
       const price = crossing ? (side === 'BUY' ? middle + away : middle - away) : side === 'BUY' ? middle - away : middle + away;
       const spec = {
-        orderId, side, price, quantity: 1 + r.below(20), hidden: r.chance(0.15), ioc: crossing && r.chance(0.5),
-        instrumentId: INSTRUMENTS[instrument]!, currency: r.chance(0.01) ? 'EUR' : 'USD', runNo: 1, sessionNo: 1, ...r.pick(OWNERS),
+        orderId,
+        side,
+        price,
+        quantity: 1 + r.below(20),
+        hidden: r.chance(0.15),
+        ioc: crossing && r.chance(0.5),
+        instrumentId: INSTRUMENTS[instrument]!,
+        currency: r.chance(0.01) ? 'EUR' : 'USD',
+        runNo: 1,
+        sessionNo: 1,
+        ...r.pick(OWNERS),
       } as const;
       this.context.set(orderId, { instrumentId: spec.instrumentId, participantId: spec.participantId, accountId: spec.accountId });
       run = (d) => d.submit(spec);
     } else {
       // Mostly a resting order (the live path), else any id ever sent (terminal, evicted) or an unknown one.
-      const orderId = r.chance(0.05) ? idOf(0xdead, ++this.next) : r.chance(0.75) ? this.resting(drivers[0]!) ?? r.pick(this.ids) : r.pick(this.ids);
+      const orderId = r.chance(0.05) ? idOf(0xdead, ++this.next) : r.chance(0.75) ? (this.resting(drivers[0]!) ?? r.pick(this.ids)) : r.pick(this.ids);
       // Cancels and modifies name the order's context; sometimes another one (a mismatch).
       const known = this.context.get(orderId);
       const context = known === undefined || r.chance(0.05) ? { instrumentId: r.pick(INSTRUMENTS), ...r.pick(OWNERS) } : known;
@@ -141,26 +153,29 @@ async function roundTrip(options: EngineOptions, shape: StreamShape, before: num
 test('a restored engine gives the same events as the one saved, through evictions and every capacity', async () => {
   // 512 orders: the free slots run out before the save, so after it every new order evicts the
   // oldest retired one (a reused id of an evicted order is accepted again, of a retired one a duplicate).
-  const { counts, seenBefore } = await roundTrip(
-    { orderCapacity: 512, instrumentCapacity: 3, ownerCapacity: 4, hashSeed: 0x5eed },
-    { prices: 60, crossPct: 15 },
-    8_000,
-    8_000,
-    (engine) => assert.equal(engine.orders.restingCount + engine.orders.retainedTerminalCount, 512, 'every slot was handed out before the save'),
+  const { counts, seenBefore } = await roundTrip({ orderCapacity: 512, instrumentCapacity: 3, ownerCapacity: 4, hashSeed: 0x5eed }, { prices: 60, crossPct: 15 }, 8_000, 8_000, (engine) =>
+    assert.equal(engine.orders.restingCount + engine.orders.retainedTerminalCount, 512, 'every slot was handed out before the save'),
   );
-  for (const kind of ['accepted', 'execution', 'trade', 'DUPLICATE_ORDER_ID', 'ORDER_NOT_OPEN', 'ORDER_NOT_FOUND', 'ORDER_CONTEXT_MISMATCH', 'CURRENCY_MISMATCH',
-    'INSTRUMENT_CAPACITY_EXCEEDED', 'ACCOUNT_CAPACITY_EXCEEDED', 'INVALID_MODIFY']) {
+  for (const kind of [
+    'accepted',
+    'execution',
+    'trade',
+    'DUPLICATE_ORDER_ID',
+    'ORDER_NOT_OPEN',
+    'ORDER_NOT_FOUND',
+    'ORDER_CONTEXT_MISMATCH',
+    'CURRENCY_MISMATCH',
+    'INSTRUMENT_CAPACITY_EXCEEDED',
+    'ACCOUNT_CAPACITY_EXCEEDED',
+    'INVALID_MODIFY',
+  ]) {
     assert.ok((counts.get(kind) ?? 0) - (seenBefore.get(kind) ?? 0) > 5, `${kind} after the restore: ${(counts.get(kind) ?? 0) - (seenBefore.get(kind) ?? 0)}`);
   }
 });
 
 test('a restored engine keeps grown level pools and heaps (thousands of price levels)', async () => {
-  await roundTrip(
-    { orderCapacity: 16_384, hashSeed: 77 },
-    { prices: 12_000, crossPct: 3 },
-    9_000,
-    6_000,
-    (engine) => assert.ok(engine.levels.capacity > 2048, `the level pool grew: ${engine.levels.capacity}`),
+  await roundTrip({ orderCapacity: 16_384, hashSeed: 77 }, { prices: 12_000, crossPct: 3 }, 9_000, 6_000, (engine) =>
+    assert.ok(engine.levels.capacity > 2048, `the level pool grew: ${engine.levels.capacity}`),
   );
 });
 

@@ -1,15 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  formatNanos,
-  notionalNanos,
-  ParseError,
-  parseErrorReason,
-  parsePriceNanos,
-  parseQuantityUnits,
-  PRICE_NANOS_MAX,
-  QUANTITY_UNITS_MAX,
-} from '../../core/fixed-point.ts';
+import { formatNanos, notionalNanos, ParseError, parseErrorReason, parsePriceNanos, parseQuantityUnits, PRICE_NANOS_MAX, QUANTITY_UNITS_MAX } from '../../core/fixed-point.ts';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 
 test('"101.25" parses to 101250000000 nanos and renders back as "101.25"', () => {

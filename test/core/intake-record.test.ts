@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { INTAKE_LAYOUT_PACKED, INTAKE_RECORD_BYTES, INTAKE_RECORD_BYTES_V1, intakeStride, packedIntakeBytes, packIntake, readIntake, storedIntake, writeIntake, type IntakeInput } from '../../core/intake-record.ts';
+import {
+  INTAKE_LAYOUT_PACKED,
+  INTAKE_RECORD_BYTES,
+  INTAKE_RECORD_BYTES_V1,
+  intakeStride,
+  packedIntakeBytes,
+  packIntake,
+  readIntake,
+  storedIntake,
+  writeIntake,
+  type IntakeInput,
+} from '../../core/intake-record.ts';
 import { uuidWords } from '../../core/uuid.ts';
 
 const hexOf = (bytes: Uint8Array | null) => (bytes === null ? null : Buffer.from(bytes).toString('hex'));
@@ -25,10 +36,21 @@ test('an intake record reads back what was written: ids as their big-endian byte
     const payload = new Uint8Array(32).map((_, i) => (i * 17 + k) & 0xff);
     const withIds = k % 2 === 0;
     const input: IntakeInput = {
-      processingMode: k % 4, route: (k + 1) % 4, shard: k, principal: 10 + k, receivedAtUs: 1_795_316_400_000_000 + k,
-      commandId: uuidWords(ids[0]!), scopeDigest: scope, payloadHash: payload,
-      orderId: withIds ? uuidWords(ids[1]!) : null, instrumentId: withIds ? uuidWords(ids[2]!) : null,
-      slot, clientId, idempotencyKey, clientOrderId, bodyLength: 100 + k,
+      processingMode: k % 4,
+      route: (k + 1) % 4,
+      shard: k,
+      principal: 10 + k,
+      receivedAtUs: 1_795_316_400_000_000 + k,
+      commandId: uuidWords(ids[0]!),
+      scopeDigest: scope,
+      payloadHash: payload,
+      orderId: withIds ? uuidWords(ids[1]!) : null,
+      instrumentId: withIds ? uuidWords(ids[2]!) : null,
+      slot,
+      clientId,
+      idempotencyKey,
+      clientOrderId,
+      bodyLength: 100 + k,
     };
     const at = INTAKE_RECORD_BYTES * (k % 3);
     views.bytes.fill(0xab, at, at + INTAKE_RECORD_BYTES); // what a lap of the ring left there
@@ -56,8 +78,21 @@ test('an intake record reads back what was written: ids as their big-endian byte
 });
 
 const input = (clientOrderId: string | null): IntakeInput => ({
-  processingMode: 0, route: 0, shard: 0, principal: 0, receivedAtUs: 0, commandId: uuidWords(randomUUID()), scopeDigest: new Uint8Array(16),
-  payloadHash: new Uint8Array(32), orderId: null, instrumentId: null, slot: new Uint8Array(128), clientId: 'c', idempotencyKey: 'k', clientOrderId, bodyLength: 0,
+  processingMode: 0,
+  route: 0,
+  shard: 0,
+  principal: 0,
+  receivedAtUs: 0,
+  commandId: uuidWords(randomUUID()),
+  scopeDigest: new Uint8Array(16),
+  payloadHash: new Uint8Array(32),
+  orderId: null,
+  instrumentId: null,
+  slot: new Uint8Array(128),
+  clientId: 'c',
+  idempotencyKey: 'k',
+  clientOrderId,
+  bodyLength: 0,
 });
 
 test('a clientOrderId that does not fit its bytes is thrown, never stored cut', () => {
@@ -75,7 +110,7 @@ test('a stored intake batch is read at its own record length: 832 bytes, or 640 
   assert.throws(() => intakeStride(2 * 700, 2), /not whole records/);
 });
 
-test('a packed batch holds each record\'s header, slot and texts at their lengths, and reads back as the whole records', () => {
+test("a packed batch holds each record's header, slot and texts at their lengths, and reads back as the whole records", () => {
   const texts: Array<[string, string, string | null]> = [
     ['desk-1', 'key-0001', null],
     ['x'.repeat(128), '!'.repeat(128), '𝄞'.repeat(64)], // every bound filled: the packed record is as long as the whole one

@@ -32,8 +32,21 @@ function payload(): { bytes: Uint8Array; ids: string[] } {
   const command = (at: number, commandId: string, orderId: string, side: number) =>
     encodeCommand(
       {
-        opcode: Opcode.SUBMIT, side, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, runNo: 1, sessionNo: 1, commandId, orderId, instrumentId: INSTRUMENT,
-        participantId: crypto.randomUUID(), accountId: crypto.randomUUID(), currency: 'USD', priceNanos: 5_000_000_000, quantityUnits: 10, timestampUs: 1_763_800_000_123_456,
+        opcode: Opcode.SUBMIT,
+        side,
+        orderType: OrderType.LIMIT,
+        timeInForce: TimeInForce.DAY,
+        runNo: 1,
+        sessionNo: 1,
+        commandId,
+        orderId,
+        instrumentId: INSTRUMENT,
+        participantId: crypto.randomUUID(),
+        accountId: crypto.randomUUID(),
+        currency: 'USD',
+        priceNanos: 5_000_000_000,
+        quantityUnits: 10,
+        timestampUs: 1_763_800_000_123_456,
       },
       slotViews(bytes.buffer as ArrayBuffer),
       at,
@@ -75,9 +88,10 @@ test('commands are found by id, and each renders as the envelope of its own head
   assert.equal(rendered.json, renderEnvelope({ shard: 1, instrumentId: INSTRUMENT, currency: 'USD' }, readHeader(view, headerAt), events).json);
   const envelope = JSON.parse(rendered.json);
   assert.equal(envelope.outcome.accepted.orderId, ids[3]);
-  assert.deepEqual(envelope.trades.map((t: any) => [t.tradeId, t.buyOrderId, t.sellOrderId, t.quantity.units, t.price]), [
-    [eventIdOf(1, 5), ids[3], ids[1], '4', { nanos: '5000000000', currency: 'USD' }],
-  ]);
+  assert.deepEqual(
+    envelope.trades.map((t: any) => [t.tradeId, t.buyOrderId, t.sellOrderId, t.quantity.units, t.price]),
+    [[eventIdOf(1, 5), ids[3], ids[1], '4', { nanos: '5000000000', currency: 'USD' }]],
+  );
   assert.equal(envelope.outcome.accepted.occurredAt, '2025-11-22T08:26:40.999001Z');
 
   // One command cut out of its batch (what the command log's offset and length fetch) renders the same.

@@ -97,7 +97,7 @@ test('sizes that are not powers of two in range are refused', () => {
   assert.throws(() => createKeyFilter(2 ** 31), /power of two/);
 });
 
-test('keyFilterBitsOf reads a filter\'s size back from its buffer, and names no size no filter has', () => {
+test("keyFilterBitsOf reads a filter's size back from its buffer, and names no size no filter has", () => {
   for (const bits of [1024, 1 << 20, 1 << 30]) assert.equal(keyFilterBitsOf(createKeyFilter(bits).byteLength), bits);
   assert.equal(keyFilterBitsOf(createKeyFilter(1024).byteLength + 4), null);
   assert.equal(keyFilterBitsOf(64 + 512 / 8), null, 'below 2^10 bits');
@@ -111,8 +111,8 @@ test('the start sizes the filters for the stored keys at half their rated load, 
   assert.deepEqual(filterBitsFor(51, floor, max), { bits: floor, short: false }, '51 keys: half of the 102 that 1024 bits are rated for');
   assert.deepEqual(filterBitsFor(52, floor, max), { bits: 2048, short: false });
   assert.deepEqual(filterBitsFor(300, floor, max), { bits: 8192, short: false }, '300 keys want 6,000 bits');
-  assert.deepEqual(filterBitsFor(52_428, floor, max), { bits: max, short: false }, 'exactly half the maximum\'s rating');
+  assert.deepEqual(filterBitsFor(52_428, floor, max), { bits: max, short: false }, "exactly half the maximum's rating");
   assert.deepEqual(filterBitsFor(52_429, floor, max), { bits: max, short: true }, 'more: the maximum, and said to be short');
   assert.deepEqual(filterBitsFor(10, 1 << 16, max), { bits: 1 << 16, short: false }, 'never below the floor');
-  assert.deepEqual(filterBitsFor(13_400_000, 1 << 27, 1 << 30), { bits: 1 << 28, short: false }, 'the defaults, 13.4 M stored keys (the floor\'s rating): 2^28, 32 MiB a filter');
+  assert.deepEqual(filterBitsFor(13_400_000, 1 << 27, 1 << 30), { bits: 1 << 28, short: false }, "the defaults, 13.4 M stored keys (the floor's rating): 2^28, 32 MiB a filter");
 });

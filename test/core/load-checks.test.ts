@@ -11,15 +11,7 @@ import { after, test } from 'node:test';
 import { crc32 } from 'node:zlib';
 import type { StateReader } from '../../core/engine-state.ts';
 import { MatchingEngine, type EngineOptions } from '../../core/matching-engine.ts';
-import {
-  ORDER_BOOK_WORD,
-  ORDER_FILLED_WORD,
-  ORDER_LEVEL_WORD,
-  ORDER_PREV_WORD,
-  ORDER_RECORD_BYTES,
-  ORDER_STATE_BYTE,
-  orderStoreBytes,
-} from '../../core/order-store.ts';
+import { ORDER_BOOK_WORD, ORDER_FILLED_WORD, ORDER_LEVEL_WORD, ORDER_PREV_WORD, ORDER_RECORD_BYTES, ORDER_STATE_BYTE, orderStoreBytes } from '../../core/order-store.ts';
 import { LEVEL_COUNT_WORD, LEVEL_HEAP_POS_WORD, LEVEL_PRICE_FLOAT, LEVEL_QUANTITY_FLOAT, LEVEL_RECORD_BYTES, LEVEL_TAIL_WORD } from '../../core/price-levels.ts';
 import { STATE_OPEN } from '../../core/codes.ts';
 import { uuidWords } from '../../core/uuid.ts';
@@ -138,7 +130,10 @@ test('the valid state loads, and the loaded engine trades as the one saved', () 
   assert.equal(engine.orders.restingCount, 6);
   assert.equal(engine.sequence, built.engine.sequence);
   const events = new EngineDriver(engine).submit({ orderId: id(20), side: 'SELL', price: 99, quantity: 4 });
-  assert.deepEqual(events.map((e) => e.kind), ['accepted', 'execution', 'execution', 'trade', 'execution', 'execution', 'trade']);
+  assert.deepEqual(
+    events.map((e) => e.kind),
+    ['accepted', 'execution', 'execution', 'trade', 'execution', 'execution', 'trade'],
+  );
 });
 
 const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = [
@@ -147,7 +142,13 @@ const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = 
   { name: 'a fractional sequence', corrupt: (s) => s.numbers.set('sequence', 2.5), message: /^engine state holds sequence 2.5$/ },
   { name: 'a negative session floor', corrupt: (s) => s.numbers.set('sessionFloor', -3), message: /^engine state holds session floor -3$/ },
   { name: 'more books than instruments', corrupt: (s) => s.numbers.set('books', 5), message: /^engine state holds 5 books of 4$/ },
-  { name: 'a book without a currency', corrupt: (s) => { int32(s, 'books.currency')[1] = 0; }, message: /^engine state: book 1 has currency 0$/ },
+  {
+    name: 'a book without a currency',
+    corrupt: (s) => {
+      int32(s, 'books.currency')[1] = 0;
+    },
+    message: /^engine state: book 1 has currency 0$/,
+  },
   {
     name: 'a book in the book table twice',
     corrupt: (s) => duplicateEntry(int32(s, 'books.table'), 1, 1),
@@ -163,10 +164,18 @@ const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = 
     },
     message: /^order store state: slot \d+ is retired twice$/,
   },
-  { name: 'a retired entry out of range', corrupt: (s) => { int32(s, 'orders.retired')[2] = 40; }, message: /^order store state: retired entry 2 names slot 40 of \d+$/ },
+  {
+    name: 'a retired entry out of range',
+    corrupt: (s) => {
+      int32(s, 'orders.retired')[2] = 40;
+    },
+    message: /^order store state: retired entry 2 names slot 40 of \d+$/,
+  },
   {
     name: 'a terminal order that is not retired',
-    corrupt: (s) => { section(s, 'orders.records')[slot(9) * ORDER_RECORD_BYTES + ORDER_STATE_BYTE] = STATE_OPEN; },
+    corrupt: (s) => {
+      section(s, 'orders.records')[slot(9) * ORDER_RECORD_BYTES + ORDER_STATE_BYTE] = STATE_OPEN;
+    },
     message: /^order store state: 2 terminal orders but 3 retired$/,
   },
   {
@@ -175,7 +184,7 @@ const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = 
     message: new RegExp(`^order store state: slot ${slot(4)} is indexed twice$`),
   },
   {
-    name: 'an index hash that is not the id\'s',
+    name: "an index hash that is not the id's",
     corrupt: (s) => {
       const table = int32(s, 'orders.table');
       const at = table.findIndex((entry, k) => k % 2 === 1 && entry === slot(5) + 1);
@@ -192,15 +201,25 @@ const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = 
     },
     message: /^price level state: level \d+ is free twice$/,
   },
-  { name: 'a free entry out of range', corrupt: (s) => { int32(s, 'levels.free')[0] = 1 << 20; }, message: /^price level state: free entry 0 names level 1048576 of \d+$/ },
+  {
+    name: 'a free entry out of range',
+    corrupt: (s) => {
+      int32(s, 'levels.free')[0] = 1 << 20;
+    },
+    message: /^price level state: free entry 0 names level 1048576 of \d+$/,
+  },
   {
     name: 'a level at the wrong heap position',
-    corrupt: (s) => { int32(s, 'levels.records')[levelWord(level99, LEVEL_HEAP_POS_WORD)] = 7; },
+    corrupt: (s) => {
+      int32(s, 'levels.records')[levelWord(level99, LEVEL_HEAP_POS_WORD)] = 7;
+    },
     message: new RegExp(`^price level state: level ${level99} is at heap position 0, not 7$`),
   },
   {
     name: 'a level whose price is not its key',
-    corrupt: (s) => { float64(s, 'levels.records')[(level99 * LEVEL_RECORD_BYTES) / 8 + LEVEL_PRICE_FLOAT] = 97; },
+    corrupt: (s) => {
+      float64(s, 'levels.records')[(level99 * LEVEL_RECORD_BYTES) / 8 + LEVEL_PRICE_FLOAT] = 97;
+    },
     message: new RegExp(`^price level state: level ${level99} keeps a hash that is not its key's$`),
   },
   // The owners.
@@ -220,47 +239,65 @@ const cases: { name: string; corrupt: (s: Saved) => void; message: RegExp }[] = 
   // Across the parts: orders against books, owners and levels.
   {
     name: 'an order of a book that does not exist',
-    corrupt: (s) => { int32(s, 'orders.records')[orderWord(slot(6), ORDER_BOOK_WORD)] = 3; },
+    corrupt: (s) => {
+      int32(s, 'orders.records')[orderWord(slot(6), ORDER_BOOK_WORD)] = 3;
+    },
     message: new RegExp(`^engine state: order slot ${slot(6)} names book 3 of 2$`),
   },
   {
     name: 'an engine order number past the sequence',
-    corrupt: (s) => { float64(s, 'orders.engineNo')[slot(5)] = 1e6; },
+    corrupt: (s) => {
+      float64(s, 'orders.engineNo')[slot(5)] = 1e6;
+    },
     message: new RegExp(`^engine state: order slot ${slot(5)} has engine order number 1000000, past sequence \\d+$`),
   },
   {
     name: 'a partly filled order in state OPEN',
-    corrupt: (s) => { section(s, 'orders.records')[slot(2) * ORDER_RECORD_BYTES + ORDER_STATE_BYTE] = STATE_OPEN; },
+    corrupt: (s) => {
+      section(s, 'orders.records')[slot(2) * ORDER_RECORD_BYTES + ORDER_STATE_BYTE] = STATE_OPEN;
+    },
     message: new RegExp(`^engine state: order slot ${slot(2)} rests in state 1 with 2 filled of 5$`),
   },
   {
-    name: 'a resting order without a predecessor that is not its queue\'s head',
-    corrupt: (s) => { int32(s, 'orders.records')[orderWord(slot(8), ORDER_PREV_WORD)] = -1; },
+    name: "a resting order without a predecessor that is not its queue's head",
+    corrupt: (s) => {
+      int32(s, 'orders.records')[orderWord(slot(8), ORDER_PREV_WORD)] = -1;
+    },
     message: new RegExp(`^engine state: order slot ${slot(8)} starts queue 0 of level ${level99}, whose head is another$`),
   },
   {
     name: 'a resting order whose predecessor links elsewhere',
-    corrupt: (s) => { int32(s, 'orders.records')[orderWord(slot(8), ORDER_PREV_WORD)] = slot(3); },
+    corrupt: (s) => {
+      int32(s, 'orders.records')[orderWord(slot(8), ORDER_PREV_WORD)] = slot(3);
+    },
     message: new RegExp(`^engine state: order slot ${slot(8)}, in queue 0 of level ${level99}, has a predecessor that does not link back to it$`),
   },
   {
     name: 'a queue whose tail is not its last order',
-    corrupt: (s) => { int32(s, 'levels.records')[levelWord(level99, LEVEL_TAIL_WORD)] = slot(2); },
+    corrupt: (s) => {
+      int32(s, 'levels.records')[levelWord(level99, LEVEL_TAIL_WORD)] = slot(2);
+    },
     message: new RegExp(`^engine state: order slot ${slot(8)} ends queue 0 of level ${level99}, whose tail is another$`),
   },
   {
     name: 'a level counting more orders than rest in its queue',
-    corrupt: (s) => { int32(s, 'levels.records')[levelWord(level99, LEVEL_COUNT_WORD)] = 3; },
+    corrupt: (s) => {
+      int32(s, 'levels.records')[levelWord(level99, LEVEL_COUNT_WORD)] = 3;
+    },
     message: new RegExp(`^engine state: queue 0 of level ${level99} counts 3 orders, 2 rest in it$`),
   },
   {
-    name: 'a level whose open quantity is not its orders\'',
-    corrupt: (s) => { float64(s, 'levels.records')[(level99 * LEVEL_RECORD_BYTES) / 8 + LEVEL_QUANTITY_FLOAT + 1] = 6; },
+    name: "a level whose open quantity is not its orders'",
+    corrupt: (s) => {
+      float64(s, 'levels.records')[(level99 * LEVEL_RECORD_BYTES) / 8 + LEVEL_QUANTITY_FLOAT + 1] = 6;
+    },
     message: new RegExp(`^engine state: queue 1 of level ${level99} holds 6 open, its orders 7$`),
   },
   {
     name: 'a filled order with quantity left',
-    corrupt: (s) => { int32(s, 'orders.records')[orderWord(slot(1), ORDER_FILLED_WORD)] = 9; },
+    corrupt: (s) => {
+      int32(s, 'orders.records')[orderWord(slot(1), ORDER_FILLED_WORD)] = 9;
+    },
     message: new RegExp(`^engine state: order slot ${slot(1)} in state 3 has 9 filled of 10$`),
   },
 ];
@@ -269,10 +306,13 @@ for (const { name, corrupt, message } of cases) {
   test(`a state with ${name} is refused`, () => {
     const state = copy(valid);
     corrupt(state);
-    assert.throws(() => load(state), (error: Error) => {
-      assert.match(error.message, message);
-      return true;
-    });
+    assert.throws(
+      () => load(state),
+      (error: Error) => {
+        assert.match(error.message, message);
+        return true;
+      },
+    );
   });
 }
 
@@ -288,7 +328,7 @@ function sectionAt(bytes: Buffer, name: string): number {
   throw new Error(`no section ${name}`);
 }
 
-test('a snapshot file whose state fails a check is refused with the check\'s message, its memory zeroed again; damaged, with a checksum mismatch', () => {
+test("a snapshot file whose state fails a check is refused with the check's message, its memory zeroed again; damaged, with a checksum mismatch", () => {
   const file = path.join(dir, 'valid.bin');
   const { sequence } = writeEngineSnapshot(file, built.engine, 'checks', 0, 1);
   const expect = { token: 'checks', shard: 0, sequence };
@@ -304,7 +344,10 @@ test('a snapshot file whose state fails a check is refused with the check\'s mes
   const refused = readEngineSnapshot(target, expect, built.engine.shape, memory);
   assert.equal(typeof refused, 'string');
   assert.match(refused as string, /^the file could not be read: order store state: slot \d+ is retired twice$/);
-  assert.ok(new Uint8Array(memory).every((byte) => byte === 0), 'the refused file left nothing in the memory');
+  assert.ok(
+    new Uint8Array(memory).every((byte) => byte === 0),
+    'the refused file left nothing in the memory',
+  );
   // The same state with the file's checksum left as it was: the damage is the reason given.
   writeFileSync(target, broken);
   assert.equal(readEngineSnapshot(target, expect, built.engine.shape), 'a checksum mismatch');

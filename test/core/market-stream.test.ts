@@ -16,7 +16,8 @@ function readAll(reader: StreamReader): Array<Record<string, unknown>> {
   reader.poll(1 << 20, (r: StreamRecord) => {
     if (r.kind === KIND_TRADE) out.push({ kind: 'trade', seq: r.seq, price: r.priceNanos, quantity: r.quantity, tape: r.tapeSequence, trade: [...r.tradeId] });
     if (r.kind === KIND_TOP) out.push({ kind: 'top', seq: r.seq, bid: r.bid, ask: r.ask });
-    if (r.kind === KIND_DEPTH) out.push({ kind: 'depth', seq: r.seq, changes: Array.from({ length: r.changes }, (_, k) => [r.changeSide[k], r.changePrice[k], r.changeQuantity[k], r.changeCount[k]]) });
+    if (r.kind === KIND_DEPTH)
+      out.push({ kind: 'depth', seq: r.seq, changes: Array.from({ length: r.changes }, (_, k) => [r.changeSide[k], r.changePrice[k], r.changeQuantity[k], r.changeCount[k]]) });
   });
   return out;
 }
@@ -61,7 +62,11 @@ test('a reader more than the ring behind skips to the head, counts the overrun, 
   assert.equal(slow.cursor, writer.head());
   writer.stageTrade(instrument, 0, 5001, tradeId, 0, 1, 1, 0, 5001, 0);
   writer.appendStaged();
-  assert.deepEqual(readAll(slow).map((r) => r.seq), [5001], 'the next record after the jump: the seq gap is visible');
+  assert.deepEqual(
+    readAll(slow).map((r) => r.seq),
+    [5001],
+    'the next record after the jump: the seq gap is visible',
+  );
 });
 
 test('a reader with no one to hand records to passes over them without counting an overrun', () => {

@@ -30,7 +30,14 @@ test('a depth book reads back as written, best levels first, cut at the levels a
   assert.deepEqual(view.read(id(1), 5)!.marks, { depthSeq: 0, topSeq: 0, position: 0 }, 'the stream marks as written again');
   assert.equal(view.used, 1);
   assert.equal(view.write(id(3), 0x555344, 0, [], [], { bid: 0n, ask: 0n }), true);
-  assert.deepEqual(view.instruments().map((words) => [...words]).sort(), [[...id(1)], [...id(3)]].sort(), 'every instrument it holds');
+  assert.deepEqual(
+    view
+      .instruments()
+      .map((words) => [...words])
+      .sort(),
+    [[...id(1)], [...id(3)]].sort(),
+    'every instrument it holds',
+  );
 });
 
 test('past its room the depth view refuses new instruments and says it is full; the ones it holds stay', () => {

@@ -19,7 +19,7 @@ test('occurredAtOf writes RFC 3339 UTC with six fraction digits, within a second
   assert.equal(occurredAtOf(0), '1970-01-01T00:00:00.000000Z');
   // Runs within one second (the remembered second reused), jumps back and forth, and random values.
   let x = 0x2545f491;
-  const random = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const random = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
   let at = 1_795_316_400_000_000;
   for (let k = 0; k < 20_000; k++) {
     at = k % 500 === 0 ? Math.floor(random() * 4_102_444_800_000_000) : at + Math.floor(random() * 50_000) - (k % 7 === 0 ? 2_000_000 : 0);
@@ -49,11 +49,26 @@ function envelopeByObjects(context: RenderContext, header: ResultHeader, events:
   for (const event of events.slice(1)) {
     const eventId = eventIdOf(shard, event.sequence);
     if (event.kind === EVENT_EXECUTION) {
-      executions.push({ eventId, executionId: eventId, orderId: event.orderA, instrumentId, quantity: { units: String(event.quantity) }, executionPrice: { nanos: String(event.price), currency }, occurredAt });
+      executions.push({
+        eventId,
+        executionId: eventId,
+        orderId: event.orderA,
+        instrumentId,
+        quantity: { units: String(event.quantity) },
+        executionPrice: { nanos: String(event.price), currency },
+        occurredAt,
+      });
     } else if (event.kind === EVENT_TRADE) {
       trades.push({
-        eventId, tradeId: eventId, executionId: eventIdOf(shard, event.sequence - 2), buyOrderId: event.orderA, sellOrderId: event.orderB, instrumentId,
-        quantity: { units: String(event.quantity) }, price: { nanos: String(event.price), currency }, occurredAt,
+        eventId,
+        tradeId: eventId,
+        executionId: eventIdOf(shard, event.sequence - 2),
+        buyOrderId: event.orderA,
+        sellOrderId: event.orderB,
+        instrumentId,
+        quantity: { units: String(event.quantity) },
+        price: { nanos: String(event.price), currency },
+        occurredAt,
       });
     }
   }
@@ -65,8 +80,16 @@ test('renderEnvelope writes the same bytes as JSON.stringify of the envelope obj
   const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0);
   const uuid = () => formatUuid(Int32Array.of(next(), next(), next(), next()), 0);
   const event = (kind: number, sequence: number, code = 0): ResultEvent => ({
-    kind, state: 0, aggressor: 0, side: 0, code, orderA: uuid(), orderB: uuid(), sequence,
-    quantity: 1 + (next() % 1_000_000_000), price: next() % 7 === 0 ? 9_000_000 * 1e9 : 1 + next() * 1000,
+    kind,
+    state: 0,
+    aggressor: 0,
+    side: 0,
+    code,
+    orderA: uuid(),
+    orderB: uuid(),
+    sequence,
+    quantity: 1 + (next() % 1_000_000_000),
+    price: next() % 7 === 0 ? 9_000_000 * 1e9 : 1 + next() * 1000,
   });
   // Context strings are JSON-quoted (a quote or a backslash would be escaped); the engine's are ids and digits.
   const contexts: RenderContext[] = [

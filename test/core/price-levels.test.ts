@@ -69,7 +69,10 @@ test('findOrCreate finds a level or creates it, through growth and removals', ()
     } else {
       assert.equal(level, known, `step ${step}: the level at ${price} is found, not created again`);
     }
-    assert.equal(levels.liveCount, reference.reduce((sum, s) => sum + s.size, 0));
+    assert.equal(
+      levels.liveCount,
+      reference.reduce((sum, s) => sum + s.size, 0),
+    );
   }
   for (let s = 0; s < 4; s++) {
     for (const [price, level] of reference[s]!) assert.equal(levels.find(s, price), level);

@@ -161,20 +161,35 @@ class ReferenceVenue {
       const takerLeaves = taker.quantity - taker.filled;
       events.push(
         {
-          kind: 'execution', sequence: ++this.sequence, orderId: taker.orderId, counterpartyOrderId: maker.orderId,
-          quantityUnits: fill, priceNanos: maker.price, leaves: takerLeaves, filled: taker.filled,
+          kind: 'execution',
+          sequence: ++this.sequence,
+          orderId: taker.orderId,
+          counterpartyOrderId: maker.orderId,
+          quantityUnits: fill,
+          priceNanos: maker.price,
+          leaves: takerLeaves,
+          filled: taker.filled,
           state: takerLeaves === 0 ? 'FILLED' : 'PARTIALLY_FILLED',
         },
         {
-          kind: 'execution', sequence: ++this.sequence, orderId: maker.orderId, counterpartyOrderId: taker.orderId,
-          quantityUnits: fill, priceNanos: maker.price, leaves: maker.quantity - maker.filled, filled: maker.filled,
+          kind: 'execution',
+          sequence: ++this.sequence,
+          orderId: maker.orderId,
+          counterpartyOrderId: taker.orderId,
+          quantityUnits: fill,
+          priceNanos: maker.price,
+          leaves: maker.quantity - maker.filled,
+          filled: maker.filled,
           state: maker.state,
         },
         {
-          kind: 'trade', sequence: ++this.sequence,
+          kind: 'trade',
+          sequence: ++this.sequence,
           buyOrderId: taker.side === 'BUY' ? taker.orderId : maker.orderId,
           sellOrderId: taker.side === 'BUY' ? maker.orderId : taker.orderId,
-          quantityUnits: fill, priceNanos: maker.price, aggressor: taker.side,
+          quantityUnits: fill,
+          priceNanos: maker.price,
+          aggressor: taker.side,
         },
       );
     }
@@ -190,8 +205,15 @@ class ReferenceVenue {
 
   private acceptedPlaceholder(order: RefOrder): DecodedEvent & { kind: 'accepted' } {
     return {
-      kind: 'accepted', sequence: ++this.sequence, orderId: order.orderId, engineOrderId: order.engineOrderId,
-      state: '', leaves: 0, filled: 0, priceNanos: 0, quantityUnits: 0,
+      kind: 'accepted',
+      sequence: ++this.sequence,
+      orderId: order.orderId,
+      engineOrderId: order.engineOrderId,
+      state: '',
+      leaves: 0,
+      filled: 0,
+      priceNanos: 0,
+      quantityUnits: 0,
     };
   }
 
@@ -278,16 +300,17 @@ test('100,000 random commands give identical events and books in the engine and 
     } else {
       // Mostly resting targets (the live path), some done or unknown ones (the reject paths).
       const known = random.chance(0.7) ? reference.pickResting(random) : reference.orders.get(random.pick(ids));
-      const target: TargetSpec = random.chance(0.05) || known === undefined
-        ? { orderId: idOf(0xdead, n) }
-        : {
-            orderId: known.orderId,
-            instrumentId: random.chance(0.03) ? random.pick(INSTRUMENTS) : known.instrumentId,
-            participantId: random.chance(0.03) ? random.pick(OWNERS).participantId : known.participantId,
-            accountId: random.chance(0.03) ? random.pick(OWNERS).accountId : known.accountId,
-            runNo: random.chance(0.02) ? 2 : known.runNo,
-            sessionNo: random.chance(0.02) ? 2 : known.sessionNo,
-          };
+      const target: TargetSpec =
+        random.chance(0.05) || known === undefined
+          ? { orderId: idOf(0xdead, n) }
+          : {
+              orderId: known.orderId,
+              instrumentId: random.chance(0.03) ? random.pick(INSTRUMENTS) : known.instrumentId,
+              participantId: random.chance(0.03) ? random.pick(OWNERS).participantId : known.participantId,
+              accountId: random.chance(0.03) ? random.pick(OWNERS).accountId : known.accountId,
+              runNo: random.chance(0.02) ? 2 : known.runNo,
+              sessionNo: random.chance(0.02) ? 2 : known.sessionNo,
+            };
       if (roll < 80) {
         expected = reference.cancel(target);
         actual = engine.cancel(target);
@@ -306,8 +329,7 @@ test('100,000 random commands give identical events and books in the engine and 
   }
   compareBooks(engine, reference, commands);
   // The stream exercised every rule, not just the easy path.
-  for (const kind of ['accepted', 'execution', 'trade', 'ORDER_NOT_FOUND', 'ORDER_NOT_OPEN', 'ORDER_CONTEXT_MISMATCH',
-    'DUPLICATE_ORDER_ID', 'CURRENCY_MISMATCH', 'INVALID_MODIFY']) {
+  for (const kind of ['accepted', 'execution', 'trade', 'ORDER_NOT_FOUND', 'ORDER_NOT_OPEN', 'ORDER_CONTEXT_MISMATCH', 'DUPLICATE_ORDER_ID', 'CURRENCY_MISMATCH', 'INVALID_MODIFY']) {
     assert.ok((counts.get(kind) ?? 0) > 20, `${kind} occurred ${counts.get(kind) ?? 0} times`);
   }
 });

@@ -1,18 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EVENT_TRADE, SIDE_SELL, STATE_PARTIALLY_FILLED } from '../../core/codes.ts';
-import {
-  readEvent,
-  readHeader,
-  RESULT_HEADER,
-  RESULT_KIND_BYTE,
-  RESULT_RECORD_BYTES,
-  RESULT_UUID_A_WORD,
-  RESULT_UUID_B_WORD,
-  writeEvent,
-  writeHeader,
-  writeUuid,
-} from '../../core/result-slot.ts';
+import { readEvent, readHeader, RESULT_HEADER, RESULT_KIND_BYTE, RESULT_RECORD_BYTES, RESULT_UUID_A_WORD, RESULT_UUID_B_WORD, writeEvent, writeHeader, writeUuid } from '../../core/result-slot.ts';
 import { uuidWords } from '../../core/uuid.ts';
 
 const views = () => {
@@ -25,8 +14,13 @@ test('every header field survives write and read', () => {
   writeHeader(v, RESULT_RECORD_BYTES, 0x7ffffffe, 901, 0x555344, -1, 1_763_000_000_123_456, 2 ** 52, 123_456_789);
   assert.equal(v.bytes[RESULT_RECORD_BYTES + RESULT_KIND_BYTE], RESULT_HEADER);
   assert.deepEqual(readHeader(v, RESULT_RECORD_BYTES), {
-    token: 0x7ffffffe, eventCount: 901, currency: 0x555344, queryState: -1,
-    timestampUs: 1_763_000_000_123_456, engineOrderId: 2 ** 52, batch: 123_456_789,
+    token: 0x7ffffffe,
+    eventCount: 901,
+    currency: 0x555344,
+    queryState: -1,
+    timestampUs: 1_763_000_000_123_456,
+    engineOrderId: 2 ** 52,
+    batch: 123_456_789,
   });
 });
 
@@ -39,8 +33,16 @@ test('every event field survives write and read, both order ids included', () =>
   writeUuid(v, at, RESULT_UUID_A_WORD, uuidWords(buy), 0);
   writeUuid(v, at, RESULT_UUID_B_WORD, uuidWords(sell), 0);
   assert.deepEqual(readEvent(v, at), {
-    kind: EVENT_TRADE, state: STATE_PARTIALLY_FILLED, aggressor: SIDE_SELL, side: SIDE_SELL, code: 303,
-    orderA: buy, orderB: sell, sequence: 2 ** 53 - 1, quantity: 1_000_000_000, price: 9_000_000_000_000_000,
+    kind: EVENT_TRADE,
+    state: STATE_PARTIALLY_FILLED,
+    aggressor: SIDE_SELL,
+    side: SIDE_SELL,
+    code: 303,
+    orderA: buy,
+    orderB: sell,
+    sequence: 2 ** 53 - 1,
+    quantity: 1_000_000_000,
+    price: 9_000_000_000_000_000,
   });
   assert.equal(readHeader(v, 0).token, 0, 'neighbouring records are untouched');
 });

@@ -54,10 +54,16 @@ test('slots wrap around the end of the buffer in order', () => {
   let next = 0;
   for (let round = 0; round < 25; round++) {
     const batch = 1 + (round % 3);
-    write(producer, Array.from({ length: batch }, () => next++));
+    write(
+      producer,
+      Array.from({ length: batch }, () => next++),
+    );
     seen.push(...read(consumer, consumer.available()));
   }
-  assert.deepEqual(seen, Array.from({ length: next }, (_, i) => i));
+  assert.deepEqual(
+    seen,
+    Array.from({ length: next }, (_, i) => i),
+  );
 });
 
 test('indices wrap at 2^32 without losing or repeating a slot', () => {
@@ -73,7 +79,10 @@ test('indices wrap at 2^32 without losing or repeating a slot', () => {
     assert.equal(consumer.available(), 5);
     seen.push(...read(consumer, 5));
   }
-  assert.deepEqual(seen, Array.from({ length: 40 }, (_, i) => i));
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 40 }, (_, i) => i),
+  );
   assert.ok(consumer.nextIndex < 100, 'the read index wrapped');
 });
 
@@ -86,13 +95,20 @@ test('three producer threads into one consumer: every sequence arrives once, in 
   const consumers = rings.map((ring) => new RingConsumer(ring, SLOT));
   const workers = rings.map((ring, producer) =>
     spawnWorker(new URL('./fixtures/ring-producer.worker.ts', import.meta.url), {
-      ring, doorbell, producer, count, seed: 100 + producer,
+      ring,
+      doorbell,
+      producer,
+      count,
+      seed: 100 + producer,
     }),
   );
-  const exited = workers.map((w) => new Promise<number>((resolve, reject) => {
-    w.on('error', reject);
-    w.on('exit', resolve);
-  }));
+  const exited = workers.map(
+    (w) =>
+      new Promise<number>((resolve, reject) => {
+        w.on('error', reject);
+        w.on('exit', resolve);
+      }),
+  );
   const expected = new Array<number>(producers).fill(0);
   const deadline = Date.now() + 60_000;
   while (expected.some((n) => n < count)) {

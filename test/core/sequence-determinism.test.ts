@@ -16,7 +16,10 @@ test('every event takes the next sequence of the shard stream, rejects included'
   record(d.cancel({ orderId: id(42) }));
   record(d.submit({ orderId: id(2), side: 'BUY', price: 100, quantity: 8 }));
   record(d.modify({ orderId: id(2) }, 99, 9));
-  assert.deepEqual(seen, Array.from({ length: seen.length }, (_, i) => i + 1));
+  assert.deepEqual(
+    seen,
+    Array.from({ length: seen.length }, (_, i) => i + 1),
+  );
   assert.equal(d.engine.sequence, seen.length);
 });
 
@@ -43,7 +46,13 @@ test('the engine resumes a stream from a given last sequence', () => {
 /** Runs a stream and folds every event field into a digest-ready array. */
 function runAndRecord(seed: number, hashSeed = 0): number[] {
   const stream = buildCoreStream({
-    seed, restingOrders: 2000, commands: 20_000, restPct: 55, cancelPct: 30, crossPct: 12, orderCapacity: 8192,
+    seed,
+    restingOrders: 2000,
+    commands: 20_000,
+    restPct: 55,
+    cancelPct: 30,
+    crossPct: 12,
+    orderCapacity: 8192,
   });
   const engine = new MatchingEngine({ orderCapacity: 8192, hashSeed });
   const out: number[] = [];

@@ -5,19 +5,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 import { topOfBook, depth } from '../../core/book-queries.ts';
-import {
-  EVENT_ACCEPTED,
-  EVENT_EXPIRED,
-  EVENT_REJECTED,
-  EventKind,
-  EXPIRY_SCAN_SLOTS,
-  Opcode,
-  OrderType,
-  Side,
-  rejectCodeOf,
-  STATE_EXPIRED,
-  TimeInForce,
-} from '../../core/codes.ts';
+import { EVENT_ACCEPTED, EVENT_EXPIRED, EVENT_REJECTED, EventKind, EXPIRY_SCAN_SLOTS, Opcode, OrderType, Side, rejectCodeOf, STATE_EXPIRED, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, type CommandInput } from '../../core/command-slot.ts';
 import { Doorbell } from '../../core/doorbell.ts';
 import type { SnapshotHeader } from '../../core/engine-state.ts';
@@ -28,15 +16,7 @@ import { RESULT_RECORD_BYTES, type ResultEvent } from '../../core/result-slot.ts
 import { createRingBuffer, RingConsumer, RingProducer } from '../../core/ring.ts';
 import { SHARD_CONTROL_BYTES, ShardRunner } from '../../core/shard-runner.ts';
 import { bytesOf, writeSnapshotFile } from '../../persistence/snapshot-file.ts';
-import {
-  ACCOUNT_1,
-  EngineDriver,
-  idOf,
-  INSTRUMENT_A,
-  NIL_UUID,
-  PARTICIPANT_1,
-  type DecodedEvent,
-} from '../support/engine-driver.ts';
+import { ACCOUNT_1, EngineDriver, idOf, INSTRUMENT_A, NIL_UUID, PARTICIPANT_1, type DecodedEvent } from '../support/engine-driver.ts';
 
 const id = (n: number) => idOf(0xe5, n);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'session-expiry-'));
@@ -76,10 +56,7 @@ test('the leading event of an EXPIRE that scanned every slot is an ACCEPTED nami
   const d = sessionOneBook();
   d.expire(2, 0);
   const e = d.engine.events;
-  assert.deepEqual(
-    [e.kind(0), e.order(0), e.counterparty(0), e.code(0), e.state(0), e.filled(0), e.price(0)],
-    [EVENT_ACCEPTED, -1, -1, 0, 0, 0, 0],
-  );
+  assert.deepEqual([e.kind(0), e.order(0), e.counterparty(0), e.code(0), e.state(0), e.filled(0), e.price(0)], [EVENT_ACCEPTED, -1, -1, 0, 0, 0, 0]);
   assert.deepEqual([e.kind(1), e.counterparty(1), e.code(1), e.state(1)], [EVENT_EXPIRED, -1, 0, STATE_EXPIRED]);
 });
 
@@ -154,12 +131,18 @@ test('a book of more than EXPIRY_SCAN_SLOTS slots expires in several bounded com
       assert.ok(slot >= first && slot < first + EXPIRY_SCAN_SLOTS, `slot ${slot} in [${first}, ${first + EXPIRY_SCAN_SLOTS})`);
     }
   }
-  assert.deepEqual(leads.map((lead) => lead.slotsLeft), [orders - EXPIRY_SCAN_SLOTS, orders - 2 * EXPIRY_SCAN_SLOTS, 0]);
+  assert.deepEqual(
+    leads.map((lead) => lead.slotsLeft),
+    [orders - EXPIRY_SCAN_SLOTS, orders - 2 * EXPIRY_SCAN_SLOTS, 0],
+  );
   assert.equal(expired, sessionOne);
   assert.equal(d.engine.orders.restingCount, orders - sessionOne);
   const resting = restingIds(d).map((orderId) => Number.parseInt(orderId.slice(-12), 16));
   assert.equal(resting.length, orders - sessionOne);
-  assert.ok(resting.every((n) => n % 7 === 0), 'only the new session rests');
+  assert.ok(
+    resting.every((n) => n % 7 === 0),
+    'only the new session rests',
+  );
 });
 
 test('an order of the ended session submitted after the roll fails SESSION_ENDED: nothing of it trades or rests', () => {
@@ -189,7 +172,11 @@ test('an order id that failed SESSION_ENDED is free: the same order stamped with
 test('an EXPIRE with floor 0, a negative floor or a negative first slot is rejected INVALID_COMMAND and changes nothing', () => {
   const d = sessionOneBook();
   const book = restingIds(d);
-  for (const [floor, first] of [[0, 0], [-1, 0], [2, -1]] as const) {
+  for (const [floor, first] of [
+    [0, 0],
+    [-1, 0],
+    [2, -1],
+  ] as const) {
     const before = d.engine.sequence;
     const events = d.expire(floor, first);
     assert.deepEqual(events, [{ kind: 'rejected', sequence: before + 1, orderId: NIL_UUID, code: 'INVALID_COMMAND' }], `floor ${floor}, first ${first}`);
@@ -235,11 +222,21 @@ test('a state saved without a session floor (a file written before expiry existe
   assert.equal(numbers.sessionFloor, 0, 'a current engine writes it');
   delete numbers.sessionFloor;
   const header: SnapshotHeader = {
-    token: 'older', shard: 0, sequence: d.engine.sequence, batch: 3, shape: d.engine.shape, numbers,
+    token: 'older',
+    shard: 0,
+    sequence: d.engine.sequence,
+    batch: 3,
+    shape: d.engine.shape,
+    numbers,
     sections: sections.map(([name, view]) => [name, view.byteLength]),
   };
   const file = path.join(dir, 'older.bin');
-  writeSnapshotFile(file, 'VES1', header, sections.map(([, view]) => view));
+  writeSnapshotFile(
+    file,
+    'VES1',
+    header,
+    sections.map(([, view]) => view),
+  );
   const restored = readEngineSnapshot(file, { token: 'older', shard: 0, sequence: d.engine.sequence }, d.engine.shape);
   assert.ok(typeof restored !== 'string', `restored: ${String(restored)}`);
   assert.equal(restored.engine.sessionFloor, 0);
@@ -305,10 +302,27 @@ test('the hash seed does not change what session rolls output', () => {
 const context = { runNo: 1, instrumentId: INSTRUMENT_A, participantId: PARTICIPANT_1, accountId: ACCOUNT_1, currency: 'USD' };
 type Command = Omit<CommandInput, 'token' | 'timestampUs'>;
 const submitCommand = (n: number, side: number, price: number, quantity: number, sessionNo: number): Command => ({
-  ...context, sessionNo, opcode: Opcode.SUBMIT, commandId: idOf(0xc5, n), orderId: id(n), side, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, priceNanos: price, quantityUnits: quantity,
+  ...context,
+  sessionNo,
+  opcode: Opcode.SUBMIT,
+  commandId: idOf(0xc5, n),
+  orderId: id(n),
+  side,
+  orderType: OrderType.LIMIT,
+  timeInForce: TimeInForce.DAY,
+  priceNanos: price,
+  quantityUnits: quantity,
 });
 const expireCommand = (n: number, floor: number, first: number): Command => ({
-  opcode: Opcode.EXPIRE, runNo: 1, sessionNo: floor, argument: first, commandId: idOf(0xc5, n), orderId: NIL_UUID, instrumentId: NIL_UUID, participantId: NIL_UUID, accountId: NIL_UUID,
+  opcode: Opcode.EXPIRE,
+  runNo: 1,
+  sessionNo: floor,
+  argument: first,
+  commandId: idOf(0xc5, n),
+  orderId: NIL_UUID,
+  instrumentId: NIL_UUID,
+  participantId: NIL_UUID,
+  accountId: NIL_UUID,
 });
 
 /** Runs commands through a ShardRunner over in-memory rings; returns each command's result events and the journal bytes. */
@@ -317,8 +331,16 @@ function runShard(engine: MatchingEngine, commands: Command[]): { results: Resul
   const resultRing = createRingBuffer(RESULT_RECORD_BYTES, 1024);
   const journalRing = createRingBuffer(RESULT_RECORD_BYTES, 1024);
   const runner = new ShardRunner({
-    engine, commandRings: [commandRing], resultRings: [resultRing], doorbell: Doorbell.create(), gatewayDoorbells: [Doorbell.create()],
-    journalRing, journalDoorbell: Doorbell.create(), control: new SharedArrayBuffer(SHARD_CONTROL_BYTES), clockUs: () => 1_700_000_000_000_000, batchMax: 32,
+    engine,
+    commandRings: [commandRing],
+    resultRings: [resultRing],
+    doorbell: Doorbell.create(),
+    gatewayDoorbells: [Doorbell.create()],
+    journalRing,
+    journalDoorbell: Doorbell.create(),
+    control: new SharedArrayBuffer(SHARD_CONTROL_BYTES),
+    clockUs: () => 1_700_000_000_000_000,
+    batchMax: 32,
   });
   const producer = new RingProducer(commandRing, COMMAND_SLOT_BYTES);
   commands.forEach((command, k) => encodeCommand({ ...command, token: k + 1, timestampUs: 0 }, producer, producer.slotOffset(producer.nextIndex + k)));
@@ -342,7 +364,7 @@ const shardCommands = (): Command[] => [
   submitCommand(7, Side.BUY, 104, 8, 1), // a late order of the ended session: fails SESSION_ENDED, trades nothing
 ];
 
-test('a shard writes an EXPIRE result with the expired orders\' ids, sides, quantities and prices', () => {
+test("a shard writes an EXPIRE result with the expired orders' ids, sides, quantities and prices", () => {
   const { results } = runShard(new MatchingEngine({ orderCapacity: 64 }), shardCommands());
   const expiry = results[5]!;
   assert.deepEqual(
@@ -353,9 +375,16 @@ test('a shard writes an EXPIRE result with the expired orders\' ids, sides, quan
       [EVENT_EXPIRED, STATE_EXPIRED, Side.SELL, id(2), 3, 105, 0],
     ],
   );
-  assert.deepEqual(expiry.map((e) => e.sequence), [9, 10, 11]);
+  assert.deepEqual(
+    expiry.map((e) => e.sequence),
+    [9, 10, 11],
+  );
   const late = results[6]!;
-  assert.deepEqual(late.map((e) => [e.kind, e.code]), [[EVENT_REJECTED, rejectCodeOf('SESSION_ENDED')]], 'the late order fails and trades nothing');
+  assert.deepEqual(
+    late.map((e) => [e.kind, e.code]),
+    [[EVENT_REJECTED, rejectCodeOf('SESSION_ENDED')]],
+    'the late order fails and trades nothing',
+  );
 });
 
 test('a journal holding an EXPIRE replays to the same events, book and session floor', () => {
@@ -363,8 +392,16 @@ test('a journal holding an EXPIRE replays to the same events, book and session f
   const { journal } = runShard(original, shardCommands());
   const replayed = new MatchingEngine({ orderCapacity: 64 });
   const runner = new ShardRunner({
-    engine: replayed, commandRings: [], resultRings: [], doorbell: Doorbell.create(), gatewayDoorbells: [], journalRing: null, journalDoorbell: null,
-    control: new SharedArrayBuffer(SHARD_CONTROL_BYTES), clockUs: () => 0, batchMax: 32,
+    engine: replayed,
+    commandRings: [],
+    resultRings: [],
+    doorbell: Doorbell.create(),
+    gatewayDoorbells: [],
+    journalRing: null,
+    journalDoorbell: null,
+    control: new SharedArrayBuffer(SHARD_CONTROL_BYTES),
+    clockUs: () => 0,
+    batchMax: 32,
   });
   assert.equal(runner.replay(journal), 7);
   assert.equal(replayed.sequence, original.sequence);

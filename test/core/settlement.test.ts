@@ -108,7 +108,10 @@ test('ops-realistic-v1 materializes obligations only; a second materialization a
   const state = replay(RUN, []);
   const first = appended(materialize(state, [trade(1), trade(2)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
   assert.deepEqual(typesOf(first), [FACT.OBLIGATION_CREATED, FACT.OBLIGATION_CREATED]);
-  assert.deepEqual(obligationsView(state, null).obligations.map((o) => o.state), ['CREATED', 'CREATED']);
+  assert.deepEqual(
+    obligationsView(state, null).obligations.map((o) => o.state),
+    ['CREATED', 'CREATED'],
+  );
   assert.deepEqual(materialize(state, [trade(1), trade(2)], instant, NOW), { ok: true, value: [] }, 'idempotent: the trades already have obligations');
   assert.equal(proofView(state, null).status, 'CLEAN', 'no finality is claimed, nothing to prove');
 });
@@ -202,7 +205,10 @@ test('rule 1: SettlementSettled (by ledger proof) only ever follows two successf
     assert.equal(lastCash?.factType, FACT.CASH_LEG_SUCCEEDED);
     assert.equal(lastSecurity?.factType, FACT.SECURITY_LEG_SUCCEEDED);
   }
-  assert.deepEqual(obligationsView(state, null).obligations.map((o) => o.state), ['SETTLED', 'BROKEN']);
+  assert.deepEqual(
+    obligationsView(state, null).obligations.map((o) => o.state),
+    ['SETTLED', 'BROKEN'],
+  );
 });
 
 test('rule 2: a force-settled cash break has one succeeded leg and is still not valid', () => {
@@ -237,7 +243,13 @@ test('rule 2: an unsettled row is not valid (no SettlementSettled) and leaves th
   appended(materialize(state, [trade(1)], () => ({ profile: PROFILE_OPS, source: 'default' }), NOW));
   appended(materialize(state, [trade(2)], instant, NOW)); // breaks: the cash is not there
   const proof = proofView(state, null);
-  assert.deepEqual(proof.settlementProofRows.map((row) => [row.settled, row.finality, row.valid]), [[false, null, false], [false, null, false]]);
+  assert.deepEqual(
+    proof.settlementProofRows.map((row) => [row.settled, row.finality, row.valid]),
+    [
+      [false, null, false],
+      [false, null, false],
+    ],
+  );
   assert.equal(proof.status, 'CLEAN', 'only settled rows must be valid');
 });
 
@@ -248,7 +260,16 @@ test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversal
   // An operator posts a finality claim with no ledger behind it.
   const claimed = replay(RUN, [
     ...state.facts,
-    { scenarioRunId: RUN, origin: 'operator', sequence: state.lastSequence + 1, factId: crypto.randomUUID(), factType: FACT.SETTLED, occurredAtUs: NOW, causationId: null, payload: { obligationId, tradeId: trade(1).tradeId } },
+    {
+      scenarioRunId: RUN,
+      origin: 'operator',
+      sequence: state.lastSequence + 1,
+      factId: crypto.randomUUID(),
+      factType: FACT.SETTLED,
+      occurredAtUs: NOW,
+      causationId: null,
+      payload: { obligationId, tradeId: trade(1).tradeId },
+    },
   ]);
   assert.equal(proofView(claimed, null).status, 'GAPPED');
   assert.equal(proofView(claimed, null).settlementProofRows[0]!.valid, false);
@@ -273,7 +294,10 @@ test('rule 2: a settlement claimed without a balanced ledger is GAPPED; reversal
   });
   for (const entry of entries.slice(1)) reverseLedgerEntry(settled, { ledgerEntryId: entry.ledgerEntryId, reason: 'unwind' }, NOW);
   assert.equal(proofView(settled, null).status, 'CLEAN', 'every entry reversed: balanced again');
-  assert.ok(ledgerView(settled, null).balances.every((b) => b.net === '0'), 'nothing deleted, everything compensated');
+  assert.ok(
+    ledgerView(settled, null).balances.every((b) => b.net === '0'),
+    'nothing deleted, everything compensated',
+  );
   assert.equal(settled.ledger.length, 8);
 });
 
@@ -303,11 +327,23 @@ test('causation gaps are found: a missing cause, a cause that is not earlier, a 
   const facts = state.facts.map((fact) => ({ ...fact }));
   facts[3] = { ...facts[3]!, causationId: null };
   facts[5] = { ...facts[5]!, causationId: deterministicId('nowhere') };
-  facts.push({ scenarioRunId: RUN, origin: 'service', sequence: facts.length + 1, factId: crypto.randomUUID(), factType: FACT.ALLOCATION_PROPOSED, occurredAtUs: NOW, causationId: facts[0]!.factId, payload: { obligationId: 'unknown' } });
+  facts.push({
+    scenarioRunId: RUN,
+    origin: 'service',
+    sequence: facts.length + 1,
+    factId: crypto.randomUUID(),
+    factType: FACT.ALLOCATION_PROPOSED,
+    occurredAtUs: NOW,
+    causationId: facts[0]!.factId,
+    payload: { obligationId: 'unknown' },
+  });
   const proof = proofView(replay(RUN, facts), null);
   assert.equal(proof.status, 'GAPPED');
   const gaps = proof.causationGaps as { sequence: number; problem: string }[];
-  assert.deepEqual(gaps.map((g) => g.sequence), [4, 6, facts.length]);
+  assert.deepEqual(
+    gaps.map((g) => g.sequence),
+    [4, 6, facts.length],
+  );
   assert.match(gaps[0]!.problem, /no causationId/);
   assert.match(gaps[1]!.problem, /not an earlier fact/);
   assert.match(gaps[2]!.problem, /does not hold/);
@@ -319,7 +355,10 @@ test('causation gaps are found: a missing cause, a cause that is not earlier, a 
   assert.equal(noted.factCounts.SettlementNoteRecorded, 1);
   // A chain fact naming no obligation at all is an anomaly.
   post(seeded, [{ factType: FACT.SETTLED, payload: { finality: 'FORCED' } }]);
-  assert.deepEqual((proofView(seeded, null).causationGaps as { problem: string }[]).map((g) => g.problem), ['names obligation (none) that the trail does not hold']);
+  assert.deepEqual(
+    (proofView(seeded, null).causationGaps as { problem: string }[]).map((g) => g.problem),
+    ['names obligation (none) that the trail does not hold'],
+  );
 });
 
 test('the checksum is the same for the same trail and changes with any change to a fact', () => {
@@ -349,7 +388,10 @@ test('the checksum is the same for the same trail and changes with any change to
   appended(materialize(c, [trade(1), trade(2)], instant, NOW));
   const d = replay(RUN, []);
   appended(materialize(d, [trade(1), trade(2)], instant, NOW));
-  assert.deepEqual(c.facts.map((f) => f.factId), d.facts.map((f) => f.factId));
+  assert.deepEqual(
+    c.facts.map((f) => f.factId),
+    d.facts.map((f) => f.factId),
+  );
   assert.equal(trailChecksum(c.facts), trailChecksum(d.facts));
 });
 
@@ -385,10 +427,17 @@ test('score: pending and haircut values, blocked value, fails, aged fails, repai
   ]);
 });
 
-test('views narrow to a trader\'s participants', () => {
+test("views narrow to a trader's participants", () => {
   const other = { participantId: 'f0000000-0000-4000-8000-000000000001', accountId: 'f0000000-0000-4000-8000-0000000000a1' };
   const state = replay(RUN, []);
-  appended(materialize(state, [trade(1), trade(2, { buyParticipantId: other.participantId, buyAccountId: other.accountId, sellParticipantId: other.participantId, sellAccountId: other.accountId })], instant, NOW));
+  appended(
+    materialize(
+      state,
+      [trade(1), trade(2, { buyParticipantId: other.participantId, buyAccountId: other.accountId, sellParticipantId: other.participantId, sellAccountId: other.accountId })],
+      instant,
+      NOW,
+    ),
+  );
   const mine = new Set([BUYER.participantId]);
   assert.equal(obligationsView(state, mine).obligations.length, 1);
   assert.ok(ledgerView(state, mine).entries.every((e) => e.participantId === BUYER.participantId));
@@ -414,8 +463,13 @@ test('property: random trades and positions: the ledger balances per asset, noth
       let seller = parties[random.below(4)]!;
       if (seller === buyer) seller = parties[(parties.indexOf(buyer) + 1) % 4]!;
       return trade(run * 100 + k, {
-        buyParticipantId: buyer.participantId, buyAccountId: buyer.accountId, sellParticipantId: seller.participantId, sellAccountId: seller.accountId,
-        instrumentId: instruments[random.below(2)]!, quantityUnits: String(1 + random.below(9)), priceNanos: String((90 + random.below(20)) * 1_000_000_000 + random.below(1_000_000_000)),
+        buyParticipantId: buyer.participantId,
+        buyAccountId: buyer.accountId,
+        sellParticipantId: seller.participantId,
+        sellAccountId: seller.accountId,
+        instrumentId: instruments[random.below(2)]!,
+        quantityUnits: String(1 + random.below(9)),
+        priceNanos: String((90 + random.below(20)) * 1_000_000_000 + random.below(1_000_000_000)),
       });
     });
     appended(materialize(state, trades, instant, NOW));
@@ -442,7 +496,10 @@ test('property: random trades and positions: the ledger balances per asset, noth
     const forced = [...state.obligations.values()].some((o) => o.finality === 'FORCED');
     assert.equal(proofView(state, null).status, forced ? 'GAPPED' : 'CLEAN', `run ${run}: only a forced settlement is not valid`);
     const invalid = proofView(state, null).settlementProofRows.filter((row) => row.settled && !row.valid);
-    assert.ok(invalid.every((row) => row.finality === 'FORCED'), `run ${run}: every settled row but a forced one is valid`);
+    assert.ok(
+      invalid.every((row) => row.finality === 'FORCED'),
+      `run ${run}: every settled row but a forced one is valid`,
+    );
     const again = replay(RUN, state.facts);
     for (const view of [obligationsView, ledgerView, exceptionsView, proofView, factsView] as const) {
       assert.deepEqual(view(again, null), view(state, null), `run ${run}: replay reproduces ${view.name}`);

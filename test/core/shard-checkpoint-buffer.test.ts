@@ -17,9 +17,20 @@ const id = (n: number) => idOf(0x5b, n);
 /** Resting bids `from`..`from + count - 1`, one event each, at prices that never cross. */
 const bids = (from: number, count: number): Omit<CommandInput, 'token' | 'timestampUs'>[] =>
   Array.from({ length: count }, (_, k) => ({
-    runNo: 1, sessionNo: 1, instrumentId: INSTRUMENT_A, participantId: PARTICIPANT_1, accountId: ACCOUNT_1, currency: 'USD',
-    opcode: Opcode.SUBMIT, commandId: id(100_000 + from + k), orderId: id(from + k), side: Side.BUY, orderType: OrderType.LIMIT,
-    timeInForce: TimeInForce.DAY, priceNanos: 1_000_000_000 + from + k, quantityUnits: 1,
+    runNo: 1,
+    sessionNo: 1,
+    instrumentId: INSTRUMENT_A,
+    participantId: PARTICIPANT_1,
+    accountId: ACCOUNT_1,
+    currency: 'USD',
+    opcode: Opcode.SUBMIT,
+    commandId: id(100_000 + from + k),
+    orderId: id(from + k),
+    side: Side.BUY,
+    orderType: OrderType.LIMIT,
+    timeInForce: TimeInForce.DAY,
+    priceNanos: 1_000_000_000 + from + k,
+    quantityUnits: 1,
   }));
 
 async function withShard(bufferWaitMs: number, body: (shard: ShardHarness, send: (buffer: SharedArrayBuffer) => void, taken: ShardCheckpoint[]) => Promise<void>): Promise<void> {

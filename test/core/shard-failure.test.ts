@@ -18,8 +18,20 @@ import { ACCOUNT_1, EngineDriver, idOf, INSTRUMENT_A, PARTICIPANT_1 } from '../s
 const id = (n: number) => idOf(0xf1, n);
 type Command = Omit<CommandInput, 'token' | 'timestampUs'>;
 const submit = (n: number, side: number, price: number, quantity: number): Command => ({
-  runNo: 1, sessionNo: 1, instrumentId: INSTRUMENT_A, participantId: PARTICIPANT_1, accountId: ACCOUNT_1, currency: 'USD',
-  opcode: Opcode.SUBMIT, commandId: idOf(0xc1, n), orderId: id(n), side, orderType: OrderType.LIMIT, timeInForce: TimeInForce.DAY, priceNanos: price, quantityUnits: quantity,
+  runNo: 1,
+  sessionNo: 1,
+  instrumentId: INSTRUMENT_A,
+  participantId: PARTICIPANT_1,
+  accountId: ACCOUNT_1,
+  currency: 'USD',
+  opcode: Opcode.SUBMIT,
+  commandId: idOf(0xc1, n),
+  orderId: id(n),
+  side,
+  orderType: OrderType.LIMIT,
+  timeInForce: TimeInForce.DAY,
+  priceNanos: price,
+  quantityUnits: quantity,
 });
 
 /** An engine whose internal check fails on one order: it half-does the command, then throws. */
@@ -44,8 +56,17 @@ function run(engine: MatchingEngine, commands: Command[], onHalt: (error: unknow
   const journalRing = createRingBuffer(RESULT_RECORD_BYTES, 1024);
   const control = new SharedArrayBuffer(SHARD_CONTROL_BYTES);
   const runner = new ShardRunner({
-    engine, commandRings: [commandRing], resultRings: [resultRing], doorbell: Doorbell.create(), gatewayDoorbells: [Doorbell.create()],
-    journalRing, journalDoorbell: Doorbell.create(), control, clockUs: () => 1_700_000_000_000_000, batchMax: 32, onHalt,
+    engine,
+    commandRings: [commandRing],
+    resultRings: [resultRing],
+    doorbell: Doorbell.create(),
+    gatewayDoorbells: [Doorbell.create()],
+    journalRing,
+    journalDoorbell: Doorbell.create(),
+    control,
+    clockUs: () => 1_700_000_000_000_000,
+    batchMax: 32,
+    onHalt,
   });
   const producer = new RingProducer(commandRing, COMMAND_SLOT_BYTES);
   commands.forEach((command, k) => encodeCommand({ ...command, token: k + 1, timestampUs: 0 }, producer, producer.slotOffset(producer.nextIndex + k)));
@@ -88,8 +109,16 @@ test('the journal of failed commands replays into a sound engine: the failures a
   const { journal } = run(new BrokenEngine(uuidWords(id(2))), commands());
   const replayed = new MatchingEngine({ orderCapacity: 64 });
   const runner = new ShardRunner({
-    engine: replayed, commandRings: [], resultRings: [], doorbell: Doorbell.create(), gatewayDoorbells: [], journalRing: null, journalDoorbell: null,
-    control: new SharedArrayBuffer(SHARD_CONTROL_BYTES), clockUs: () => 0, batchMax: 32,
+    engine: replayed,
+    commandRings: [],
+    resultRings: [],
+    doorbell: Doorbell.create(),
+    gatewayDoorbells: [],
+    journalRing: null,
+    journalDoorbell: null,
+    control: new SharedArrayBuffer(SHARD_CONTROL_BYTES),
+    clockUs: () => 0,
+    batchMax: 32,
   });
   assert.equal(runner.replay(journal), 4);
   assert.equal(replayed.sequence, 4);

@@ -1,28 +1,29 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  EVENT_ACCEPTED,
-  EVENT_EXECUTION,
-  EVENT_REJECTED,
-  EVENT_TRADE,
-  Opcode,
-  OrderType,
-  rejectCodeOf,
-  Side,
-  STATE_OPEN,
-  STATE_FILLED,
-  TimeInForce,
-} from '../../core/codes.ts';
+import { EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_REJECTED, EVENT_TRADE, Opcode, OrderType, rejectCodeOf, Side, STATE_OPEN, STATE_FILLED, TimeInForce } from '../../core/codes.ts';
 import { packCurrency, type CommandInput } from '../../core/command-slot.ts';
 import { idOf, INSTRUMENT_A, PARTICIPANT_1, ACCOUNT_1 } from '../support/engine-driver.ts';
 import { ShardHarness } from '../support/shard-harness.ts';
 
 const id = (n: number) => idOf(0x5a, n);
 const base = {
-  runNo: 1, sessionNo: 1, instrumentId: INSTRUMENT_A, participantId: PARTICIPANT_1, accountId: ACCOUNT_1, currency: 'USD',
+  runNo: 1,
+  sessionNo: 1,
+  instrumentId: INSTRUMENT_A,
+  participantId: PARTICIPANT_1,
+  accountId: ACCOUNT_1,
+  currency: 'USD',
 };
 const submit = (n: number, side: number, price: number, quantity: number, timeInForce: number = TimeInForce.DAY): Omit<CommandInput, 'token' | 'timestampUs'> => ({
-  ...base, opcode: Opcode.SUBMIT, commandId: id(1000 + n), orderId: id(n), side, orderType: OrderType.LIMIT, timeInForce, priceNanos: price, quantityUnits: quantity,
+  ...base,
+  opcode: Opcode.SUBMIT,
+  commandId: id(1000 + n),
+  orderId: id(n),
+  side,
+  orderType: OrderType.LIMIT,
+  timeInForce,
+  priceNanos: price,
+  quantityUnits: quantity,
 });
 
 test('a shard thread answers each command with its header and events, in order', async () => {
@@ -36,7 +37,10 @@ test('a shard thread answers each command with its header and events, in order',
     assert.equal(resting!.header.engineOrderId, resting!.events[0]!.sequence);
     assert.equal(resting!.header.currency, packCurrency('USD'));
     assert.ok(resting!.header.timestampUs > 1.7e15, 'stamped with the sequencing time in microseconds');
-    assert.deepEqual(crossing!.events.map((e) => e.kind), [EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_EXECUTION, EVENT_TRADE]);
+    assert.deepEqual(
+      crossing!.events.map((e) => e.kind),
+      [EVENT_ACCEPTED, EVENT_EXECUTION, EVENT_EXECUTION, EVENT_TRADE],
+    );
     const trade = crossing!.events[3]!;
     assert.deepEqual([trade.orderA, trade.orderB, trade.quantity, trade.price], [id(2), id(1), 5, 100]);
     const maker = crossing!.events[2]!;
@@ -89,10 +93,16 @@ test('results larger than the result ring stream through it: a sweep of 300 make
     assert.equal(trades.length, 300);
     // Best price first, oldest first within a price.
     const expected = [0, 1, 2].flatMap((p) => makers.filter((_, n) => n % 3 === p).map((m) => m.orderId));
-    assert.deepEqual(trades.map((t) => t.orderB), expected);
+    assert.deepEqual(
+      trades.map((t) => t.orderB),
+      expected,
+    );
     const sequences = sweep!.events.map((e) => e.sequence);
-    assert.deepEqual(sequences, sequences.map((_, k) => sequences[0]! + k));
+    assert.deepEqual(
+      sequences,
+      sequences.map((_, k) => sequences[0]! + k),
+    );
   } finally {
-    assert.equal(await shard.stop(), 301, "the shard counted 300 makers and the sweep");
+    assert.equal(await shard.stop(), 301, 'the shard counted 300 makers and the sweep');
   }
 });

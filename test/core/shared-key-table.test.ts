@@ -103,7 +103,11 @@ test('addKeysTo reads only the groups of 8 buckets a write reached: an entry pla
   assert.deepEqual([...words.subarray(writtenAt)], [0, 0, 0, 0, 0, 0, 0, 0], 'nothing written yet');
   t.insertIfAbsent(keyOf(1), 0, 1);
   const marked = [...words.subarray(writtenAt)];
-  assert.equal(marked.reduce((a, b) => a + b, 0), 1, `one group marked by the insert: ${marked.join(' ')}`);
+  assert.equal(
+    marked.reduce((a, b) => a + b, 0),
+    1,
+    `one group marked by the insert: ${marked.join(' ')}`,
+  );
   const group = marked.indexOf(1);
   // An entry in use with key 77 in the first bucket of another group, and key 78 in the last
   // bucket of the marked group (its last entry: the insert took the first of its own bucket).
@@ -133,7 +137,10 @@ test('three threads racing to insert the same 20,000 keys: exactly one wins each
       (racer) =>
         new Promise<Int32Array>((resolve, reject) => {
           const worker = spawnWorker(new URL('./fixtures/key-table-racer.worker.ts', import.meta.url), {
-            table: buffer, shape, racer, keys,
+            table: buffer,
+            shape,
+            racer,
+            keys,
           });
           worker.once('message', resolve);
           worker.once('error', reject);

@@ -56,7 +56,10 @@ for (const changing of [false, true]) {
       assert.ok(flushes >= Math.floor(total / flush) && flushes <= Math.ceil(total / flush) + 1, `${flushes} flushes for ${total} bytes`);
       // As it is written: each flush comes after about `flush` bytes more, never the whole file at the end.
       const steps = sizes.map((size, k) => size - (k === 0 ? 0 : sizes[k - 1]!));
-      assert.ok(steps.every((step) => step >= flush && step < 2 * flush), `sizes at the flushes: ${sizes.join(', ')}`);
+      assert.ok(
+        steps.every((step) => step >= flush && step < 2 * flush),
+        `sizes at the flushes: ${sizes.join(', ')}`,
+      );
       const reader = SnapshotFileReader.open(file, 'TEST', 'a test file', 1024);
       assert.ok(typeof reader !== 'string', String(reader));
       try {

@@ -5,7 +5,10 @@ import { SeededRandom } from '../../bench/lib/seeded-random.ts';
 
 test('a UUID parses to four big-endian words and formats back in lower case', () => {
   const words = uuidWords('0123ABCD-4567-89ab-CDEF-0123456789ab');
-  assert.deepEqual([...words].map((w) => (w >>> 0).toString(16)), ['123abcd', '456789ab', 'cdef0123', '456789ab']);
+  assert.deepEqual(
+    [...words].map((w) => (w >>> 0).toString(16)),
+    ['123abcd', '456789ab', 'cdef0123', '456789ab'],
+  );
   assert.equal(formatUuid(words, 0), '0123abcd-4567-89ab-cdef-0123456789ab');
 });
 

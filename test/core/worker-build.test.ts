@@ -55,7 +55,10 @@ test('a built worker computes the same paths from import.meta.url as under tsx, 
   const inline = /\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/.exec(bundle);
   assert.ok(inline !== null, 'the bundle ends with its inline source map');
   const map = JSON.parse(Buffer.from(inline[1]!, 'base64').toString('utf8')) as { sources: string[]; sourcesContent?: unknown };
-  assert.ok(map.sources.some((source) => source.endsWith('fixtures/module-urls.worker.ts')), map.sources.join(', '));
+  assert.ok(
+    map.sources.some((source) => source.endsWith('fixtures/module-urls.worker.ts')),
+    map.sources.join(', '),
+  );
   assert.equal(map.sourcesContent, undefined, 'the map carries no copy of the sources');
 });
 
@@ -65,7 +68,11 @@ test('builds of the same sources share one folder, also when they run at once', 
   assert.equal(hrefs.size, 1);
   const folder = path.dirname(fileURLToPath([...hrefs][0]!));
   assert.deepEqual(readdirSync(folder), ['module-urls.worker.mjs']);
-  assert.deepEqual(readdirSync(BUILD_DIR).filter((name) => name.startsWith(`.tmp-${process.pid}-`)), [], 'a temporary folder was left behind');
+  assert.deepEqual(
+    readdirSync(BUILD_DIR).filter((name) => name.startsWith(`.tmp-${process.pid}-`)),
+    [],
+    'a temporary folder was left behind',
+  );
   assert.equal((await run(new URL([...hrefs][0]!))).echo, 42);
 });
 
@@ -118,26 +125,37 @@ test('entries with the same file name are refused (their bundles would overwrite
 test('workers start without the tsx preload they would inherit, and keep every other node flag', async () => {
   // This file runs under `node --import tsx` (npm test): a worker would inherit that flag, and
   // every module it imports would then go through tsx's loader hooks.
-  assert.ok(process.execArgv.some((flag) => /tsx/.test(flag)), `the test runs without a tsx preload: ${JSON.stringify(process.execArgv)}`);
+  assert.ok(
+    process.execArgv.some((flag) => /tsx/.test(flag)),
+    `the test runs without a tsx preload: ${JSON.stringify(process.execArgv)}`,
+  );
   const built = (await buildWorkers([ENTRY])).get(ENTRY.href)!;
   const report = await run(built);
   assert.equal(report.echo, 42);
-  assert.deepEqual(report.execArgv.filter((flag) => /tsx/.test(flag)), [], `a tsx flag reached the worker: ${JSON.stringify(report.execArgv)}`);
+  assert.deepEqual(
+    report.execArgv.filter((flag) => /tsx/.test(flag)),
+    [],
+    `a tsx flag reached the worker: ${JSON.stringify(report.execArgv)}`,
+  );
 
   assert.deepEqual(withoutTsxPreload(['--import', 'tsx']), []);
   assert.deepEqual(withoutTsxPreload(['--import=tsx', '--cpu-prof', '--max-old-space-size=4096']), ['--cpu-prof', '--max-old-space-size=4096']);
   // What the tsx command itself passes to node.
-  assert.deepEqual(
-    withoutTsxPreload(['--require', '/work/x/node_modules/tsx/dist/preflight.cjs', '--import', 'file:///work/x/node_modules/tsx/dist/loader.mjs', '--perf-basic-prof']),
-    ['--perf-basic-prof'],
-  );
+  assert.deepEqual(withoutTsxPreload(['--require', '/work/x/node_modules/tsx/dist/preflight.cjs', '--import', 'file:///work/x/node_modules/tsx/dist/loader.mjs', '--perf-basic-prof']), [
+    '--perf-basic-prof',
+  ]);
   assert.deepEqual(withoutTsxPreload(['--loader', 'tsx/esm']), []);
   // Other preloads, and packages whose names merely start with tsx, stay.
-  assert.deepEqual(withoutTsxPreload(['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']), ['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']);
+  assert.deepEqual(withoutTsxPreload(['--import', './telemetry.mjs', '--require', '/x/node_modules/tsx-extra/index.cjs']), [
+    '--import',
+    './telemetry.mjs',
+    '--require',
+    '/x/node_modules/tsx-extra/index.cjs',
+  ]);
   assert.deepEqual(withoutTsxPreload(['--import']), ['--import']); // a flag without its value is left for node to refuse
 });
 
-test('a parent started with V8 flags (which Node refuses in a worker\'s explicit flags) still starts its workers, without the tsx preload', () => {
+test("a parent started with V8 flags (which Node refuses in a worker's explicit flags) still starts its workers, without the tsx preload", () => {
   // --max-old-space-size, --expose-gc and --perf-basic-prof act on the whole process: an inherited
   // list may hold them, an explicit one may not (ERR_WORKER_INVALID_EXEC_ARGV).
   const fixture = fileURLToPath(new URL('./fixtures/spawn-with-flags.ts', import.meta.url));
@@ -146,7 +164,11 @@ test('a parent started with V8 flags (which Node refuses in a worker\'s explicit
     assert.equal(run.status, 0, `with ${flags.join(' ')}: ${run.stderr.slice(-2000)}`);
     const report = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { echo: number; execArgv: string[] };
     assert.equal(report.echo, 7);
-    assert.deepEqual(report.execArgv.filter((flag) => /tsx/.test(flag)), [], `with ${flags.join(' ')}: ${JSON.stringify(report.execArgv)}`);
+    assert.deepEqual(
+      report.execArgv.filter((flag) => /tsx/.test(flag)),
+      [],
+      `with ${flags.join(' ')}: ${JSON.stringify(report.execArgv)}`,
+    );
     // What a worker may be given is kept.
     if (flags.includes('--enable-source-maps')) assert.ok(report.execArgv.includes('--enable-source-maps'), JSON.stringify(report.execArgv));
   }
@@ -187,12 +209,18 @@ test('a build is used only while it is current: every input with its hash, the f
   }
 });
 
-test('buildMain names the built server.ts for the launcher, with the sources, tsconfig.json and esbuild\'s version among its inputs', async () => {
+test("buildMain names the built server.ts for the launcher, with the sources, tsconfig.json and esbuild's version among its inputs", async () => {
   const main = await buildMain();
   assert.equal(path.join(currentBuild(MAIN_BUILD, [MAIN_MODULE])!.dir, MAIN_MODULE), fileURLToPath(main));
   const inputs = Object.keys((JSON.parse(readFileSync(MAIN_BUILD, 'utf8')) as { inputs: Record<string, string> }).inputs);
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  for (const file of [fileURLToPath(MAIN_ENTRY), path.join(root, 'runtime/worker-build.ts'), path.join(root, 'core/config.ts'), path.join(root, 'tsconfig.json'), path.join(root, 'node_modules/esbuild/package.json')]) {
+  for (const file of [
+    fileURLToPath(MAIN_ENTRY),
+    path.join(root, 'runtime/worker-build.ts'),
+    path.join(root, 'core/config.ts'),
+    path.join(root, 'tsconfig.json'),
+    path.join(root, 'node_modules/esbuild/package.json'),
+  ]) {
     assert.ok(inputs.includes(file), `${file} is an input of the main build`);
   }
 });

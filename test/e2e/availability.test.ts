@@ -71,11 +71,17 @@ const tokenFor = (path: string) => (path.startsWith('/api/v1/orders/') ? TOKENS.
 test("every inventory row's required and optional filters are its route's parameters in the served OpenAPI document", async () => {
   const doc = await openApi();
   const rows = await inventory();
-  assert.ok(rows.some((row) => row.name === 'settlement-leaderboard'), 'COMPETITION_PROFILE is set: the leaderboard row is listed');
+  assert.ok(
+    rows.some((row) => row.name === 'settlement-leaderboard'),
+    'COMPETITION_PROFILE is set: the leaderboard row is listed',
+  );
   for (const row of rows) {
     const { operation } = operationOf(doc, row.endpoint);
     const parameters: Parameter[] = operation.parameters ?? [];
-    assert.ok(parameters.every((p) => p.in === 'path' || p.in === 'query'), `${row.endpoint}: read filters are path or query parameters`);
+    assert.ok(
+      parameters.every((p) => p.in === 'path' || p.in === 'query'),
+      `${row.endpoint}: read filters are path or query parameters`,
+    );
     assert.deepEqual(sorted(row.requiredFilters), sorted(parameters.filter((p) => p.required).map((p) => p.name)), `${row.endpoint}: requiredFilters`);
     assert.deepEqual(sorted(row.optionalFilters), sorted(parameters.filter((p) => !p.required).map((p) => p.name)), `${row.endpoint}: optionalFilters`);
   }
@@ -98,7 +104,11 @@ test('every optional filter an inventory row lists is taken by its route; a para
     if (operation.responses['400'] !== undefined) {
       const refused = await call('?notAFilter=1');
       assert.equal(refused.status, 400, `${row.endpoint}: an unlisted parameter`);
-      assert.deepEqual(refused.json.details.map((d: any) => d.field), ['notAFilter'], row.endpoint);
+      assert.deepEqual(
+        refused.json.details.map((d: any) => d.field),
+        ['notAFilter'],
+        row.endpoint,
+      );
     }
   }
 });

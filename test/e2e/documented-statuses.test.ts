@@ -58,7 +58,14 @@ before(async () => {
   stalls = Promise.all(
     [...ORDER_ROUTES, ...ADMIN_BODY_ROUTES].map(async (path): Promise<[string, RawResult]> => {
       const token = path.startsWith('/admin') ? TOKENS.operator : TOKENS.traderA;
-      const headers: Array<[string, string]> = [['Host', 'venue'], ['Authorization', `Bearer ${token}`], ['Content-Type', 'application/json'], ['X-Client-Id', 'stall'], ['Idempotency-Key', crypto.randomUUID()], ['Content-Length', '10']];
+      const headers: Array<[string, string]> = [
+        ['Host', 'venue'],
+        ['Authorization', `Bearer ${token}`],
+        ['Content-Type', 'application/json'],
+        ['X-Client-Id', 'stall'],
+        ['Idempotency-Key', crypto.randomUUID()],
+        ['Content-Length', '10'],
+      ];
       return [path, await rawExchange(port, [{ data: rawRequest('POST', path, headers, '{') }], { timeoutMs: 9_000 })];
     }),
   );
@@ -197,7 +204,7 @@ test('market data: 200, 400, 404, and the 409 of a projection name past the boun
   await call('GET /api/v1/market-data/depth/{instrumentId}', `/api/v1/market-data/depth/${unknown}`, 404, { token: TOKENS.viewer });
 });
 
-test("own orders and fills: 200 for a trader, 403 for a viewer, 400 past the limit", async () => {
+test('own orders and fills: 200 for a trader, 403 for a viewer, 400 past the limit', async () => {
   for (const view of ['current', 'history', 'fills']) {
     const operation = `GET /api/v1/orders/${view}`;
     await call(operation, `/api/v1/orders/${view}`, 200, { token: TOKENS.traderA });

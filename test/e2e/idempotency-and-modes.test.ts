@@ -28,7 +28,10 @@ test('a replay answers the original status and body byte for byte, and creates n
   assert.equal((await venue.order('/api/v1/orders/submit', reordered, { key })).text, first.text);
   // Had the replay created an order, selling 6 would fill 6 of two bids.
   const sell = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT_A, side: 'SELL', price: '5', quantity: '6', timeInForce: 'IOC' }));
-  assert.deepEqual(sell.json.trades.map((t: { quantity: { units: string } }) => t.quantity.units), ['3']);
+  assert.deepEqual(
+    sell.json.trades.map((t: { quantity: { units: string } }) => t.quantity.units),
+    ['3'],
+  );
 });
 
 test('the same key with another payload is 409; so is a commandId already used under another key', async () => {
@@ -55,13 +58,14 @@ test('the idempotency scope is (principal, X-Client-Id, Idempotency-Key)', async
 test('forty concurrent identical requests on separate connections (both gateway threads): one order, one answer', async () => {
   const body = submitBody({ instrumentId: INSTRUMENT_B, side: 'BUY', price: '7', quantity: '2' });
   const key = crypto.randomUUID();
-  const answers = await Promise.all(
-    Array.from({ length: 40 }, () => venue.postOnNewConnection(body, key, 'racer')),
-  );
+  const answers = await Promise.all(Array.from({ length: 40 }, () => venue.postOnNewConnection(body, key, 'racer')));
   assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
   assert.equal(new Set(answers.map((a) => a.text)).size, 1, 'every answer is the same bytes');
   const sell = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: INSTRUMENT_B, side: 'SELL', price: '7', quantity: '10', timeInForce: 'IOC' }));
-  assert.deepEqual(sell.json.trades.map((t: { buyOrderId: string; quantity: { units: string } }) => [t.buyOrderId, t.quantity.units]), [[body.orderId, '2']]);
+  assert.deepEqual(
+    sell.json.trades.map((t: { buyOrderId: string; quantity: { units: string } }) => [t.buyOrderId, t.quantity.units]),
+    [[body.orderId, '2']],
+  );
 });
 
 for (const mode of ['captured-ack', 'stream-ack', 'accepted-async'] as const) {
@@ -72,7 +76,10 @@ for (const mode of ['captured-ack', 'stream-ack', 'accepted-async'] as const) {
     assert.equal(answer.status, 202);
     assertShape('AcceptedPointer', answer.json);
     assert.deepEqual(answer.json, {
-      commandId: body.commandId, status: 'ACCEPTED', processingMode: mode, statusUrl: `/api/v1/commands/${body.commandId as string}`,
+      commandId: body.commandId,
+      status: 'ACCEPTED',
+      processingMode: mode,
+      statusUrl: `/api/v1/commands/${body.commandId as string}`,
     });
     let view: any;
     for (let attempt = 0; attempt < 100; attempt++) {
@@ -99,20 +106,55 @@ test('sync-result: the status view holds every field with the values of the answ
   const accepted = answer.json.outcome.accepted;
   assert.deepEqual(
     {
-      commandId: view.commandId, clientId: view.clientId, route: view.route, idempotencyKey: view.idempotencyKey, status: view.status,
-      internalStatus: view.internalStatus, processingMode: view.processingMode, responseStatus: view.responseStatus,
-      responsePayloadJson: view.responsePayloadJson, lastError: view.lastError, canonicalMaterialized: view.canonicalMaterialized,
-      engineResultStatus: view.engineResultStatus, resultStatus: view.resultStatus, shardId: view.shardId, partition: view.partition,
-      commandStream: view.commandStream, eventStream: view.eventStream, deliveredCount: view.deliveredCount, commandType: view.commandType,
-      instrumentId: view.instrumentId, orderId: view.orderId, rejectCode: view.rejectCode, resultPayloadJson: view.resultPayloadJson,
+      commandId: view.commandId,
+      clientId: view.clientId,
+      route: view.route,
+      idempotencyKey: view.idempotencyKey,
+      status: view.status,
+      internalStatus: view.internalStatus,
+      processingMode: view.processingMode,
+      responseStatus: view.responseStatus,
+      responsePayloadJson: view.responsePayloadJson,
+      lastError: view.lastError,
+      canonicalMaterialized: view.canonicalMaterialized,
+      engineResultStatus: view.engineResultStatus,
+      resultStatus: view.resultStatus,
+      shardId: view.shardId,
+      partition: view.partition,
+      commandStream: view.commandStream,
+      eventStream: view.eventStream,
+      deliveredCount: view.deliveredCount,
+      commandType: view.commandType,
+      instrumentId: view.instrumentId,
+      orderId: view.orderId,
+      rejectCode: view.rejectCode,
+      resultPayloadJson: view.resultPayloadJson,
     },
     {
-      commandId: body.commandId, clientId: 'desk-9', route: '/api/v1/orders/submit', idempotencyKey: key, status: 'COMPLETED',
-      internalStatus: 'COMPLETED', processingMode: 'sync-result', responseStatus: 200, responsePayloadJson: answer.text, lastError: '',
+      commandId: body.commandId,
+      clientId: 'desk-9',
+      route: '/api/v1/orders/submit',
+      idempotencyKey: key,
+      status: 'COMPLETED',
+      internalStatus: 'COMPLETED',
+      processingMode: 'sync-result',
+      responseStatus: 200,
+      responsePayloadJson: answer.text,
+      lastError: '',
       // sync-result answers only once the outcome is on the durable journal.
-      canonicalMaterialized: true, engineResultStatus: 'accepted', resultStatus: 'accepted', shardId: '0', partition: 0,
-      commandStream: 'shard-0-commands', eventStream: 'shard-0-events', deliveredCount: 1, commandType: 'SubmitOrder',
-      instrumentId: INSTRUMENT_B, orderId: body.orderId, rejectCode: '', resultPayloadJson: answer.text,
+      canonicalMaterialized: true,
+      engineResultStatus: 'accepted',
+      resultStatus: 'accepted',
+      shardId: '0',
+      partition: 0,
+      commandStream: 'shard-0-commands',
+      eventStream: 'shard-0-events',
+      deliveredCount: 1,
+      commandType: 'SubmitOrder',
+      instrumentId: INSTRUMENT_B,
+      orderId: body.orderId,
+      rejectCode: '',
+      resultPayloadJson: answer.text,
     },
   );
   assert.match(view.payloadHash, /^[0-9a-f]{64}$/);

@@ -50,7 +50,14 @@ test('the upgrade without a valid Bearer token is refused with 401 before any so
 
 test('subscribe and unsubscribe are answered; a bad message gets VALIDATION_FAILED and the socket stays open', async () => {
   const client = await connect();
-  for (const bad of ['not json', '[]', { op: 'watch', channel: 'trades', instrumentId: S1 }, { op: 'subscribe', channel: 'bars', instrumentId: S1 }, { op: 'subscribe', channel: 'top', instrumentId: 'x' }, { op: 'subscribe', channel: 'top', instrumentId: S1, extra: 1 }]) {
+  for (const bad of [
+    'not json',
+    '[]',
+    { op: 'watch', channel: 'trades', instrumentId: S1 },
+    { op: 'subscribe', channel: 'bars', instrumentId: S1 },
+    { op: 'subscribe', channel: 'top', instrumentId: 'x' },
+    { op: 'subscribe', channel: 'top', instrumentId: S1, extra: 1 },
+  ]) {
     client.send(bad);
     const answer = await client.next();
     assert.equal(answer.type, 'error', JSON.stringify(bad));
@@ -104,8 +111,7 @@ function keptBook(messages: StreamMessage[]): { seq: number; bids: StreamMessage
       else side.set(change.price.nanos, { price: change.price, quantity: change.quantity, orderCount: change.orderCount });
     }
   }
-  const sorted = (side: Map<string, StreamMessage>, descending: boolean) =>
-    [...side.values()].sort((a, b) => (BigInt(a.price.nanos) < BigInt(b.price.nanos) ? 1 : -1) * (descending ? 1 : -1));
+  const sorted = (side: Map<string, StreamMessage>, descending: boolean) => [...side.values()].sort((a, b) => (BigInt(a.price.nanos) < BigInt(b.price.nanos) ? 1 : -1) * (descending ? 1 : -1));
   return { seq, bids: sorted(sides.bid, true), asks: sorted(sides.ask, false) };
 }
 
@@ -120,26 +126,47 @@ test('trades, top and depth: first messages, then each durable change with conse
   await submit(submitBody({ instrumentId: S1, side: 'BUY', price: '100', quantity: '5' }));
   assert.deepEqual(await client.next((m) => m.channel === 'top'), { type: 'top', channel: 'top', instrumentId: S1, seq: '1', bid: { price: px('100000000000'), quantity: { units: '5' } }, ask: null });
   assert.deepEqual(await client.next((m) => m.channel === 'depth'), {
-    type: 'depth-update', channel: 'depth', instrumentId: S1, seq: '1',
+    type: 'depth-update',
+    channel: 'depth',
+    instrumentId: S1,
+    seq: '1',
     changes: [{ side: 'bid', price: px('100000000000'), quantity: { units: '5' }, orderCount: 1 }],
   });
   await submit(submitBody({ instrumentId: S1, side: 'SELL', price: '101', quantity: '4', ...B }), TOKENS.traderB);
   await submit(submitBody({ instrumentId: S1, side: 'SELL', price: '100', quantity: '2', ...B }), TOKENS.traderB);
   await submit(submitBody({ instrumentId: S1, side: 'SELL', price: '99', quantity: '3', ...B }), TOKENS.traderB);
   const trades = [await client.next((m) => m.channel === 'trades'), await client.next((m) => m.channel === 'trades')];
-  assert.deepEqual(trades.map((t) => [t.type, t.seq, t.price.nanos, t.quantity.units]), [['trade', '1', '100000000000', '2'], ['trade', '2', '100000000000', '3']]);
+  assert.deepEqual(
+    trades.map((t) => [t.type, t.seq, t.price.nanos, t.quantity.units]),
+    [
+      ['trade', '1', '100000000000', '2'],
+      ['trade', '2', '100000000000', '3'],
+    ],
+  );
   for (const trade of trades) {
-    assert.deepEqual(Object.keys(trade).sort(), ['channel', 'currency', 'instrumentId', 'occurredAt', 'price', 'quantity', 'seq', 'sequence', 'tradeId', 'type'], 'the public tape fields, no identity');
+    assert.deepEqual(
+      Object.keys(trade).sort(),
+      ['channel', 'currency', 'instrumentId', 'occurredAt', 'price', 'quantity', 'seq', 'sequence', 'tradeId', 'type'],
+      'the public tape fields, no identity',
+    );
     assert.match(trade.tradeId, /^[0-9a-f-]{36}$/);
     assert.ok(!Number.isNaN(Date.parse(trade.occurredAt)));
   }
   await venue.untilProjected();
   const tape = await venue.get(`/api/v1/market-data/trades/${S1}`, TOKENS.viewer);
-  assert.deepEqual(tape.json.rows.map((row: StreamMessage) => [row.tradeId, row.sequence, row.occurredAt]).reverse(), trades.map((t) => [t.tradeId, t.sequence, t.occurredAt]), 'the tape, oldest first');
+  assert.deepEqual(
+    tape.json.rows.map((row: StreamMessage) => [row.tradeId, row.sequence, row.occurredAt]).reverse(),
+    trades.map((t) => [t.tradeId, t.sequence, t.occurredAt]),
+    'the tape, oldest first',
+  );
   const top = await client.next((m) => m.channel === 'top' && m.bid === null);
   assert.deepEqual([top.ask, Number(top.seq) > 1], [{ price: px('101000000000'), quantity: { units: '4' } }, true]);
   const tops = client.of('top', S1).map((m) => Number(m.seq));
-  assert.deepEqual(tops, tops.map((_, k) => k), 'top seqs consecutive from the first message');
+  assert.deepEqual(
+    tops,
+    tops.map((_, k) => k),
+    'top seqs consecutive from the first message',
+  );
   await client.close();
 });
 
@@ -157,7 +184,7 @@ test('hidden orders never appear on the depth or top channels', async () => {
   const again = await connect();
   again.subscribe('depth', S3);
   const snapshot = await again.next((m) => m.type === 'depth-snapshot');
-  assert.deepEqual([snapshot.bids, snapshot.asks], [[{ price: px('48000000000'), quantity: { units: '1' } , orderCount: 1 }], []]);
+  assert.deepEqual([snapshot.bids, snapshot.asks], [[{ price: px('48000000000'), quantity: { units: '1' }, orderCount: 1 }], []]);
   assert.ok(!JSON.stringify(client.messages).includes('"units":"9"') && !JSON.stringify(client.messages).includes('"units":"7"'), 'hidden quantity nowhere');
   await Promise.all([client.close(), again.close()]);
 });
@@ -189,7 +216,10 @@ test('under an order load, snapshot plus updates equal the REST depth (levels=50
       if (live.length > 20 && next(4) === 0) {
         const orderId = live.splice(next(live.length), 1)[0]!;
         const [owner, id] = orderId.split('|') as [string, string];
-        await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: id, instrumentId: S2, ...(owner === 'b' ? B : {}) }), { token: owner === 'b' ? TOKENS.traderB : TOKENS.traderA, mode: 'sync-result' });
+        await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: id, instrumentId: S2, ...(owner === 'b' ? B : {}) }), {
+          token: owner === 'b' ? TOKENS.traderB : TOKENS.traderA,
+          mode: 'sync-result',
+        });
         continue;
       }
       const body = submitBody({ instrumentId: S2, side, price, quantity: String(1 + next(20)), orderType: hidden ? 'LIMIT_HIDDEN' : 'LIMIT', ...(side === 'SELL' ? B : {}) });
@@ -257,7 +287,11 @@ test('a trade is streamed only once its journal commit is durable: none while th
     const answer = venue.order('/api/v1/orders/submit', submitBody({ instrumentId: S5, side: 'SELL', price: '70', quantity: '2', ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.deepEqual(client.of('trades', S5), [], 'no trade before the commit');
-    assert.deepEqual(client.of('top', S5).map((m) => m.seq), ['1'], 'nor a book change');
+    assert.deepEqual(
+      client.of('top', S5).map((m) => m.seq),
+      ['1'],
+      'nor a book change',
+    );
     assert.equal((await answer).status, 503, 'the order itself is not acknowledged either');
     await db.query('COMMIT');
   });

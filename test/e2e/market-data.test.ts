@@ -84,12 +84,20 @@ async function buildOpenQuantityBook(target: VenueProcess): Promise<void> {
     assert.ok(answer.json.outcome.accepted, answer.text);
     return answer;
   };
-  for (const [price, quantity, orderType] of [['100', '5', 'LIMIT'], ['99', '3', 'LIMIT'], ['98', '7', 'LIMIT_HIDDEN']] as const) {
+  for (const [price, quantity, orderType] of [
+    ['100', '5', 'LIMIT'],
+    ['99', '3', 'LIMIT'],
+    ['98', '7', 'LIMIT_HIDDEN'],
+  ] as const) {
     await order(submitBody({ instrumentId: Z, side: 'BUY', price, quantity, orderType }), TOKENS.traderA);
   }
   const cancelled = submitBody({ instrumentId: Z, side: 'BUY', price: '97', quantity: '1' });
   await order(cancelled, TOKENS.traderA);
-  for (const [price, quantity, orderType] of [['102', '4', 'LIMIT'], ['105', '20', 'LIMIT'], ['110', '9', 'LIMIT_HIDDEN']] as const) {
+  for (const [price, quantity, orderType] of [
+    ['102', '4', 'LIMIT'],
+    ['105', '20', 'LIMIT'],
+    ['110', '9', 'LIMIT_HIDDEN'],
+  ] as const) {
     await order(submitBody({ instrumentId: Z, side: 'SELL', price, quantity, orderType, ...B }), TOKENS.traderB);
   }
   const fill = await order(submitBody({ instrumentId: Z, side: 'SELL', price: '100', quantity: '2', ...B }), TOKENS.traderB);
@@ -279,7 +287,12 @@ test('bars: OHLCV per interval equal to values computed from the trades made', a
   const first = Date.parse(made[0].occurredAt.slice(0, 23) + 'Z');
   const start = new Date(Math.floor(first / 3_600_000) * 3_600_000).toISOString();
   const end = new Date(Math.ceil((Date.now() + 1000) / 3_600_000) * 3_600_000).toISOString();
-  for (const [interval, seconds] of [['1m', 60], ['5m', 300], ['15m', 900], ['1h', 3600]] as const) {
+  for (const [interval, seconds] of [
+    ['1m', 60],
+    ['5m', 300],
+    ['15m', 900],
+    ['1h', 3600],
+  ] as const) {
     const bars = await get(`/api/v1/market-data/bars/${T}?interval=${interval}&start=${start}&end=${end}`);
     assert.equal(bars.status, 200, bars.text);
     assertShape('Bars', bars.json);
@@ -293,7 +306,7 @@ test('bars: OHLCV per interval equal to values computed from the trades made', a
   }
 });
 
-test('own orders and fills: only the caller\'s participants, filterable, bounded', async () => {
+test("own orders and fills: only the caller's participants, filterable, bounded", async () => {
   const current = await get('/api/v1/orders/current', TOKENS.traderA);
   assert.equal(current.status, 200);
   assertShape('OwnOrders', current.json);
@@ -301,7 +314,11 @@ test('own orders and fills: only the caller\'s participants, filterable, bounded
     assert.equal(row.participantId, TRADER_A.participantId);
     assert.ok(['OPEN', 'PARTIALLY_FILLED'].includes(row.state));
   }
-  for (const orderId of state.openA) assert.ok(current.json.rows.some((row: any) => row.orderId === orderId), 'A\'s resting orders are current');
+  for (const orderId of state.openA)
+    assert.ok(
+      current.json.rows.some((row: any) => row.orderId === orderId),
+      "A's resting orders are current",
+    );
   const first = current.json.rows.find((row: any) => row.orderId === state.openA[0]);
   assert.deepEqual(
     [first.limitPrice, first.originalQuantity, first.remainingQuantity, first.filledQuantity, first.instrumentId, first.side],
@@ -309,7 +326,9 @@ test('own orders and fills: only the caller\'s participants, filterable, bounded
   );
   // Cancel one: it leaves current and shows CANCELLED in history.
   const session = (await venue.get('/api/v1/venue/session', TOKENS.traderA)).json;
-  const cancelled = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: state.openA[3]!, instrumentId: X, runId: session.runId, venueSessionId: session.venueSessionId }), { mode: 'sync-result' });
+  const cancelled = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: state.openA[3]!, instrumentId: X, runId: session.runId, venueSessionId: session.venueSessionId }), {
+    mode: 'sync-result',
+  });
   assert.ok(cancelled.json.outcome.accepted);
   assert.ok(!(await get('/api/v1/orders/current', TOKENS.traderA)).json.rows.some((row: any) => row.orderId === state.openA[3]));
   const history = await get(`/api/v1/orders/history?instrumentId=${X}&limit=1000`, TOKENS.traderA);
@@ -334,9 +353,7 @@ test('own orders and fills: only the caller\'s participants, filterable, bounded
   for (const path of ['/api/v1/orders/current', '/api/v1/orders/history?limit=1000', '/api/v1/orders/fills?limit=1000']) {
     const rows = (await get(path, TOKENS.traderB)).json.rows;
     assert.ok(rows.length > 0, path);
-    const own = path.includes('fills')
-      ? rows.every((row: any) => !made.some((trade) => trade.buyOrderId === row.orderId))
-      : rows.every((row: any) => row.participantId === TRADER_B.participantId);
+    const own = path.includes('fills') ? rows.every((row: any) => !made.some((trade) => trade.buyOrderId === row.orderId)) : rows.every((row: any) => row.participantId === TRADER_B.participantId);
     assert.ok(own, `${path}: trader B sees only its own rows`);
   }
   for (const query of ['?limit=1001', '?limit=0', '?instrumentId=x', '?participantId=' + TRADER_B.participantId]) {
@@ -406,76 +423,97 @@ test('every read route: 401 without a token; own-order reads are for traders onl
 
 test('with the snapshot loop on, snapshots follow the book by themselves', async () => {
   const looped = await VenueProcess.start({ MARKET_DATA_PROJECTOR_ENABLED: 'true', MARKET_DATA_PROJECTOR_INTERVAL_MS: '50' });
-  await stopAfter(() => looped, async () => {
-    const order = submitBody({ instrumentId: X, side: 'SELL', price: '77', quantity: '3', ...B });
-    assert.equal((await looped.order('/api/v1/orders/submit', order, { token: TOKENS.traderB })).status, 200);
-    let snapshot: HttpAnswer | null = null;
-    for (let attempt = 0; attempt < 200; attempt++) {
-      snapshot = await looped.get(`/api/v1/market-data/snapshots/${X}`, TOKENS.viewer);
-      if (snapshot.status === 200 && snapshot.json.bestAsk !== null) break;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    assert.deepEqual(snapshot!.json.bestAsk, { price: px('77000000000'), quantity: { units: '3' } });
-    const status = (await looped.get('/internal/market-data/projector/status', TOKENS.viewer)).json;
-    assertShape('ProjectorStatus', status);
-    assert.deepEqual([status.enabled, status.running, status.errors, status.intervalMs], [true, true, 0, 50]);
-    assert.ok(status.refreshes >= 1 && status.lastRefreshAt !== null);
-    assert.deepEqual(status.watermark, status.sourceWatermark);
-    assert.equal(status.lagSequences, 0);
-  });
+  await stopAfter(
+    () => looped,
+    async () => {
+      const order = submitBody({ instrumentId: X, side: 'SELL', price: '77', quantity: '3', ...B });
+      assert.equal((await looped.order('/api/v1/orders/submit', order, { token: TOKENS.traderB })).status, 200);
+      let snapshot: HttpAnswer | null = null;
+      for (let attempt = 0; attempt < 200; attempt++) {
+        snapshot = await looped.get(`/api/v1/market-data/snapshots/${X}`, TOKENS.viewer);
+        if (snapshot.status === 200 && snapshot.json.bestAsk !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      assert.deepEqual(snapshot!.json.bestAsk, { price: px('77000000000'), quantity: { units: '3' } });
+      const status = (await looped.get('/internal/market-data/projector/status', TOKENS.viewer)).json;
+      assertShape('ProjectorStatus', status);
+      assert.deepEqual([status.enabled, status.running, status.errors, status.intervalMs], [true, true, 0, 50]);
+      assert.ok(status.refreshes >= 1 && status.lastRefreshAt !== null);
+      assert.deepEqual(status.watermark, status.sourceWatermark);
+      assert.equal(status.lagSequences, 0);
+    },
+  );
 });
 
 test('a snapshot the shared view has no room for is read from storage with the same open quantities', async () => {
   const small = await VenueProcess.start({ MARKET_DATA_SNAPSHOTS: '1' });
-  await stopAfter(() => small, async () => {
-    await buildOpenQuantityBook(small);
-    const other = crypto.randomUUID();
-    const resting = await small.order('/api/v1/orders/submit', submitBody({ instrumentId: other, side: 'SELL', price: '10', quantity: '3', ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
-    assert.ok(resting.json.outcome.accepted, resting.text);
-    assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${other}`, { token: TOKENS.viewer })).status, 200, 'the one entry of the view');
-    assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${Z}`, { token: TOKENS.viewer })).status, 200);
-    await small.untilLogged(/more stored snapshots than MARKET_DATA_SNAPSHOTS/);
-    const fromStorage = await small.get(`/api/v1/market-data/snapshots/${Z}`, TOKENS.viewer);
-    assert.equal(fromStorage.status, 200, fromStorage.text);
-    assertShape('Snapshot', fromStorage.json);
-    assert.deepEqual(withoutTimes(fromStorage.json), Z_SNAPSHOT);
-    const fromView = (await small.get(`/api/v1/market-data/snapshots/${other}`, TOKENS.viewer)).json;
-    assert.deepEqual([fromView.bestAsk, fromView.openQuantity], [{ price: px('10000000000'), quantity: { units: '3' } }, { bid: { units: '0' }, ask: { units: '3' } }]);
-  });
+  await stopAfter(
+    () => small,
+    async () => {
+      await buildOpenQuantityBook(small);
+      const other = crypto.randomUUID();
+      const resting = await small.order('/api/v1/orders/submit', submitBody({ instrumentId: other, side: 'SELL', price: '10', quantity: '3', ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
+      assert.ok(resting.json.outcome.accepted, resting.text);
+      assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${other}`, { token: TOKENS.viewer })).status, 200, 'the one entry of the view');
+      assert.equal((await small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${Z}`, { token: TOKENS.viewer })).status, 200);
+      await small.untilLogged(/more stored snapshots than MARKET_DATA_SNAPSHOTS/);
+      const fromStorage = await small.get(`/api/v1/market-data/snapshots/${Z}`, TOKENS.viewer);
+      assert.equal(fromStorage.status, 200, fromStorage.text);
+      assertShape('Snapshot', fromStorage.json);
+      assert.deepEqual(withoutTimes(fromStorage.json), Z_SNAPSHOT);
+      const fromView = (await small.get(`/api/v1/market-data/snapshots/${other}`, TOKENS.viewer)).json;
+      assert.deepEqual(
+        [fromView.bestAsk, fromView.openQuantity],
+        [
+          { price: px('10000000000'), quantity: { units: '3' } },
+          { bid: { units: '0' }, ask: { units: '3' } },
+        ],
+      );
+    },
+  );
 });
 
 test('depth and the tape view are bounded by MARKET_DATA_INSTRUMENTS: depth past it answers 503 with Retry-After, the tape comes from storage, the others keep theirs', async () => {
   const small = await VenueProcess.start({ MARKET_DATA_INSTRUMENTS: '1' });
-  await stopAfter(() => small, async () => {
-    const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
-    for (const instrumentId of [first, second]) {
-      assert.equal((await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '10', quantity: '3' }))).status, 200);
-    }
-    const kept = await small.get(`/api/v1/market-data/depth/${first}`, TOKENS.viewer);
-    assert.equal(kept.status, 200);
-    assert.deepEqual(kept.json.bids.map((level: any) => [level.price.nanos, level.quantity.units, level.orderCount]), [['10000000000', '3', 1]]);
-    const refused = await small.get(`/api/v1/market-data/depth/${second}`, TOKENS.viewer);
-    assert.equal(refused.status, 503);
-    assert.equal(refused.json.code, 'OVERLOADED');
-    assert.match(refused.json.error, /MARKET_DATA_INSTRUMENTS/);
-    assert.equal(refused.headers.get('retry-after'), '1');
-    // A snapshot is refreshed from the same books: past the bound it is refused the same way, the one in the view refreshes.
-    const refresh = (instrumentId: string) => small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${instrumentId}`, { token: TOKENS.viewer });
-    const unrefreshed = await refresh(second);
-    assert.deepEqual([unrefreshed.status, unrefreshed.json.code], [503, 'OVERLOADED'], unrefreshed.text);
-    assert.equal((await refresh(first)).status, 200);
-    assert.deepEqual((await small.get(`/api/v1/market-data/snapshots/${first}`, TOKENS.viewer)).json.openQuantity, { bid: { units: '3' }, ask: { units: '0' } });
-    // The tape view has the same bound: the first instrument to trade takes it, the other's tape is read from storage.
-    for (const [instrumentId, quantity] of [[first, '1'], [second, '2']] as const) {
-      const sell = await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: '10', quantity, ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
-      assert.equal(sell.json.trades.length, 1, sell.text);
-      const tape = await small.get(`/api/v1/market-data/trades/${instrumentId}`, TOKENS.viewer);
-      assert.equal(tape.status, 200, tape.text);
+  await stopAfter(
+    () => small,
+    async () => {
+      const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
+      for (const instrumentId of [first, second]) {
+        assert.equal((await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '10', quantity: '3' }))).status, 200);
+      }
+      const kept = await small.get(`/api/v1/market-data/depth/${first}`, TOKENS.viewer);
+      assert.equal(kept.status, 200);
       assert.deepEqual(
-        tape.json.rows.map((row: any) => [row.tradeId, row.price.nanos, row.quantity.units]),
-        [[sell.json.trades[0].tradeId, '10000000000', quantity]],
-        `the tape of ${instrumentId === first ? 'the instrument in the view' : 'the instrument past the bound'}`,
+        kept.json.bids.map((level: any) => [level.price.nanos, level.quantity.units, level.orderCount]),
+        [['10000000000', '3', 1]],
       );
-    }
-  });
+      const refused = await small.get(`/api/v1/market-data/depth/${second}`, TOKENS.viewer);
+      assert.equal(refused.status, 503);
+      assert.equal(refused.json.code, 'OVERLOADED');
+      assert.match(refused.json.error, /MARKET_DATA_INSTRUMENTS/);
+      assert.equal(refused.headers.get('retry-after'), '1');
+      // A snapshot is refreshed from the same books: past the bound it is refused the same way, the one in the view refreshes.
+      const refresh = (instrumentId: string) => small.request('POST', `/api/v1/market-data/snapshots?instrumentId=${instrumentId}`, { token: TOKENS.viewer });
+      const unrefreshed = await refresh(second);
+      assert.deepEqual([unrefreshed.status, unrefreshed.json.code], [503, 'OVERLOADED'], unrefreshed.text);
+      assert.equal((await refresh(first)).status, 200);
+      assert.deepEqual((await small.get(`/api/v1/market-data/snapshots/${first}`, TOKENS.viewer)).json.openQuantity, { bid: { units: '3' }, ask: { units: '0' } });
+      // The tape view has the same bound: the first instrument to trade takes it, the other's tape is read from storage.
+      for (const [instrumentId, quantity] of [
+        [first, '1'],
+        [second, '2'],
+      ] as const) {
+        const sell = await small.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: '10', quantity, ...B }), { token: TOKENS.traderB, mode: 'sync-result' });
+        assert.equal(sell.json.trades.length, 1, sell.text);
+        const tape = await small.get(`/api/v1/market-data/trades/${instrumentId}`, TOKENS.viewer);
+        assert.equal(tape.status, 200, tape.text);
+        assert.deepEqual(
+          tape.json.rows.map((row: any) => [row.tradeId, row.price.nanos, row.quantity.units]),
+          [[sell.json.trades[0].tradeId, '10000000000', quantity]],
+          `the tape of ${instrumentId === first ? 'the instrument in the view' : 'the instrument past the bound'}`,
+        );
+      }
+    },
+  );
 });

@@ -100,11 +100,7 @@ test('commands move the request, command and duration counts by exactly what was
   assert.equal(moved('venue_command_duration_seconds_count{route="submit",mode="sync-result"}'), submits);
   assert.equal(moved('venue_command_duration_seconds_count{route="submit",mode="captured-ack"}'), 2);
   assert.equal(moved('venue_command_duration_seconds_count{route="cancel",mode="sync-result"}'), 1);
-  assert.equal(
-    moved('venue_command_duration_seconds_bucket{route="submit",mode="sync-result",le="+Inf"}'),
-    submits,
-    'the +Inf bucket holds every timed command',
-  );
+  assert.equal(moved('venue_command_duration_seconds_bucket{route="submit",mode="sync-result",le="+Inf"}'), submits, 'the +Inf bucket holds every timed command');
   const sum = moved('venue_command_duration_seconds_sum{route="submit",mode="sync-result"}');
   assert.ok(sum > 0 && sum < 10 * submits, `${submits} durable submits took ${sum} s in all`);
 });
@@ -118,7 +114,10 @@ test('journal commits are timed, and the queues show the commands they carried',
   assert.ok(value(samples, 'venue_journal_commit_duration_seconds_sum') > 0);
   const rings = [...samples].filter(([key]) => key.startsWith('venue_queue_high_water{queue="intake-ring-g'));
   assert.equal(rings.length, 2, 'one intake ring per gateway');
-  assert.ok(rings.some(([, high]) => high >= 1), 'the intake rings carried the commands');
+  assert.ok(
+    rings.some(([, high]) => high >= 1),
+    'the intake rings carried the commands',
+  );
   assert.ok(value(samples, 'process_cpu_seconds_total') > 0);
 });
 

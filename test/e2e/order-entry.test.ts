@@ -4,16 +4,7 @@ import { after, before, test } from 'node:test';
 import { shardOf } from '../../core/shard-map.ts';
 import { uuidWords } from '../../core/uuid.ts';
 import { assertShape } from '../support/response-schemas.ts';
-import {
-  cancelBody,
-  cancelByClientOrderBody,
-  modifyBody,
-  submitBody,
-  TOKENS,
-  TRADER_A,
-  TRADER_B,
-  VenueProcess,
-} from '../support/venue-process.ts';
+import { cancelBody, cancelByClientOrderBody, modifyBody, submitBody, TOKENS, TRADER_A, TRADER_B, VenueProcess } from '../support/venue-process.ts';
 
 let venue: VenueProcess;
 /** A fresh instrument on the wanted shard (every test trades on its own books). */
@@ -59,7 +50,10 @@ test('orders on instruments of both shards match within their own books', async 
       [trade.buyOrderId, trade.sellOrderId, trade.instrumentId, trade.quantity, trade.price],
       [buy.orderId, sell.orderId, instrumentId, { units: '4' }, { nanos: '99500000000', currency: 'USD' }],
     );
-    assert.deepEqual(executions.map((e: { orderId: string }) => e.orderId), [buy.orderId, sell.orderId]);
+    assert.deepEqual(
+      executions.map((e: { orderId: string }) => e.orderId),
+      [buy.orderId, sell.orderId],
+    );
     assert.equal(trade.executionId, executions[0].executionId, "the trade names the incoming order's execution");
     assert.ok(trade.eventId.startsWith(`e000000${shard}`), `event ids carry the shard: ${trade.eventId}`);
     for (const record of [answer.json.outcome.accepted, ...executions, ...trades]) {
@@ -88,13 +82,7 @@ test('every differing context field is ORDER_CONTEXT_MISMATCH, even an instrumen
   const order = submitBody({ instrumentId, side: 'SELL', price: '70', quantity: '3' });
   await venue.order('/api/v1/orders/submit', order);
   const orderId = order.orderId as string;
-  const variants = [
-    { runId: 'run-other' },
-    { venueSessionId: 'session-0' },
-    { instrumentId: instrumentOn(1) },
-    { instrumentId: instrumentOn(0) },
-    { accountId: TRADER_A.otherAccountId },
-  ];
+  const variants = [{ runId: 'run-other' }, { venueSessionId: 'session-0' }, { instrumentId: instrumentOn(1) }, { instrumentId: instrumentOn(0) }, { accountId: TRADER_A.otherAccountId }];
   for (const change of variants) {
     const answer = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId, instrumentId, ...change }));
     assert.equal(answer.status, 200);
@@ -104,18 +92,19 @@ test('every differing context field is ORDER_CONTEXT_MISMATCH, even an instrumen
   }
   // The order is unchanged: it still trades in full.
   const buy = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: '70', quantity: '3' }));
-  assert.deepEqual(buy.json.trades.map((t: { quantity: { units: string } }) => t.quantity.units), ['3']);
+  assert.deepEqual(
+    buy.json.trades.map((t: { quantity: { units: string } }) => t.quantity.units),
+    ['3'],
+  );
 });
 
 test("another participant's order cannot be touched even with its full context", async () => {
   const instrumentId = instrumentOn(1);
   const order = submitBody({ instrumentId, side: 'BUY', price: '10', quantity: '1' });
   await venue.order('/api/v1/orders/submit', order);
-  const answer = await venue.order(
-    '/api/v1/orders/cancel',
-    cancelBody({ orderId: order.orderId as string, instrumentId, participantId: TRADER_B.participantId, accountId: TRADER_B.accountId }),
-    { token: TOKENS.traderB },
-  );
+  const answer = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.orderId as string, instrumentId, participantId: TRADER_B.participantId, accountId: TRADER_B.accountId }), {
+    token: TOKENS.traderB,
+  });
   assert.equal(answer.json.outcome.rejected.code, 'ORDER_CONTEXT_MISMATCH');
 });
 

@@ -39,18 +39,7 @@ import {
   TERMINAL,
   type Sent,
 } from '../support/crash-checks.ts';
-import {
-  cancelBody,
-  cancelByClientOrderBody,
-  submitBody,
-  TOKENS,
-  TRADER_B,
-  dataDirs,
-  storageUrl,
-  stopAfter,
-  VenueProcess,
-  type HttpAnswer,
-} from '../support/venue-process.ts';
+import { cancelBody, cancelByClientOrderBody, submitBody, TOKENS, TRADER_B, dataDirs, storageUrl, stopAfter, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -116,59 +105,67 @@ test('a graceful restart keeps the session, statuses, replays, claims and books'
   assert.equal(await venue.stop(), 0);
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
-  await stopAfter(() => venue, async () => {
-    assert.equal((await venue.get('/readyz')).status, 200);
-    // Both shards' engines came from the files saved at the stop (persistence/engine-snapshot.ts), not a replay:
-    // everything below about priority, claims and matching is true of the restored engines.
-    assert.match(venue.log, /"replayed":0,[^\n]*"books":\["saved at the last stop","saved at the last stop"\][^\n]*order books restored/);
-    // And the projector's open orders from the file saved with them (persistence/open-orders-snapshot.ts).
-    assert.match(venue.log, /"openOrders":"saved at the last stop"/);
-    assert.deepEqual((await venue.get('/api/v1/venue/session', TOKENS.traderA)).json, session, 'a restart does not end the session');
-    assert.deepEqual((await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json, depthBefore, 'the read thread loaded the same books');
-    for (const { body, key, mode, answer } of sent) {
-      const commandId = body.commandId as string;
-      const view = (await venue.get(`/api/v1/commands/${commandId}`, TOKENS.traderA)).json;
-      assert.deepEqual(view, viewsBefore.get(commandId), `the stored status of ${commandId} (${mode}) equals the in-memory one`);
-      const replay = await venue.order(body.reason === undefined ? '/api/v1/orders/submit' : '/api/v1/orders/cancel', body, { key, mode });
-      assert.equal(replay.status, answer.status, replay.text);
-      assert.equal(replay.text, answer.text, 'a replay after the restart repeats the original answer byte for byte');
-      const conflict = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: instrument }) }, { key, mode });
-      assert.equal(conflict.status, 409, 'the same key with another payload is a conflict, across restarts');
-    }
-    // The orderId and clientOrderId claims survived.
-    const reused = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, orderId: first.orderId as string }));
-    assert.equal(reused.json.outcome.rejected.code, 'DUPLICATE_ORDER_ID');
-    const reusedName = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, clientOrderId: 'restart-coid-1' }));
-    assert.equal(reusedName.json.outcome.rejected.code, 'DUPLICATE_CLIENT_ORDER_ID');
-    // The book kept its priority: a sweeping sell meets 101 (first, then second), then 100 (displayed, then hidden).
-    const sweep = submitBody({ instrumentId: instrument, side: 'SELL', price: '100', quantity: '20', timeInForce: 'IOC', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
-    const swept = await venue.order('/api/v1/orders/submit', sweep, { token: TOKENS.traderB, mode: 'sync-result' });
-    assert.deepEqual(
-      swept.json.trades.map((trade: any) => [trade.buyOrderId, trade.quantity.units, trade.price.nanos]),
-      [
-        [first.orderId, '3', '101000000000'],
-        [second.orderId, '7', '101000000000'],
-        [named.orderId, '4', '100000000000'],
-        [hidden.orderId, '3', '100000000000'],
-      ],
-    );
-    // The projector knew every restored order: their lifecycle rows took the fills.
-    await venue.untilProjected();
-    await withClient(await storageUrl(dir), async (client) => {
-      const rows = await client.query<{ order_id: string; state: string; filled: string }>(
-        'SELECT order_id, state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1) ORDER BY filled_quantity_units',
-        [[first.orderId, second.orderId, named.orderId, hidden.orderId]],
-      );
+  await stopAfter(
+    () => venue,
+    async () => {
+      assert.equal((await venue.get('/readyz')).status, 200);
+      // Both shards' engines came from the files saved at the stop (persistence/engine-snapshot.ts), not a replay:
+      // everything below about priority, claims and matching is true of the restored engines.
+      assert.match(venue.log, /"replayed":0,[^\n]*"books":\["saved at the last stop","saved at the last stop"\][^\n]*order books restored/);
+      // And the projector's open orders from the file saved with them (persistence/open-orders-snapshot.ts).
+      assert.match(venue.log, /"openOrders":"saved at the last stop"/);
+      assert.deepEqual((await venue.get('/api/v1/venue/session', TOKENS.traderA)).json, session, 'a restart does not end the session');
+      assert.deepEqual((await venue.get(`/api/v1/market-data/depth/${instrument}`, TOKENS.viewer)).json, depthBefore, 'the read thread loaded the same books');
+      for (const { body, key, mode, answer } of sent) {
+        const commandId = body.commandId as string;
+        const view = (await venue.get(`/api/v1/commands/${commandId}`, TOKENS.traderA)).json;
+        assert.deepEqual(view, viewsBefore.get(commandId), `the stored status of ${commandId} (${mode}) equals the in-memory one`);
+        const replay = await venue.order(body.reason === undefined ? '/api/v1/orders/submit' : '/api/v1/orders/cancel', body, { key, mode });
+        assert.equal(replay.status, answer.status, replay.text);
+        assert.equal(replay.text, answer.text, 'a replay after the restart repeats the original answer byte for byte');
+        const conflict = await venue.order('/api/v1/orders/submit', { ...submitBody({ instrumentId: instrument }) }, { key, mode });
+        assert.equal(conflict.status, 409, 'the same key with another payload is a conflict, across restarts');
+      }
+      // The orderId and clientOrderId claims survived.
+      const reused = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, orderId: first.orderId as string }));
+      assert.equal(reused.json.outcome.rejected.code, 'DUPLICATE_ORDER_ID');
+      const reusedName = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, clientOrderId: 'restart-coid-1' }));
+      assert.equal(reusedName.json.outcome.rejected.code, 'DUPLICATE_CLIENT_ORDER_ID');
+      // The book kept its priority: a sweeping sell meets 101 (first, then second), then 100 (displayed, then hidden).
+      const sweep = submitBody({ instrumentId: instrument, side: 'SELL', price: '100', quantity: '20', timeInForce: 'IOC', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
+      const swept = await venue.order('/api/v1/orders/submit', sweep, { token: TOKENS.traderB, mode: 'sync-result' });
       assert.deepEqual(
-        rows.rows.map((row) => [row.order_id, row.state, row.filled]),
-        [[hidden.orderId, 'FILLED', '3'], [named.orderId, 'FILLED', '4'], [first.orderId, 'FILLED', '5'], [second.orderId, 'FILLED', '7']],
+        swept.json.trades.map((trade: any) => [trade.buyOrderId, trade.quantity.units, trade.price.nanos]),
+        [
+          [first.orderId, '3', '101000000000'],
+          [second.orderId, '7', '101000000000'],
+          [named.orderId, '4', '100000000000'],
+          [hidden.orderId, '3', '100000000000'],
+        ],
       );
-    });
-    // cancel-by-client-order still resolves a name taken before the restart (the order is filled now).
-    const byName = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('restart-coid-1'));
-    assert.equal(byName.status, 200);
-    assert.equal(byName.json.outcome.rejected.orderId, named.orderId);
-  });
+      // The projector knew every restored order: their lifecycle rows took the fills.
+      await venue.untilProjected();
+      await withClient(await storageUrl(dir), async (client) => {
+        const rows = await client.query<{ order_id: string; state: string; filled: string }>(
+          'SELECT order_id, state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1) ORDER BY filled_quantity_units',
+          [[first.orderId, second.orderId, named.orderId, hidden.orderId]],
+        );
+        assert.deepEqual(
+          rows.rows.map((row) => [row.order_id, row.state, row.filled]),
+          [
+            [hidden.orderId, 'FILLED', '3'],
+            [named.orderId, 'FILLED', '4'],
+            [first.orderId, 'FILLED', '5'],
+            [second.orderId, 'FILLED', '7'],
+          ],
+        );
+      });
+      // cancel-by-client-order still resolves a name taken before the restart (the order is filled now).
+      const byName = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody('restart-coid-1'));
+      assert.equal(byName.status, 200);
+      assert.equal(byName.json.outcome.rejected.orderId, named.orderId);
+    },
+  );
 });
 
 test('a damaged saved book is rebuilt from its journal instead, that shard only; open orders that cannot be loaded are read from storage', async () => {
@@ -179,9 +176,12 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
     const instrumentId = INSTRUMENTS.find((id) => shardOf(uuidWords(id), 0, SHARDS) === shard)!;
     return submitBody({ instrumentId, side: 'BUY', price: '50', quantity: '9' });
   });
-  await stopAfter(() => venue, async () => {
-    for (const bid of bids) assert.equal((await venue.order('/api/v1/orders/submit', bid, { mode: 'sync-result' })).status, 200);
-  });
+  await stopAfter(
+    () => venue,
+    async () => {
+      for (const bid of bids) assert.equal((await venue.order('/api/v1/orders/submit', bid, { mode: 'sync-result' })).status, 200);
+    },
+  );
   const shardFile = path.join(dir, 'shard-1.bin');
   const bytes = readFileSync(shardFile);
   bytes[bytes.length - 64]! ^= 0x01;
@@ -190,28 +190,60 @@ test('a damaged saved book is rebuilt from its journal instead, that shard only;
   const ordersFile = path.join(dir, 'open-orders.bin');
   const saved = readFileSync(ordersFile);
   const header = JSON.parse(saved.toString('utf8', 8, 8 + saved.readUInt32LE(4))) as { token: string; watermarks: number[] };
-  const twice: RestingOrder = { ids: new Int32Array(16).fill(7), runNo: 1, sessionNo: 1, side: 0, orderType: 0, timeInForce: 0, state: 1, priceNanos: 1e9, quantity: 1, filled: 0, currency: 0x555344, shard: 0 };
+  const twice: RestingOrder = {
+    ids: new Int32Array(16).fill(7),
+    runNo: 1,
+    sessionNo: 1,
+    side: 0,
+    orderType: 0,
+    timeInForce: 0,
+    state: 1,
+    priceNanos: 1e9,
+    quantity: 1,
+    filled: 0,
+    currency: 0x555344,
+    shard: 0,
+  };
   writeOpenOrders(ordersFile, header.token, header.watermarks, 2, (visit) => [twice, twice].forEach(visit));
 
   venue = await VenueProcess.start({ DATA_DIR: dir });
-  await stopAfter(() => venue, async () => {
-    assert.match(venue.log, /"books":\["saved at the last stop","replayed \(a checksum mismatch\)"\][^\n]*order books restored/);
-    assert.match(venue.log, /"openOrders":"read from storage \(the file could not be loaded: a resting order loaded twice\)"/);
-    // Both books hold their bid: a crossing sell on each trades against it.
-    for (const bid of bids) {
-      const sell = submitBody({ instrumentId: bid.instrumentId as string, side: 'SELL', price: '50', quantity: '4', timeInForce: 'IOC', participantId: TRADER_B.participantId, accountId: TRADER_B.accountId });
-      const sold = await venue.order('/api/v1/orders/submit', sell, { token: TOKENS.traderB, mode: 'sync-result' });
-      assert.deepEqual(sold.json.trades.map((trade: any) => [trade.buyOrderId, trade.quantity.units]), [[bid.orderId, '4']]);
-    }
-    await venue.untilProjected();
-    await withClient(await storageUrl(dir), async (client) => {
-      const rows = await client.query<{ state: string; filled: string }>(
-        'SELECT state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1)',
-        [bids.map((bid) => bid.orderId)],
-      );
-      assert.deepEqual(rows.rows.map((row) => [row.state, row.filled]), [['PARTIALLY_FILLED', '4'], ['PARTIALLY_FILLED', '4']]);
-    });
-  });
+  await stopAfter(
+    () => venue,
+    async () => {
+      assert.match(venue.log, /"books":\["saved at the last stop","replayed \(a checksum mismatch\)"\][^\n]*order books restored/);
+      assert.match(venue.log, /"openOrders":"read from storage \(the file could not be loaded: a resting order loaded twice\)"/);
+      // Both books hold their bid: a crossing sell on each trades against it.
+      for (const bid of bids) {
+        const sell = submitBody({
+          instrumentId: bid.instrumentId as string,
+          side: 'SELL',
+          price: '50',
+          quantity: '4',
+          timeInForce: 'IOC',
+          participantId: TRADER_B.participantId,
+          accountId: TRADER_B.accountId,
+        });
+        const sold = await venue.order('/api/v1/orders/submit', sell, { token: TOKENS.traderB, mode: 'sync-result' });
+        assert.deepEqual(
+          sold.json.trades.map((trade: any) => [trade.buyOrderId, trade.quantity.units]),
+          [[bid.orderId, '4']],
+        );
+      }
+      await venue.untilProjected();
+      await withClient(await storageUrl(dir), async (client) => {
+        const rows = await client.query<{ state: string; filled: string }>('SELECT state, filled_quantity_units::text AS filled FROM runtime.order_lifecycle_state WHERE order_id = ANY($1)', [
+          bids.map((bid) => bid.orderId),
+        ]);
+        assert.deepEqual(
+          rows.rows.map((row) => [row.state, row.filled]),
+          [
+            ['PARTIALLY_FILLED', '4'],
+            ['PARTIALLY_FILLED', '4'],
+          ],
+        );
+      });
+    },
+  );
 });
 
 const BURST = 800;
@@ -234,33 +266,40 @@ for (const [index, mode] of MODES.entries()) {
     assert.ok(burst.killedMidLoad, 'the venue was killed during the burst');
 
     venue = await VenueProcess.start(env);
-    await stopAfter(() => venue, async () => {
-      assert.equal((await venue.get('/readyz')).status, 200);
-      const recovered = (pattern: RegExp) => Number(pattern.exec(venue.log)?.[1] ?? 0);
-      t.diagnostic(
-        `answered ${sent.filter((c) => c.answer !== null).length} of ${BURST}; restart replayed ${recovered(/"replayed":(\d+)[^\n]*order books restored/)} commands, re-drove ${recovered(/"commands":(\d+)[^\n]*re-driven/)}`,
-      );
-      assert.match(venue.log, /"books":\["replayed \(no graceful stop noted in the database\)","replayed \(no graceful stop noted in the database\)"\]/, 'after a crash the books come from the journal');
-      if (database) {
-        assert.match(venue.log, /PostgreSQL promoted after its recovery/);
-        await venue.untilLogged(/checkpoint after its promotion completed/, 30_000); // asked for once the venue was ready
-      } else {
-        assert.doesNotMatch(venue.log, /did not stop cleanly/, 'a server left running is stopped cleanly, not recovered');
-      }
-      const acknowledged = sent.filter(isAcknowledged);
-      assert.ok(acknowledged.length >= KILL_AFTER - CONCURRENCY, `most answers were acknowledgements (${acknowledged.length})`);
-      await assertTerminalWithOriginalAnswer(venue, acknowledged);
-      await assertReplaysRepeat(venue, acknowledged);
-      await assertUnansweredNeverStuck(venue, sent.filter((c) => c.answer === null).slice(0, 60));
+    await stopAfter(
+      () => venue,
+      async () => {
+        assert.equal((await venue.get('/readyz')).status, 200);
+        const recovered = (pattern: RegExp) => Number(pattern.exec(venue.log)?.[1] ?? 0);
+        t.diagnostic(
+          `answered ${sent.filter((c) => c.answer !== null).length} of ${BURST}; restart replayed ${recovered(/"replayed":(\d+)[^\n]*order books restored/)} commands, re-drove ${recovered(/"commands":(\d+)[^\n]*re-driven/)}`,
+        );
+        assert.match(
+          venue.log,
+          /"books":\["replayed \(no graceful stop noted in the database\)","replayed \(no graceful stop noted in the database\)"\]/,
+          'after a crash the books come from the journal',
+        );
+        if (database) {
+          assert.match(venue.log, /PostgreSQL promoted after its recovery/);
+          await venue.untilLogged(/checkpoint after its promotion completed/, 30_000); // asked for once the venue was ready
+        } else {
+          assert.doesNotMatch(venue.log, /did not stop cleanly/, 'a server left running is stopped cleanly, not recovered');
+        }
+        const acknowledged = sent.filter(isAcknowledged);
+        assert.ok(acknowledged.length >= KILL_AFTER - CONCURRENCY, `most answers were acknowledgements (${acknowledged.length})`);
+        await assertTerminalWithOriginalAnswer(venue, acknowledged);
+        await assertReplaysRepeat(venue, acknowledged);
+        await assertUnansweredNeverStuck(venue, sent.filter((c) => c.answer === null).slice(0, 60));
 
-      await venue.untilProjected();
-      await withClient(await storageUrl(dir), async (client) => {
-        const { history } = await assertJournalAndTrades(client, acknowledged);
-        const { engines, resting } = await assertBooksEqualReplay(client, venue, history);
-        assert.ok(resting > 0, 'the burst left resting orders');
-        await sweepAgainstReplay(venue, engines);
-      });
-    });
+        await venue.untilProjected();
+        await withClient(await storageUrl(dir), async (client) => {
+          const { history } = await assertJournalAndTrades(client, acknowledged);
+          const { engines, resting } = await assertBooksEqualReplay(client, venue, history);
+          assert.ok(resting > 0, 'the burst left resting orders');
+          await sweepAgainstReplay(venue, engines);
+        });
+      },
+    );
   });
 }
 
@@ -307,35 +346,44 @@ test('a command captured but never journaled (the process died in between) is re
   venue = await starting;
   assert.ok(seen.has('503 the venue is starting'), [...seen].join('; '));
   assert.ok(seen.has('order 503 1'), [...seen].join('; '));
-  await stopAfter(() => venue, async () => {
-    assert.match(venue.log, /"commands":2,"msg":"captured commands re-driven to a terminal status"/);
-    // Learned by id, not by another pass over storage: the graceful stop's key filters were loaded, nothing scanned.
-    assert.match(venue.log, /"commands":2,"orders":2,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
-    assert.equal(venue.log.match(/the key filters hold every stored one/g)?.length, 1);
-    const view = (await venue.get(`/api/v1/commands/${body.commandId as string}`, TOKENS.traderA)).json;
-    const pointer = renderPointer(body.commandId as string, 'captured-ack');
-    assert.deepEqual([view.status, view.processingMode, view.responseStatus, view.responsePayloadJson], ['COMPLETED', 'captured-ack', 202, pointer]);
-    const result = JSON.parse(view.resultPayloadJson);
-    assert.deepEqual(
-      result.trades.map((trade: any) => [trade.buyOrderId, trade.sellOrderId, trade.quantity.units, trade.price.nanos]),
-      [[body.orderId, resting.orderId, '4', '50000000000']],
-    );
-    const replay = await venue.order('/api/v1/orders/submit', body, { key, clientId });
-    assert.deepEqual([replay.status, replay.text], [202, pointer], 'the client retrying its lost answer gets the acknowledgement');
-    // The resting re-driven order's clientOrderId resolves (the shared tables hold its claim).
-    const cancelled = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody(clientOrderId), { mode: 'sync-result' });
-    assert.equal(cancelled.json.outcome.accepted?.orderId, restingBuy.orderId, cancelled.text);
-    // The resting sell has 2 left: a second buy of 5 fills 2 of it.
-    const next = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '5' }), { mode: 'sync-result' });
-    assert.deepEqual(next.json.trades.map((trade: any) => trade.quantity.units), ['2']);
-    assert.equal(await venue.stop(), 0);
+  await stopAfter(
+    () => venue,
+    async () => {
+      assert.match(venue.log, /"commands":2,"msg":"captured commands re-driven to a terminal status"/);
+      // Learned by id, not by another pass over storage: the graceful stop's key filters were loaded, nothing scanned.
+      assert.match(venue.log, /"commands":2,"orders":2,"msg":"the commands the start put in storage, and their orders, learned by the shared tables"/);
+      assert.equal(venue.log.match(/the key filters hold every stored one/g)?.length, 1);
+      const view = (await venue.get(`/api/v1/commands/${body.commandId as string}`, TOKENS.traderA)).json;
+      const pointer = renderPointer(body.commandId as string, 'captured-ack');
+      assert.deepEqual([view.status, view.processingMode, view.responseStatus, view.responsePayloadJson], ['COMPLETED', 'captured-ack', 202, pointer]);
+      const result = JSON.parse(view.resultPayloadJson);
+      assert.deepEqual(
+        result.trades.map((trade: any) => [trade.buyOrderId, trade.sellOrderId, trade.quantity.units, trade.price.nanos]),
+        [[body.orderId, resting.orderId, '4', '50000000000']],
+      );
+      const replay = await venue.order('/api/v1/orders/submit', body, { key, clientId });
+      assert.deepEqual([replay.status, replay.text], [202, pointer], 'the client retrying its lost answer gets the acknowledgement');
+      // The resting re-driven order's clientOrderId resolves (the shared tables hold its claim).
+      const cancelled = await venue.order('/api/v1/orders/cancel-by-client-order', cancelByClientOrderBody(clientOrderId), { mode: 'sync-result' });
+      assert.equal(cancelled.json.outcome.accepted?.orderId, restingBuy.orderId, cancelled.text);
+      // The resting sell has 2 left: a second buy of 5 fills 2 of it.
+      const next = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: instrument, side: 'BUY', price: '50', quantity: '5' }), { mode: 'sync-result' });
+      assert.deepEqual(
+        next.json.trades.map((trade: any) => trade.quantity.units),
+        ['2'],
+      );
+      assert.equal(await venue.stop(), 0);
 
-    venue = await VenueProcess.start({ DATA_DIR: dir });
-    assert.doesNotMatch(venue.log, /re-driven/, 'a second restart re-drives nothing');
-    await withClient(await storageUrl(dir), async (client) => {
-      const trades = await client.query('SELECT quantity_units FROM runtime.trades ORDER BY tape_sequence');
-      assert.deepEqual(trades.rows.map((row) => row.quantity_units), ['4', '2']);
-    });
-    t.diagnostic('re-driven once, answered by replay, not re-driven again');
-  });
+      venue = await VenueProcess.start({ DATA_DIR: dir });
+      assert.doesNotMatch(venue.log, /re-driven/, 'a second restart re-drives nothing');
+      await withClient(await storageUrl(dir), async (client) => {
+        const trades = await client.query('SELECT quantity_units FROM runtime.trades ORDER BY tape_sequence');
+        assert.deepEqual(
+          trades.rows.map((row) => row.quantity_units),
+          ['4', '2'],
+        );
+      });
+      t.diagnostic('re-driven once, answered by replay, not re-driven again');
+    },
+  );
 });

@@ -18,7 +18,7 @@ after(async () => {
   assert.equal(await venue.stop(), 0);
 });
 
-test('the log line of a 5xx cause carries the body\'s requestId and the driver\'s error as type, message, code and stack', async () => {
+test("the log line of a 5xx cause carries the body's requestId and the driver's error as type, message, code and stack", async () => {
   const url = await storageUrl(venue.dataDir);
   // The read thread meets a PostgreSQL error of its own: the table is renamed under the running venue.
   await withClient(url, (client) => client.query('ALTER TABLE runtime.trades RENAME TO trades_away'));

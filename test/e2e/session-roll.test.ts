@@ -137,7 +137,9 @@ test('new orders are stamped with the new session: cancel and modify must quote 
   const order = await submit({ instrumentId: X, side: 'BUY', price: '95', quantity: '2' });
   const row = (await history()).get(order.body.orderId as string);
   assert.deepEqual([row.runId, row.venueSessionId, row.state], ['run-local', 'session-2', 'OPEN']);
-  const stale = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-1' }), { mode: 'sync-result' });
+  const stale = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-1' }), {
+    mode: 'sync-result',
+  });
   assert.equal(stale.json.outcome.rejected?.code, 'ORDER_CONTEXT_MISMATCH');
   const target = { orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', price: '96', quantity: '3' };
   const staleModify = await venue.order('/api/v1/orders/modify', modifyBody({ ...target, venueSessionId: 'session-1' }), { mode: 'sync-result' });
@@ -145,7 +147,9 @@ test('new orders are stamped with the new session: cancel and modify must quote 
   const modify = await venue.order('/api/v1/orders/modify', modifyBody({ ...target, venueSessionId: 'session-2' }), { mode: 'sync-result' });
   assert.ok(modify.json.outcome.accepted, modify.text);
   assert.deepEqual([(await history()).get(target.orderId).limitPrice.nanos, (await history()).get(target.orderId).originalQuantity], ['96000000000', { units: '3' }]);
-  const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-2' }), { mode: 'sync-result' });
+  const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: order.body.orderId as string, instrumentId: X, runId: 'run-local', venueSessionId: 'session-2' }), {
+    mode: 'sync-result',
+  });
   assert.ok(cancel.json.outcome.accepted, cancel.text);
 });
 
@@ -196,7 +200,9 @@ test('a roll storage recorded but whose expiry never ran is finished by the next
   const database = await startEmbeddedPostgres(dir, () => undefined);
   await withClient(database.url, async (client) => {
     await client.query('UPDATE runtime.venue_sessions SET ended_at = now() WHERE ended_at IS NULL');
-    await client.query("INSERT INTO runtime.venue_sessions (run_no, session_no, run_id, venue_session_id, started_at) SELECT max(run_no), max(session_no) + 1, 'run-2', 'afternoon', now() FROM runtime.venue_sessions");
+    await client.query(
+      "INSERT INTO runtime.venue_sessions (run_no, session_no, run_id, venue_session_id, started_at) SELECT max(run_no), max(session_no) + 1, 'run-2', 'afternoon', now() FROM runtime.venue_sessions",
+    );
   });
   await database.stop();
 
@@ -237,7 +243,11 @@ test('a settlement scenario is one venue run: materializing each run covers exac
     assert.equal(materialized.status, 200, materialized.text);
     assert.equal(materialized.json.obligations, tradeIds.length, run);
     const obligations = (await venue.get(`/api/v1/settlement/obligations/${run}`, TOKENS.operator)).json.obligations as { tradeId: string }[];
-    assert.deepEqual(obligations.map((row) => row.tradeId), tradeIds, run);
+    assert.deepEqual(
+      obligations.map((row) => row.tradeId),
+      tradeIds,
+      run,
+    );
   }
 });
 
@@ -272,13 +282,22 @@ test('a roll in the middle of an order load leaves no order of the ended session
   assert.equal(rolled.status, 200, rolled.text);
   const rows = await history();
   const states = sent.map((orderId) => rows.get(orderId));
-  assert.ok(states.every((row) => row !== undefined), 'every order is in the history');
+  assert.ok(
+    states.every((row) => row !== undefined),
+    'every order is in the history',
+  );
   const open = states.filter((row) => row.state === 'OPEN');
   const expired = states.filter((row) => row.state === 'EXPIRED');
   assert.equal(open.length + expired.length, sent.length);
   assert.ok(expired.length > 0 && open.length > 0, `orders on both sides of the roll (${expired.length} expired, ${open.length} open)`);
-  assert.ok(open.every((row) => row.venueSessionId === 'night'), 'every open order is of the new session');
-  assert.ok(expired.every((row) => row.venueSessionId === before.venueSessionId), 'every expired order is of the ended session');
+  assert.ok(
+    open.every((row) => row.venueSessionId === 'night'),
+    'every open order is of the new session',
+  );
+  assert.ok(
+    expired.every((row) => row.venueSessionId === before.venueSessionId),
+    'every expired order is of the ended session',
+  );
   const bids = (await depth(X)).bids.concat((await depth(Y)).bids).reduce((sum: number, level: any) => sum + Number(level.quantity.units), 0);
   assert.equal(bids, open.length, 'the books hold the open orders of the new session alone, a unit each');
   for (const commandId of failed) {
@@ -292,7 +311,14 @@ test('a roll in the middle of an order load leaves no order of the ended session
 test('a kill -9 at any point of a roll: after the restart no order of an ended session rests, and the orders of the open one do', async (t) => {
   // Killed at once (before storage has it), once the new session shows on a gateway (storage has it; the expiry is on its
   // way or done), with and without its PostgreSQL, and later (done). Each outcome is said in the test's diagnostics.
-  for (const [k, [delayMs, database]] of ([[0, false], ['shown', true], ['shown', false], [60, true]] as const).entries()) {
+  for (const [k, [delayMs, database]] of (
+    [
+      [0, false],
+      ['shown', true],
+      ['shown', false],
+      [60, true],
+    ] as const
+  ).entries()) {
     const before = await session();
     const placed: string[] = [];
     for (let n = 0; n < 30; n++) placed.push((await submit({ instrumentId: n % 2 === 0 ? X : Y, side: 'BUY', price: String(30 + (n % 10)), quantity: '1' })).body.orderId as string);
@@ -307,13 +333,22 @@ test('a kill -9 at any point of a roll: after the restart no order of an ended s
     const now = await session();
     assert.ok([before.venueSessionId, name].includes(now.venueSessionId), `${delayMs}: the session is the old or the new one (${now.venueSessionId})`);
     const finishedAtStart = /the DAY orders of ended sessions expired/.test(venue.log);
-    t.diagnostic(`killed ${delayMs === 'shown' ? 'as the new session showed' : `${delayMs} ms`} into the roll${database ? ' (with its PostgreSQL)' : ''}: ${now.venueSessionId === name ? (finishedAtStart ? 'rolled, the expiry finished by the start' : 'rolled, the expiry done before the kill') : 'not rolled'}`);
+    t.diagnostic(
+      `killed ${delayMs === 'shown' ? 'as the new session showed' : `${delayMs} ms`} into the roll${database ? ' (with its PostgreSQL)' : ''}: ${now.venueSessionId === name ? (finishedAtStart ? 'rolled, the expiry finished by the start' : 'rolled, the expiry done before the kill') : 'not rolled'}`,
+    );
     const rows = await history();
     const states = new Set(placed.map((orderId) => rows.get(orderId)?.state));
     assert.deepEqual([...states], [now.venueSessionId === name ? 'EXPIRED' : 'OPEN'], `${delayMs}: the roll either happened whole or not at all (${now.venueSessionId})`);
     const current = (await venue.get('/api/v1/orders/current?limit=1000', TOKENS.traderA)).json.rows as any[];
-    assert.ok(current.every((row) => row.venueSessionId === now.venueSessionId), `${delayMs}: every open order is of the open session`);
+    assert.ok(
+      current.every((row) => row.venueSessionId === now.venueSessionId),
+      `${delayMs}: every open order is of the open session`,
+    );
     const displayed = [X, Y].map(async (instrument) => (await depth(instrument)).bids.reduce((sum: number, level: any) => sum + Number(level.quantity.units), 0));
-    assert.equal((await Promise.all(displayed)).reduce((a, b) => a + b, 0), current.reduce((sum, row) => sum + Number(row.remainingQuantity.units), 0), `${delayMs}: the books show the open orders`);
+    assert.equal(
+      (await Promise.all(displayed)).reduce((a, b) => a + b, 0),
+      current.reduce((sum, row) => sum + Number(row.remainingQuantity.units), 0),
+      `${delayMs}: the books show the open orders`,
+    );
   }
 });

@@ -82,10 +82,16 @@ async function trade(spec: { quantity: string; price: string; buyer?: Party; sel
   const instrumentId = spec.instrumentId ?? crypto.randomUUID();
   const seller = spec.seller ?? B;
   const buyer = spec.buyer ?? A1;
-  const sell = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: spec.price, quantity: spec.quantity, ...seller }), { token: tokenOf(seller), mode: 'sync-result' });
+  const sell = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'SELL', price: spec.price, quantity: spec.quantity, ...seller }), {
+    token: tokenOf(seller),
+    mode: 'sync-result',
+  });
   assert.equal(sell.status, 200, sell.text);
   assert.deepEqual(sell.json.trades, []);
-  const buy = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: spec.price, quantity: spec.quantity, ...buyer }), { token: tokenOf(buyer), mode: 'sync-result' });
+  const buy = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId, side: 'BUY', price: spec.price, quantity: spec.quantity, ...buyer }), {
+    token: tokenOf(buyer),
+    mode: 'sync-result',
+  });
   assert.equal(buy.status, 200, buy.text);
   assert.equal(buy.json.trades.length, 1, buy.text);
   return { tradeId: buy.json.trades[0].tradeId, instrumentId };
@@ -155,7 +161,11 @@ test('operator routes: operators only (401 without or with a bad token, 403 for 
     assert.equal((await admin('profiles', body)).status, 400, JSON.stringify(body));
   }
   const badAmount = await admin('repairs/cash', { scenarioRunId: RUN, obligationId: crypto.randomUUID(), amountNanos: '1.5', currency: 'USD' });
-  assert.deepEqual(badAmount.json.details.map((d: any) => d.field), ['amountNanos'], 'money is integer nanos');
+  assert.deepEqual(
+    badAmount.json.details.map((d: any) => d.field),
+    ['amountNanos'],
+    'money is integer nanos',
+  );
   // Nothing of the refused requests left a trace.
   assert.deepEqual((await view('facts')).facts, []);
 });
@@ -332,7 +342,10 @@ test('a cash-leg break opens an exception; the cash repair posts resources and a
 
   const repaired = await ok('repairs/cash', { scenarioRunId: RUN, obligationId, amountNanos: '500000000000', currency: 'USD' }, 'SettlementAction');
   assert.equal(repaired.state, 'RESOLVED');
-  assert.deepEqual(repaired.facts.map((f: any) => f.factType), ['SettlementRepairPosted', ...LEGS_OK, ...LEDGER_AND_SETTLED, 'SettlementResolved']);
+  assert.deepEqual(
+    repaired.facts.map((f: any) => f.factType),
+    ['SettlementRepairPosted', ...LEGS_OK, ...LEDGER_AND_SETTLED, 'SettlementResolved'],
+  );
   assert.equal(repaired.facts[1].factId, deterministicId(RUN, tradeId, 'attempt-2-started'), 'the retry is deterministic');
   const after = await factsOf(tradeId);
   const repair = after.at(-10);
@@ -363,7 +376,10 @@ test('a security-leg break and its repair', async () => {
   // Too little: the retry fails again, the break stays open (no second exception).
   const partial = await ok('repairs/security', { scenarioRunId: RUN, obligationId, quantityUnits: '1' }, 'SettlementAction');
   assert.equal(partial.state, 'BROKEN');
-  assert.deepEqual(partial.facts.map((f: any) => f.factType), ['SettlementRepairPosted', 'SettlementAttemptStarted', 'SettlementCashLegSucceeded', 'SettlementSecurityLegFailed']);
+  assert.deepEqual(
+    partial.facts.map((f: any) => f.factType),
+    ['SettlementRepairPosted', 'SettlementAttemptStarted', 'SettlementCashLegSucceeded', 'SettlementSecurityLegFailed'],
+  );
   assert.equal((await exceptionOf(tradeId)).length, 1);
   const repaired = await ok('repairs/security', { scenarioRunId: RUN, obligationId, quantityUnits: '2' }, 'SettlementAction');
   assert.equal(repaired.state, 'RESOLVED');
@@ -390,7 +406,10 @@ test('a clearing rejection opens an exception; force-settle gives finality recor
 
   const forced = await ok('force-settle', { scenarioRunId: RUN, obligationId, reason: 'agreed bilaterally after the rejection' }, 'SettlementAction');
   assert.equal(forced.state, 'RESOLVED');
-  assert.deepEqual(forced.facts.map((f: any) => f.factType), [...LEDGER_AND_SETTLED, 'SettlementResolved']);
+  assert.deepEqual(
+    forced.facts.map((f: any) => f.factType),
+    [...LEDGER_AND_SETTLED, 'SettlementResolved'],
+  );
   const settled = (await factsOf(tradeId)).find((f) => f.factType === 'SettlementSettled');
   assert.deepEqual([settled.payload.finality, settled.payload.reason], ['FORCED', 'agreed bilaterally after the rejection']);
   const proof = await view('proof');
@@ -501,7 +520,10 @@ test('score: pending and haircut value, blocked value, fails, aged fails against
   const now = await view('score', TOKENS.operator, at(60_000));
   const a = now.participants.find((p: any) => p.participantId === A1.participantId);
   const b = now.participants.find((p: any) => p.participantId === B.participantId);
-  assert.deepEqual(now.participants.map((p: any) => p.participantId), [A1.participantId, B.participantId]);
+  assert.deepEqual(
+    now.participants.map((p: any) => p.participantId),
+    [A1.participantId, B.participantId],
+  );
   assert.equal(now.agedFailAfterSeconds, 3600);
   // Pending: p1 and p3 (ops profile, CREATED: 2% haircut) and the open break (BROKEN: 50% haircut).
   const p1 = 30_000_000_000n;
@@ -553,7 +575,10 @@ test('traders see the rows of their own participants only; viewers nothing', asy
   assert.ok(bLedger.entries.length > 0 && bLedger.entries.every((e: any) => e.participantId === B.participantId));
   assert.ok(bLedger.balances.every((x: any) => x.participantId === B.participantId));
   const bScore = await view('score', TOKENS.traderB);
-  assert.deepEqual(bScore.participants.map((p: any) => p.participantId), [B.participantId]);
+  assert.deepEqual(
+    bScore.participants.map((p: any) => p.participantId),
+    [B.participantId],
+  );
   const bProof = await view('proof', TOKENS.traderB);
   assert.ok(!bProof.tradeIds.includes(trades.internal.tradeId));
   assert.equal(typeof bProof.causationGaps, 'number', 'traders get the count, not the trail');
@@ -579,7 +604,10 @@ test('the leaderboard (COMPETITION_PROFILE set): public, ranked from the score i
     const p = score.participants.find((x: any) => x.participantId === row.participantId);
     assert.deepEqual([row.penaltyPoints, row.failCount, row.agedFailCount, row.blockedUnsettledValueNanos], [p.penaltyPoints, p.failCount, p.agedFailCount, p.blockedUnsettledValueNanos]);
   }
-  assert.deepEqual(board.rows.map((row: any) => row.rank), [1, 2]);
+  assert.deepEqual(
+    board.rows.map((row: any) => row.rank),
+    [1, 2],
+  );
   assert.equal((await venue.get(`/api/v1/settlement/leaderboard/${RUN}`)).status, 401, 'public means any authenticated principal');
   const inventory = await venue.get('/api/v1/data/availability', TOKENS.viewer);
   const row = inventory.json.reads.find((r: any) => r.endpoint === 'GET /api/v1/settlement/leaderboard/{scenarioRunId}');

@@ -85,7 +85,7 @@ async function assertViewAnswersWithoutStorage(venue: VenueProcess, client: pg.C
     });
     await new Promise((resolve) => setTimeout(resolve, 700));
     if (whole) assert.equal(answered, '200', 'the whole history is in the view: answered from it');
-    else assert.equal(answered, null, 'a page older than the view is storage\'s: it waits for the lock');
+    else assert.equal(answered, null, "a page older than the view is storage's: it waits for the lock");
   } finally {
     await locker.query('ROLLBACK');
   }
@@ -94,47 +94,60 @@ async function assertViewAnswersWithoutStorage(venue: VenueProcess, client: pg.C
   assert.deepEqual(late.json, older);
 }
 
-test('tape pages from the view equal storage\'s, before and after a kill -9, a start that loads the view from storage, and one whose view holds fewer instruments', async () => {
+test("tape pages from the view equal storage's, before and after a kill -9, a start that loads the view from storage, and one whose view holds fewer instruments", async () => {
   const client = new pg.Client({ connectionString: url });
   const locker = new pg.Client({ connectionString: url });
   let venue = await start();
-  await stopAfter(() => venue, async () => {
-    await client.connect();
-    await locker.connect();
-    await trade(venue, T1, 2 * ROWS + 3);
-    await trade(venue, T2, 3, 50);
-    const first = await assertEqualToStorage(venue, client, T1);
-    assert.equal(first.length, 2 * ROWS + 3);
-    const firstT2 = await assertEqualToStorage(venue, client, T2);
-    assert.equal(firstT2.length, 3);
-    // A fresh venue numbers its tape from 1, without gaps, across instruments.
-    const all = [...first, ...firstT2].sort((a, b) => a - b);
-    assert.deepEqual(all, Array.from({ length: all.length }, (_, k) => k + 1), 'the tape numbered 1, 2, 3, … from the first trade');
-    await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
-    assert.deepEqual((await venue.get(path('7a000000-0000-4000-8000-0000000000ff', 5, null), TOKENS.viewer)).json.rows, [], 'an instrument without trades');
+  await stopAfter(
+    () => venue,
+    async () => {
+      await client.connect();
+      await locker.connect();
+      await trade(venue, T1, 2 * ROWS + 3);
+      await trade(venue, T2, 3, 50);
+      const first = await assertEqualToStorage(venue, client, T1);
+      assert.equal(first.length, 2 * ROWS + 3);
+      const firstT2 = await assertEqualToStorage(venue, client, T2);
+      assert.equal(firstT2.length, 3);
+      // A fresh venue numbers its tape from 1, without gaps, across instruments.
+      const all = [...first, ...firstT2].sort((a, b) => a - b);
+      assert.deepEqual(
+        all,
+        Array.from({ length: all.length }, (_, k) => k + 1),
+        'the tape numbered 1, 2, 3, … from the first trade',
+      );
+      await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
+      assert.deepEqual((await venue.get(path('7a000000-0000-4000-8000-0000000000ff', 5, null), TOKENS.viewer)).json.rows, [], 'an instrument without trades');
 
-    await venue.kill();
-    venue = await start();
-    assert.deepEqual(await assertEqualToStorage(venue, client, T1), first, 'loaded from storage: the same tape');
-    await assertEqualToStorage(venue, client, T2);
-    await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
-    await assertViewAnswersWithoutStorage(venue, client, locker, T2, true);
+      await venue.kill();
+      venue = await start();
+      assert.deepEqual(await assertEqualToStorage(venue, client, T1), first, 'loaded from storage: the same tape');
+      await assertEqualToStorage(venue, client, T2);
+      await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
+      await assertViewAnswersWithoutStorage(venue, client, locker, T2, true);
 
-    await trade(venue, T1, 2, 200);
-    const next = await assertEqualToStorage(venue, client, T1);
-    assert.deepEqual(next.slice(2), first);
-    assert.deepEqual(next.slice(0, 2), [all.length + 2, all.length + 1], 'after the kill -9 the sequence goes on from the last one stored');
-    const identity = await client.query<{ last: string; max: string }>(
-      "SELECT (SELECT last_value FROM runtime.trades_tape_sequence_seq)::text AS last, (SELECT max(tape_sequence) FROM runtime.trades)::text AS max",
-    );
-    assert.deepEqual(identity.rows[0], { last: identity.rows[0]!.max, max: String(Math.max(...next)) }, 'the identity column\'s sequence in step with the assigned ones');
+      await trade(venue, T1, 2, 200);
+      const next = await assertEqualToStorage(venue, client, T1);
+      assert.deepEqual(next.slice(2), first);
+      assert.deepEqual(next.slice(0, 2), [all.length + 2, all.length + 1], 'after the kill -9 the sequence goes on from the last one stored');
+      const identity = await client.query<{ last: string; max: string }>(
+        'SELECT (SELECT last_value FROM runtime.trades_tape_sequence_seq)::text AS last, (SELECT max(tape_sequence) FROM runtime.trades)::text AS max',
+      );
+      assert.deepEqual(identity.rows[0], { last: identity.rows[0]!.max, max: String(Math.max(...next)) }, "the identity column's sequence in step with the assigned ones");
 
-    // A view that holds fewer instruments than storage has: the start loads the first (T1)
-    // and marks the view full, so T2's tape is read from storage, not answered empty.
-    assert.equal(await venue.stop(), 0);
-    venue = await start({ MARKET_DATA_INSTRUMENTS: '1' });
-    await assertEqualToStorage(venue, client, T1);
-    await assertEqualToStorage(venue, client, T2);
-    await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
-  }, { after: async () => { await client.end().catch(() => undefined); await locker.end().catch(() => undefined); } });
+      // A view that holds fewer instruments than storage has: the start loads the first (T1)
+      // and marks the view full, so T2's tape is read from storage, not answered empty.
+      assert.equal(await venue.stop(), 0);
+      venue = await start({ MARKET_DATA_INSTRUMENTS: '1' });
+      await assertEqualToStorage(venue, client, T1);
+      await assertEqualToStorage(venue, client, T2);
+      await assertViewAnswersWithoutStorage(venue, client, locker, T1, false);
+    },
+    {
+      after: async () => {
+        await client.end().catch(() => undefined);
+        await locker.end().catch(() => undefined);
+      },
+    },
+  );
 });

@@ -59,7 +59,10 @@ for (const [what, change, field] of invalidBodies) {
   test(`a submit with ${what} is 400 naming ${field}, and leaves no trace`, async () => {
     const body = change(submitBody({ instrumentId: INSTRUMENT })) as Record<string, unknown>;
     const json = await expectError(venue.order('/api/v1/orders/submit', body), 400, 'VALIDATION_FAILED');
-    assert.ok(json.details.some((d: { field: string }) => d.field === field), JSON.stringify(json.details));
+    assert.ok(
+      json.details.some((d: { field: string }) => d.field === field),
+      JSON.stringify(json.details),
+    );
     if (typeof body.commandId === 'string' && body.commandId.length === 36) await assertNoTrace(body.commandId);
   });
 }
@@ -82,8 +85,7 @@ test('a body that is not JSON is 400', async () => {
 
 test('missing X-Client-Id or Idempotency-Key, or an unknown X-Processing-Mode, is 400', async () => {
   const body = JSON.stringify(submitBody({ instrumentId: INSTRUMENT }));
-  const post = (headers: Record<string, string>) =>
-    venue.request('POST', '/api/v1/orders/submit', { token: TOKENS.traderA, headers: { 'content-type': 'application/json', ...headers }, body });
+  const post = (headers: Record<string, string>) => venue.request('POST', '/api/v1/orders/submit', { token: TOKENS.traderA, headers: { 'content-type': 'application/json', ...headers }, body });
   let json = await expectError(post({ 'idempotency-key': 'k' }), 400, 'VALIDATION_FAILED');
   assert.equal(json.details[0].field, 'X-Client-Id');
   json = await expectError(post({ 'x-client-id': 'c' }), 400, 'VALIDATION_FAILED');

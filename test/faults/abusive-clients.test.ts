@@ -57,7 +57,8 @@ async function validLoad(count: number, instrumentId: string): Promise<string[]>
   for (let k = 0; k < count; k++) {
     const body = submitBody({ instrumentId, side: 'BUY', price: String(10 + (k % 20)), quantity: '3' });
     const submit = await venue.order('/api/v1/orders/submit', body);
-    if (submit.status !== 200 || submit.json?.outcome?.accepted?.orderId !== body.orderId || submit.json.executions.length !== 0) problems.push(`submit: ${submit.status} ${submit.text.slice(0, 200)}`);
+    if (submit.status !== 200 || submit.json?.outcome?.accepted?.orderId !== body.orderId || submit.json.executions.length !== 0)
+      problems.push(`submit: ${submit.status} ${submit.text.slice(0, 200)}`);
     const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: body.orderId as string, instrumentId }));
     if (cancel.status !== 200 || cancel.json?.outcome?.accepted?.orderId !== body.orderId) problems.push(`cancel: ${cancel.status} ${cancel.text.slice(0, 200)}`);
     const health = await venue.get('/healthz');
@@ -77,7 +78,12 @@ function errorBodyOf(result: RawResult): { status: number; code: string } | null
 test('200 connections whose body stops arriving get 408 after BODY_TIMEOUT_MS and are closed; valid orders are served meanwhile', async () => {
   const submit = JSON.stringify(submitBody({ instrumentId: 'ab000000-0000-4000-8000-000000000001' }));
   const facts = JSON.stringify({ scenarioRunId: 'run-local', facts: [{ factId: crypto.randomUUID(), factType: 'SettlementX', occurredAt: '2026-01-01T00:00:00Z', payload: {} }] });
-  const orderHeaders = (key: string): Array<[string, string]> => [['Host', 'x'], ['Authorization', AUTH_TRADER], ['X-Client-Id', 'stall'], ['Idempotency-Key', key]];
+  const orderHeaders = (key: string): Array<[string, string]> => [
+    ['Host', 'x'],
+    ['Authorization', AUTH_TRADER],
+    ['X-Client-Id', 'stall'],
+    ['Idempotency-Key', key],
+  ];
   const stalls: Array<{ what: string; promise: Promise<RawResult> }> = [];
   const stallsStartedAt = Date.now();
   for (let k = 0; k < 200; k++) {
@@ -87,7 +93,20 @@ test('200 connections whose body stops arriving get 408 after BODY_TIMEOUT_MS an
       // Headers and part of the body, then nothing.
       parts = [{ data: rawRequest('POST', '/api/v1/orders/submit', [...orderHeaders(`s-${k}`), ['Content-Length', String(submit.length)]], submit.slice(0, 100)) }];
     } else if (kind === 1) {
-      parts = [{ data: rawRequest('POST', '/admin/v1/settlement/facts', [['Host', 'x'], ['Authorization', AUTH_OPERATOR], ['Content-Length', String(facts.length + 50)]], facts) }];
+      parts = [
+        {
+          data: rawRequest(
+            'POST',
+            '/admin/v1/settlement/facts',
+            [
+              ['Host', 'x'],
+              ['Authorization', AUTH_OPERATOR],
+              ['Content-Length', String(facts.length + 50)],
+            ],
+            facts,
+          ),
+        },
+      ];
     } else if (kind === 2) {
       // A chunked body without its last chunk.
       parts = [{ data: rawRequest('POST', '/api/v1/orders/submit', [...orderHeaders(`s-${k}`), ['Transfer-Encoding', 'chunked']], `10\r\n${submit.slice(0, 16)}\r\n`) }];
@@ -158,13 +177,23 @@ test('a body that arrives in pieces, split inside multi-byte characters, is read
   const bytes = Buffer.from(JSON.stringify(body), 'utf8');
   const cuts = [bytes.indexOf('☃') + 1, bytes.indexOf('😀') + 2, bytes.indexOf('ü') + 1]; // inside a 3-, 4- and 2-byte character
   assert.ok(cuts.every((cut, k) => cut > 0 && (k === 0 || cut > cuts[k - 1]!)));
-  const headers: Array<[string, string]> = [['Host', 'x'], ['Authorization', AUTH_TRADER], ['X-Client-Id', 'pieces'], ['Idempotency-Key', `pieces-${body.commandId}`], ['Content-Length', String(bytes.length)]];
-  const inPieces = await rawExchange(port, [
-    { data: Buffer.concat([rawRequest('POST', '/api/v1/orders/submit', headers), bytes.subarray(0, cuts[0])]) },
-    { data: bytes.subarray(cuts[0], cuts[1]), delayMs: 60 },
-    { data: bytes.subarray(cuts[1], cuts[2]), delayMs: 60 },
-    { data: bytes.subarray(cuts[2]), delayMs: 60 },
-  ], { expectAnswers: 1, timeoutMs: 10_000 });
+  const headers: Array<[string, string]> = [
+    ['Host', 'x'],
+    ['Authorization', AUTH_TRADER],
+    ['X-Client-Id', 'pieces'],
+    ['Idempotency-Key', `pieces-${body.commandId}`],
+    ['Content-Length', String(bytes.length)],
+  ];
+  const inPieces = await rawExchange(
+    port,
+    [
+      { data: Buffer.concat([rawRequest('POST', '/api/v1/orders/submit', headers), bytes.subarray(0, cuts[0])]) },
+      { data: bytes.subarray(cuts[0], cuts[1]), delayMs: 60 },
+      { data: bytes.subarray(cuts[1], cuts[2]), delayMs: 60 },
+      { data: bytes.subarray(cuts[2]), delayMs: 60 },
+    ],
+    { expectAnswers: 1, timeoutMs: 10_000 },
+  );
   assert.equal(inPieces.answers[0]?.status, 200, inPieces.answers[0]?.body);
   const first = JSON.parse(inPieces.answers[0]!.body) as { outcome: { accepted?: { orderId: string } } };
   assert.equal(first.outcome.accepted?.orderId, body.orderId);

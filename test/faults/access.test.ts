@@ -348,7 +348,11 @@ function buildRows(openApi: any): Row[] {
       route: 'GET /api/v1/market-data/bars/{instrumentId}',
       allowed: ANY,
       call: () => ({ method: 'GET', path: `/api/v1/market-data/bars/${X}?interval=1h` }),
-      check: (answer) => assert.equal(answer.json.bars.reduce((n: number, bar: any) => n + bar.tradeCount, 0), 2),
+      check: (answer) =>
+        assert.equal(
+          answer.json.bars.reduce((n: number, bar: any) => n + bar.tradeCount, 0),
+          2,
+        ),
     },
     { route: 'GET /api/v1/orders/current', allowed: TRADER, call: () => ({ method: 'GET', path: '/api/v1/orders/current' }), check: (answer) => assert.ok(answer.json.rows.length > 0) },
     { route: 'GET /api/v1/orders/history', allowed: TRADER, call: () => ({ method: 'GET', path: '/api/v1/orders/history' }), check: (answer) => assert.ok(answer.json.rows.length > 0) },
@@ -478,9 +482,7 @@ test('the matrix: every route of the served OpenAPI document, for every caller, 
   const document = await send('GET', '/api/v1/openapi.json', { authorization: as('operator') });
   assert.equal(document.status, 200);
   const openApi = document.json;
-  const served = Object.entries(openApi.paths as Record<string, Record<string, any>>).flatMap(([path, operations]) =>
-    Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
-  );
+  const served = Object.entries(openApi.paths as Record<string, Record<string, any>>).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
   const rows = buildRows(openApi);
   assert.deepEqual(rows.map((row) => row.route).sort(), [...served].sort(), 'one matrix row per route of the OpenAPI document, no more, no less');
   assert.equal(new Set(rows.map((row) => row.route)).size, rows.length);
@@ -525,10 +527,12 @@ test('the matrix: every route of the served OpenAPI document, for every caller, 
 test('nothing under /internal answers but GET of the snapshot loop status: 404 for every other path, every method, every caller, however the path is spelled', async () => {
   const served = Object.keys((await send('GET', '/api/v1/openapi.json', { authorization: as('viewer') })).json.paths as Record<string, unknown>);
   const concrete = (path: string) => path.replace('{instrumentId}', X).replace('{scenarioRunId}', RUN).replace('{commandId}', ordersOf('A')[0]!.commandId);
-  const mirrors = served.filter((path) => !path.startsWith('/internal/')).flatMap((path) => {
-    const real = concrete(path);
-    return real.startsWith('/admin/v1/') ? [`/internal${real}`, `/internal/admin/${real.slice('/admin/v1/'.length)}`] : [`/internal${real}`];
-  });
+  const mirrors = served
+    .filter((path) => !path.startsWith('/internal/'))
+    .flatMap((path) => {
+      const real = concrete(path);
+      return real.startsWith('/admin/v1/') ? [`/internal${real}`, `/internal/admin/${real.slice('/admin/v1/'.length)}`] : [`/internal${real}`];
+    });
   const paths = [
     '/internal',
     '/internal/',
@@ -641,7 +645,10 @@ test("own orders, fills and history: each trader sees exactly its own orders and
 test("command status: another trader's command is 404 (as if it did not exist); the operator sees any; a trader's own status names no other participant", async () => {
   const aCommand = ordersOf('A').find((o) => o.body.instrumentId === X)!;
   const bCommand = ordersOf('B').find((o) => o.body.instrumentId === X)!;
-  for (const [command, owner] of [[aCommand, 'A'], [bCommand, 'B']] as const) {
+  for (const [command, owner] of [
+    [aCommand, 'A'],
+    [bCommand, 'B'],
+  ] as const) {
     const path = `/api/v1/commands/${command.commandId}`;
     assertError(await get(path, tokenFor(other(owner))), 404, 'NOT_FOUND', `${other(owner)} reading ${owner}'s command`);
     const own = await get(path, tokenFor(owner));
@@ -714,27 +721,48 @@ test("settlement reads: a trader sees only the obligations, facts, entries, exce
     const facts = await read('facts');
     const ownFact = (f: any) => (f.payload.obligationId !== undefined ? visibleIds.has(f.payload.obligationId) : f.payload.participantId === me);
     assert.deepEqual(facts.json.facts, all.facts.facts.filter(ownFact), `${owner}: the facts of its obligations and its own positions`);
-    assert.ok(facts.json.facts.some((f: any) => f.factId === seedFacts[owner]), 'its own position');
+    assert.ok(
+      facts.json.facts.some((f: any) => f.factId === seedFacts[owner]),
+      'its own position',
+    );
     const ledger = await read('ledger');
-    assert.deepEqual(ledger.json.entries, all.ledger.entries.filter((e: any) => e.participantId === me));
+    assert.deepEqual(
+      ledger.json.entries,
+      all.ledger.entries.filter((e: any) => e.participantId === me),
+    );
     assert.ok(ledger.json.entries.length > 0 && ledger.json.balances.length > 0);
     assert.ok(ledger.json.balances.every((b: any) => b.participantId === me));
     assert.ok(ledger.json.proofTotals.every((p: any) => visibleIds.has(p.obligationId)));
     const exceptions = await read('exceptions');
-    assert.deepEqual(exceptions.json.exceptions, all.exceptions.exceptions.filter((e: any) => visibleIds.has(e.obligationId)));
+    assert.deepEqual(
+      exceptions.json.exceptions,
+      all.exceptions.exceptions.filter((e: any) => visibleIds.has(e.obligationId)),
+    );
     const proof = await read('proof');
-    assert.deepEqual(proof.json.obligationIds, visible.map((o: any) => o.obligationId));
-    assert.deepEqual(proof.json.tradeIds, visible.map((o: any) => o.tradeId));
-    assert.deepEqual(proof.json.ledgerEntryIds, ledger.json.entries.map((e: any) => e.ledgerEntryId));
+    assert.deepEqual(
+      proof.json.obligationIds,
+      visible.map((o: any) => o.obligationId),
+    );
+    assert.deepEqual(
+      proof.json.tradeIds,
+      visible.map((o: any) => o.tradeId),
+    );
+    assert.deepEqual(
+      proof.json.ledgerEntryIds,
+      ledger.json.entries.map((e: any) => e.ledgerEntryId),
+    );
     assert.ok(proof.json.finalBalances.every((b: any) => b.participantId === me));
     assert.ok(proof.json.settlementProofRows.every((r: any) => visibleIds.has(r.obligationId)));
     assert.equal(typeof proof.json.causationGaps, 'number', 'a count, not the trail');
     const score = await read('score');
-    assert.deepEqual(score.json.participants.map((p: any) => p.participantId), [me]);
+    assert.deepEqual(
+      score.json.participants.map((p: any) => p.participantId),
+      [me],
+    );
 
     // The other trader's own trade, its orders and its positions appear in no read of this trader.
     const internal = all.obligations.obligations.find((o: any) => o.tradeId === trades[theirInternal]);
-    const internalOrders = orders.filter((o) => o.owner === theirs && (o.body.instrumentId === (theirs === 'A' ? Z : Y))).map((o) => o.orderId);
+    const internalOrders = orders.filter((o) => o.owner === theirs && o.body.instrumentId === (theirs === 'A' ? Z : Y)).map((o) => o.orderId);
     assert.equal(internalOrders.length, 2);
     const hidden = [trades[theirInternal]!, internal.obligationId, seedFacts[theirs], ...internalOrders];
     for (const answer of [obligations, facts, ledger, exceptions, proof, score]) assertAbsent(answer.text, hidden, `${owner}'s settlement read`);

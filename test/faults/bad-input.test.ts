@@ -130,7 +130,15 @@ function common(r: Rng): Record<string, unknown> {
 }
 const COMMON_FIELDS: Record<string, Kind> = { commandId: 'uuid', traceId: 'uuid', causationId: 'uuid', correlationId: 'uuid', actorId: 'text128', occurredAt: 'datetime' };
 const TARGET_FIELDS: Record<string, Kind> = { ...COMMON_FIELDS, orderId: 'uuid', runId: 'session', venueSessionId: 'session', instrumentId: 'uuid', participantId: 'uuid', accountId: 'uuid' };
-const target = (r: Rng) => ({ ...common(r), orderId: r.uuid(), runId: RUN_ID, venueSessionId: 'session-1', instrumentId: FUZZ_INSTRUMENT, participantId: TRADER_A.participantId, accountId: TRADER_A.accountId });
+const target = (r: Rng) => ({
+  ...common(r),
+  orderId: r.uuid(),
+  runId: RUN_ID,
+  venueSessionId: 'session-1',
+  instrumentId: FUZZ_INSTRUMENT,
+  participantId: TRADER_A.participantId,
+  accountId: TRADER_A.accountId,
+});
 
 const ORDER_ROUTES: BodyRoute[] = [
   {
@@ -141,12 +149,32 @@ const ORDER_ROUTES: BodyRoute[] = [
     order: true,
     maxBody: ORDER_MAX_BODY,
     base: (r) => ({
-      ...common(r), orderId: r.uuid(), instrumentId: FUZZ_INSTRUMENT, participantId: TRADER_A.participantId, accountId: TRADER_A.accountId,
-      side: r.pick(SIDE), orderType: 'LIMIT', quantityUnits: '10', limitPrice: '1.5', currency: 'USD', timeInForce: 'DAY', clientOrderId: `fuzz-${r.int(1e9)}`,
+      ...common(r),
+      orderId: r.uuid(),
+      instrumentId: FUZZ_INSTRUMENT,
+      participantId: TRADER_A.participantId,
+      accountId: TRADER_A.accountId,
+      side: r.pick(SIDE),
+      orderType: 'LIMIT',
+      quantityUnits: '10',
+      limitPrice: '1.5',
+      currency: 'USD',
+      timeInForce: 'DAY',
+      clientOrderId: `fuzz-${r.int(1e9)}`,
     }),
     fields: {
-      ...COMMON_FIELDS, orderId: 'uuid', instrumentId: 'uuid', participantId: 'uuid', accountId: 'uuid', side: SIDE, orderType: ['LIMIT', 'LIMIT_HIDDEN'],
-      quantityUnits: 'qty', limitPrice: 'price', currency: 'currency', timeInForce: ['DAY', 'IOC'], clientOrderId: 'text64',
+      ...COMMON_FIELDS,
+      orderId: 'uuid',
+      instrumentId: 'uuid',
+      participantId: 'uuid',
+      accountId: 'uuid',
+      side: SIDE,
+      orderType: ['LIMIT', 'LIMIT_HIDDEN'],
+      quantityUnits: 'qty',
+      limitPrice: 'price',
+      currency: 'currency',
+      timeInForce: ['DAY', 'IOC'],
+      clientOrderId: 'text64',
     },
     required: submitOrderSchema.required,
   },
@@ -202,23 +230,42 @@ const ADMIN_BODY_ROUTES: BodyRoute[] = [
     'facts',
     '/admin/v1/settlement/facts',
     (r) => ({ scenarioRunId: RUN_ID, facts: [{ factId: r.uuid(), factType: 'SettlementFuzzFact', occurredAt: '2026-01-02T03:04:05Z', causationId: r.uuid(), payload: { n: 1 } }] }),
-    { scenarioRunId: 'session', facts: 'array', 'facts.0.factId': 'uuid', 'facts.0.factType': 'factType', 'facts.0.occurredAt': 'datetime', 'facts.0.causationId': 'uuid', 'facts.0.payload': 'object' },
+    {
+      scenarioRunId: 'session',
+      facts: 'array',
+      'facts.0.factId': 'uuid',
+      'facts.0.factType': 'factType',
+      'facts.0.occurredAt': 'datetime',
+      'facts.0.causationId': 'uuid',
+      'facts.0.payload': 'object',
+    },
   ),
   settlementRoute('materialize', '/admin/v1/settlement/obligations/materialize', () => ({ scenarioRunId: RUN_ID, profile: 'instant-post-trade-v1' }), { scenarioRunId: 'session', profile: PROFILE }),
   settlementRoute('repair-cash', '/admin/v1/settlement/repairs/cash', (r) => ({ scenarioRunId: RUN_ID, obligationId: r.uuid(), amountNanos: '100', currency: 'USD' }), {
-    scenarioRunId: 'session', obligationId: 'uuid', amountNanos: 'nanos', currency: 'currency',
+    scenarioRunId: 'session',
+    obligationId: 'uuid',
+    amountNanos: 'nanos',
+    currency: 'currency',
   }),
   settlementRoute('repair-security', '/admin/v1/settlement/repairs/security', (r) => ({ scenarioRunId: RUN_ID, obligationId: r.uuid(), quantityUnits: '10' }), {
-    scenarioRunId: 'session', obligationId: 'uuid', quantityUnits: 'units',
+    scenarioRunId: 'session',
+    obligationId: 'uuid',
+    quantityUnits: 'units',
   }),
   settlementRoute('force-settle', '/admin/v1/settlement/force-settle', (r) => ({ scenarioRunId: RUN_ID, obligationId: r.uuid(), reason: 'fuzz' }), {
-    scenarioRunId: 'session', obligationId: 'uuid', reason: 'text500',
+    scenarioRunId: 'session',
+    obligationId: 'uuid',
+    reason: 'text500',
   }),
   settlementRoute('reverse-ledger-entry', '/admin/v1/settlement/reverse-ledger-entry', (r) => ({ scenarioRunId: RUN_ID, ledgerEntryId: r.uuid(), reason: 'fuzz' }), {
-    scenarioRunId: 'session', ledgerEntryId: 'uuid', reason: 'text500',
+    scenarioRunId: 'session',
+    ledgerEntryId: 'uuid',
+    reason: 'text500',
   }),
   settlementRoute('profiles', '/admin/v1/settlement/profiles', () => ({ scope: 'platform', profile: 'instant-post-trade-v1' }), {
-    scope: ['platform', 'venueSession', 'scenarioRun'], profile: PROFILE, scopeId: 'session',
+    scope: ['platform', 'venueSession', 'scenarioRun'],
+    profile: PROFILE,
+    scopeId: 'session',
   }),
 ];
 const BODY_ROUTES = [...ORDER_ROUTES, ...ADMIN_BODY_ROUTES];
@@ -248,44 +295,89 @@ const instrumentPath = (prefix: string) => (param?: string) => `${prefix}/${para
 
 const READ_ROUTES: ReadRoute[] = [
   {
-    name: 'snapshot', method: 'GET', path: instrumentPath('/api/v1/market-data/snapshots'), roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: 400,
+    name: 'snapshot',
+    method: 'GET',
+    path: instrumentPath('/api/v1/market-data/snapshots'),
+    roles: ['trader', 'viewer', 'operator'],
+    denied: [],
+    paramStatus: 400,
     query: { projectionName: PROJECTION_BAD },
   },
   {
-    name: 'snapshot refresh', method: 'POST', path: () => '/api/v1/market-data/snapshots', roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: null,
+    name: 'snapshot refresh',
+    method: 'POST',
+    path: () => '/api/v1/market-data/snapshots',
+    roles: ['trader', 'viewer', 'operator'],
+    denied: [],
+    paramStatus: null,
     query: { projectionName: PROJECTION_BAD, sourceProjectionName: ['x', '', 'runtime-normalized-venue-outcome'], instrumentId: ['x', '', '12345', '☃'] },
   },
   {
-    name: 'depth', method: 'GET', path: instrumentPath('/api/v1/market-data/depth'), roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: 400,
+    name: 'depth',
+    method: 'GET',
+    path: instrumentPath('/api/v1/market-data/depth'),
+    roles: ['trader', 'viewer', 'operator'],
+    denied: [],
+    paramStatus: 400,
     query: { levels: [...COUNT_BAD, '51'], projectionName: ['x', 'market-data', ''], sourceProjectionName: ['x', ''] },
     huge: { levels: ['51', '999999999', '99999999999', '9'.repeat(400), '1e9'] },
   },
   {
-    name: 'tape', method: 'GET', path: instrumentPath('/api/v1/market-data/trades'), roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: 400,
+    name: 'tape',
+    method: 'GET',
+    path: instrumentPath('/api/v1/market-data/trades'),
+    roles: ['trader', 'viewer', 'operator'],
+    denied: [],
+    paramStatus: 400,
     query: { limit: [...COUNT_BAD, '501'], before: ['0', 'x', '', '-5'] },
     huge: { limit: ['501', '999999999', '99999999999', '9'.repeat(400)], before: ['99999999999', '9'.repeat(100)] },
   },
   {
-    name: 'bars', method: 'GET', path: instrumentPath('/api/v1/market-data/bars'), roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: 400,
+    name: 'bars',
+    method: 'GET',
+    path: instrumentPath('/api/v1/market-data/bars'),
+    roles: ['trader', 'viewer', 'operator'],
+    denied: [],
+    paramStatus: 400,
     query: { interval: ['2m', '', '1M', '1H', '60s'], start: [...BAD_DATES, ...UNPLACEABLE_DATES], end: [...BAD_DATES, ...UNPLACEABLE_DATES] },
   },
   ...(['current', 'history', 'fills'] as const).map((view): ReadRoute => ({
-    name: `own ${view}`, method: 'GET', path: () => `/api/v1/orders/${view}`, roles: ['trader'], denied: ['viewer', 'operator'], paramStatus: null,
+    name: `own ${view}`,
+    method: 'GET',
+    path: () => `/api/v1/orders/${view}`,
+    roles: ['trader'],
+    denied: ['viewer', 'operator'],
+    paramStatus: null,
     query: { instrumentId: ['x', '', '12345', '☃'], limit: [...COUNT_BAD, '1001'] },
     huge: { limit: ['1001', '999999999', '99999999999', '9'.repeat(400)] },
   })),
   { name: 'availability', method: 'GET', path: () => '/api/v1/data/availability', roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: null, query: null },
   { name: 'projector status', method: 'GET', path: () => '/internal/market-data/projector/status', roles: ['trader', 'viewer', 'operator'], denied: [], paramStatus: null, query: null },
   {
-    name: 'command status', method: 'GET', path: (param) => `/api/v1/commands/${param ?? 'not-a-command'}`, roles: ['trader', 'operator'], denied: ['viewer'], paramStatus: 404,
+    name: 'command status',
+    method: 'GET',
+    path: (param) => `/api/v1/commands/${param ?? 'not-a-command'}`,
+    roles: ['trader', 'operator'],
+    denied: ['viewer'],
+    paramStatus: 404,
     query: undefined,
   },
   ...(['facts', 'obligations', 'ledger', 'exceptions', 'proof'] as const).map((view): ReadRoute => ({
-    name: `settlement ${view}`, method: 'GET', path: (param) => `/api/v1/settlement/${view}/${param ?? RUN_ID}`, roles: ['operator', 'trader'], denied: ['viewer'], paramStatus: 400, query: null,
+    name: `settlement ${view}`,
+    method: 'GET',
+    path: (param) => `/api/v1/settlement/${view}/${param ?? RUN_ID}`,
+    roles: ['operator', 'trader'],
+    denied: ['viewer'],
+    paramStatus: 400,
+    query: null,
   })),
   ...(['score', 'leaderboard'] as const).map((view): ReadRoute => ({
-    name: `settlement ${view}`, method: 'GET', path: (param) => `/api/v1/settlement/${view}/${param ?? RUN_ID}`,
-    roles: view === 'score' ? ['operator', 'trader'] : ['operator', 'trader', 'viewer'], denied: view === 'score' ? ['viewer'] : [], paramStatus: 400,
+    name: `settlement ${view}`,
+    method: 'GET',
+    path: (param) => `/api/v1/settlement/${view}/${param ?? RUN_ID}`,
+    roles: view === 'score' ? ['operator', 'trader'] : ['operator', 'trader', 'viewer'],
+    denied: view === 'score' ? ['viewer'] : [],
+    paramStatus: 400,
     query: { asOf: [...BAD_DATES, ...UNPLACEABLE_DATES, '2024-01-01t00:00:00Z'], agedFailAfterSeconds: ['-1', 'abc', '', '1.5'] },
     huge: { agedFailAfterSeconds: ['9999999999', '99999999999999', '9'.repeat(400)] },
   })),
@@ -306,7 +398,15 @@ const AUTH_ROUTES: Array<{ name: string; method: 'GET' | 'POST'; path: string; d
 // ---- invalid values ----
 
 const WRONG_TYPES: unknown[] = [0, -1, 1.5, true, false, null, [], {}, ['x'], { a: 1 }, new Raw('1e400'), new Raw('-1e400'), new Raw('123456789012345678901234567890'), new Raw('1e-400')];
-const HUGE_NUMBERS: unknown[] = [new Raw('1e400'), new Raw('-1e400'), new Raw('123456789012345678901234567890'), new Raw('9007199254740993'), new Raw('1e-400'), new Raw(`1${'0'.repeat(400)}`), new Raw(`-${'9'.repeat(300)}.5`)];
+const HUGE_NUMBERS: unknown[] = [
+  new Raw('1e400'),
+  new Raw('-1e400'),
+  new Raw('123456789012345678901234567890'),
+  new Raw('9007199254740993'),
+  new Raw('1e-400'),
+  new Raw(`1${'0'.repeat(400)}`),
+  new Raw(`-${'9'.repeat(300)}.5`),
+];
 const HUGE_STRINGS: Partial<Record<string, readonly string[]>> = {
   qty: ['99999999999999999999', '1000000001', '9'.repeat(32), `1${'0'.repeat(31)}`, '1e308', 'Infinity', '9'.repeat(33), '9'.repeat(5000)],
   price: ['99999999999999999999', '9000001', '9000000.000000001', '9'.repeat(32), '1e308', `1${'0'.repeat(31)}`, `0.${'0'.repeat(30)}1`],
@@ -316,7 +416,21 @@ const HUGE_STRINGS: Partial<Record<string, readonly string[]>> = {
 
 function badUuids(r: Rng): string[] {
   const u = r.uuid();
-  return ['', 'order-1', '12345', u.replace(/-/g, ''), `{${u}}`, `urn:uuid:${u}`, `${u} `, ` ${u}`, u.slice(0, 35), `${u}0`, u.replace('-', '_'), `g${u.slice(1)}`, '00000000-0000-0000-0000-00000000000'];
+  return [
+    '',
+    'order-1',
+    '12345',
+    u.replace(/-/g, ''),
+    `{${u}}`,
+    `urn:uuid:${u}`,
+    `${u} `,
+    ` ${u}`,
+    u.slice(0, 35),
+    `${u}0`,
+    u.replace('-', '_'),
+    `g${u.slice(1)}`,
+    '00000000-0000-0000-0000-00000000000',
+  ];
 }
 
 /** UUIDs with unicode in them: look-alike digits and letters, invisible and control characters, emoji, lone surrogates. */
@@ -360,7 +474,6 @@ function invalidFor(r: Rng, kind: Kind, flavour: 'wrong-types' | 'huge-numbers' 
     if (Array.isArray(kind)) return `${kind[0]}\u0301`;
     if (typeof kind === 'string' && kind.startsWith('text')) return '☃'.repeat(Number(kind.slice(4)) + 1); // unicode within the length would be valid text
     return '☃'; // object, array: a string is the wrong type
-
   }
   switch (kind) {
     case 'uuid':
@@ -399,7 +512,9 @@ function invalidFor(r: Rng, kind: Kind, flavour: 'wrong-types' | 'huge-numbers' 
 
 /** Percent-encodes the UTF-8 bytes of a value (a lone surrogate becomes U+FFFD), unreserved characters as they are. */
 function percentEncode(value: string): string {
-  return [...Buffer.from(value, 'utf8')].map((byte) => (/[A-Za-z0-9._~-]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(value, 'utf8')]
+    .map((byte) => (/[A-Za-z0-9._~-]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`))
+    .join('');
 }
 
 function setPath(body: Record<string, unknown>, path: string, value: unknown): void {
@@ -555,7 +670,7 @@ class Generator {
       if (typeof value === 'string' && kind === 'uuid' && isUuid(value)) throw new Error(`generator bug: ${value} is a UUID`);
       setPath(body, field, value);
       text = render(body);
-      what = `${field} = ${(value instanceof Raw ? value.text : JSON.stringify(value) ?? 'undefined').slice(0, 60)}`;
+      what = `${field} = ${(value instanceof Raw ? value.text : (JSON.stringify(value) ?? 'undefined')).slice(0, 60)}`;
     }
     // A body may stay under its bound; one past it is 413 before it is parsed.
     const size = Buffer.byteLength(text);
@@ -568,7 +683,11 @@ class Generator {
   queryFault(category: 'bad-query-or-path' | 'huge-numbers' | 'unicode-ids'): void {
     const r = this.r;
     const candidates = READ_ROUTES.filter((route) =>
-      category === 'huge-numbers' ? route.huge !== undefined || route.name === 'bars' : category === 'unicode-ids' ? route.paramStatus !== null || (route.query ?? {}).instrumentId !== undefined : route.query !== undefined || route.paramStatus !== null,
+      category === 'huge-numbers'
+        ? route.huge !== undefined || route.name === 'bars'
+        : category === 'unicode-ids'
+          ? route.paramStatus !== null || (route.query ?? {}).instrumentId !== undefined
+          : route.query !== undefined || route.paramStatus !== null,
     );
     const route = r.pick(candidates);
     const auth = AUTH[r.pick(route.roles)];
@@ -580,7 +699,10 @@ class Generator {
     let expect: number = 400;
     if (category === 'huge-numbers') {
       if (route.name === 'bars') {
-        query = [`start=${percentEncode(r.pick(['0001-01-01T00:00:00Z', '1970-01-01T00:00:00Z', '2000-01-01T00:00:00Z']))}`, `end=${percentEncode(r.pick(['9999-12-31T23:59:59Z', '2999-01-01T00:00:00Z']))}`];
+        query = [
+          `start=${percentEncode(r.pick(['0001-01-01T00:00:00Z', '1970-01-01T00:00:00Z', '2000-01-01T00:00:00Z']))}`,
+          `end=${percentEncode(r.pick(['9999-12-31T23:59:59Z', '2999-01-01T00:00:00Z']))}`,
+        ];
         if (r.chance(0.5)) query.push(`interval=${r.pick(['1m', '5m', '15m', '1h'])}`);
         what = 'a bar range past 1,440 bars';
       } else {
@@ -668,7 +790,17 @@ class Generator {
     } else {
       const target = r.pick(BODY_ROUTES);
       const noLength = r.chance(0.5);
-      const request = rawRequest('POST', target.path, [host, ['Authorization', AUTH[target.role]], ...(target.order ? ([['X-Client-Id', 'c'], ['Idempotency-Key', 'k']] as Header[]) : []), ...(noLength ? [] : ([['Content-Length', '0']] as Header[]))]);
+      const request = rawRequest('POST', target.path, [
+        host,
+        ['Authorization', AUTH[target.role]],
+        ...(target.order
+          ? ([
+              ['X-Client-Id', 'c'],
+              ['Idempotency-Key', 'k'],
+            ] as Header[])
+          : []),
+        ...(noLength ? [] : ([['Content-Length', '0']] as Header[])),
+      ]);
       this.keepAlive('missing-or-invalid-headers', target.name, noLength ? 'no Content-Length and no body' : 'Content-Length: 0', request, [400]);
     }
   }
@@ -716,7 +848,13 @@ class Generator {
       `Bearer\t${token}x`,
       `Bearer ${token};${token}`,
     ]);
-    this.keepAlive('bad-auth-or-role', route.name, `Authorization: ${authorization.slice(0, 40)}`, rawRequest(route.method, route.path, [host, ['Authorization', authorization], ['Content-Length', String(body.length)]], body), [401]);
+    this.keepAlive(
+      'bad-auth-or-role',
+      route.name,
+      `Authorization: ${authorization.slice(0, 40)}`,
+      rawRequest(route.method, route.path, [host, ['Authorization', authorization], ['Content-Length', String(body.length)]], body),
+      [401],
+    );
   }
 
   duplicatedHeaders(): void {
@@ -728,27 +866,69 @@ class Generator {
     // The first occurrence counts (uWebSockets.js getHeader): an invalid first value is refused even though the second is valid.
     if (shape === 0) {
       const bad = r.pick(['Bearer nope', 'Basic x', '', `Bearer ${TOKENS.traderA}x`]);
-      this.keepAlive('duplicated-headers', route.name, 'Authorization: invalid, then valid', rawRequest('POST', route.path, [['Authorization', bad], ['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ...base], validText), [401]);
+      this.keepAlive(
+        'duplicated-headers',
+        route.name,
+        'Authorization: invalid, then valid',
+        rawRequest('POST', route.path, [['Authorization', bad], ['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ...base], validText),
+        [401],
+      );
     } else if (shape === 1) {
       const first = r.pick(['viewer', 'operator'] as const);
-      this.keepAlive('duplicated-headers', route.name, `Authorization: ${first}, then trader`, rawRequest('POST', route.path, [['Authorization', AUTH[first]], ['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ...base], validText), [403]);
+      this.keepAlive(
+        'duplicated-headers',
+        route.name,
+        `Authorization: ${first}, then trader`,
+        rawRequest('POST', route.path, [['Authorization', AUTH[first]], ['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ...base], validText),
+        [403],
+      );
     } else if (shape === 2) {
       const name = r.pick(['X-Client-Id', 'Idempotency-Key']);
       const bad = r.pick(['', 'x'.repeat(129 + r.int(500)), 'has space', 'ü', '"quoted"x'.repeat(20)]);
       const other = name === 'X-Client-Id' ? 'Idempotency-Key' : 'X-Client-Id';
-      this.keepAlive('duplicated-headers', route.name, `${name}: invalid, then valid`, rawRequest('POST', route.path, [['Authorization', AUTH.trader], [name, bad], [name, 'good-value'], [other, `v-${r.uuid()}`], ...base], validText), [400]);
+      this.keepAlive(
+        'duplicated-headers',
+        route.name,
+        `${name}: invalid, then valid`,
+        rawRequest('POST', route.path, [['Authorization', AUTH.trader], [name, bad], [name, 'good-value'], [other, `v-${r.uuid()}`], ...base], validText),
+        [400],
+      );
     } else if (shape === 3) {
-      this.keepAlive('duplicated-headers', route.name, 'X-Processing-Mode: invalid, then valid', rawRequest('POST', route.path, [['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ['X-Processing-Mode', 'bogus'], ['X-Processing-Mode', 'sync-result'], ...base], validText), [400]);
+      this.keepAlive(
+        'duplicated-headers',
+        route.name,
+        'X-Processing-Mode: invalid, then valid',
+        rawRequest(
+          'POST',
+          route.path,
+          [['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ['X-Processing-Mode', 'bogus'], ['X-Processing-Mode', 'sync-result'], ...base],
+          validText,
+        ),
+        [400],
+      );
     } else {
       // Valid first, anything second, and a malformed body: still refused, as the body says.
       const { text } = brokenJson(r, validText);
       const name = r.pick(['Authorization', 'X-Client-Id', 'Idempotency-Key', 'Content-Type', 'Host', 'Content-Length', 'X-Processing-Mode']);
-      const headers: Header[] = [host, ['Authorization', AUTH.trader], ['X-Client-Id', 'c'], ['Idempotency-Key', `k-${r.uuid()}`], ['Content-Type', 'application/json'], ['Content-Length', String(Buffer.byteLength(text))]];
+      const headers: Header[] = [
+        host,
+        ['Authorization', AUTH.trader],
+        ['X-Client-Id', 'c'],
+        ['Idempotency-Key', `k-${r.uuid()}`],
+        ['Content-Type', 'application/json'],
+        ['Content-Length', String(Buffer.byteLength(text))],
+      ];
       const index = headers.findIndex(([n]) => n === name);
       const second: Header = index < 0 ? [name, 'sync-result'] : name === 'Content-Length' ? [name, headers[index]![1]] : [name, r.pick(['other', '', 'Bearer nope', 'x'.repeat(100)])];
       if (index < 0) headers.push(second, [name, 'bogus']);
       else headers.splice(index + 1, 0, second);
-      this.keepAlive('duplicated-headers', route.name, `${name} twice, malformed body`, rawRequest('POST', route.path, headers, text), index < 0 ? [400] : [400, 413].slice(0, Buffer.byteLength(text) > route.maxBody ? 2 : 1));
+      this.keepAlive(
+        'duplicated-headers',
+        route.name,
+        `${name} twice, malformed body`,
+        rawRequest('POST', route.path, headers, text),
+        index < 0 ? [400] : [400, 413].slice(0, Buffer.byteLength(text) > route.maxBody ? 2 : 1),
+      );
     }
   }
 
@@ -772,7 +952,13 @@ class Generator {
     } else {
       const { text } = brokenJson(r, render(this.validBody(route)));
       const pad: Header[] = shape === 2 ? [['X-Pad', 'p'.repeat(r.between(1000, 3000))]] : Array.from({ length: r.between(10, 38) }, (_, k): Header => [`X-Fuzz-${k}`, 'v'.repeat(r.between(1, 60))]);
-      this.keepAlive('huge-headers', route.name, shape === 2 ? 'a 1-3 KB header, malformed body' : 'many headers, malformed body', rawRequest('POST', route.path, bodyHeaders(AUTH.trader, route, r, text, pad), text), [400]);
+      this.keepAlive(
+        'huge-headers',
+        route.name,
+        shape === 2 ? 'a 1-3 KB header, malformed body' : 'many headers, malformed body',
+        rawRequest('POST', route.path, bodyHeaders(AUTH.trader, route, r, text, pad), text),
+        [400],
+      );
     }
   }
 
@@ -783,7 +969,9 @@ class Generator {
     const body = r.chance(0.5) ? render({ ...this.validBody(route), actorId: 'a'.repeat(size) }) : 'x'.repeat(size);
     const shape = r.int(10);
     const auth = shape === 0 ? 'Bearer nope' : shape === 1 ? AUTH[r.pick(route.denied)] : AUTH[route.role];
-    this.keepAlive('huge-bodies', route.name, `${Buffer.byteLength(body)} bytes${shape < 2 ? ' (refused caller)' : ''}`, rawRequest('POST', route.path, bodyHeaders(auth, route, r, body), body), [shape === 0 ? 401 : shape === 1 ? 403 : 413]);
+    this.keepAlive('huge-bodies', route.name, `${Buffer.byteLength(body)} bytes${shape < 2 ? ' (refused caller)' : ''}`, rawRequest('POST', route.path, bodyHeaders(auth, route, r, body), body), [
+      shape === 0 ? 401 : shape === 1 ? 403 : 413,
+    ]);
   }
 
   wrongMethod(): void {
@@ -797,16 +985,45 @@ class Generator {
       const route = r.pick(READ_ROUTES);
       const method = r.pick(route.method === 'GET' ? ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'] : ['GET', 'PUT', 'DELETE', 'PATCH']);
       const target = route.path();
-      this.keepAlive('wrong-method-or-route', route.name, `${method} ${target}`, readRequest(method, target, AUTH[r.pick(route.roles)], [['Content-Length', '0']]), [405], { noBody: method === 'HEAD' });
+      this.keepAlive('wrong-method-or-route', route.name, `${method} ${target}`, readRequest(method, target, AUTH[r.pick(route.roles)], [['Content-Length', '0']]), [405], {
+        noBody: method === 'HEAD',
+      });
     } else {
       const path = r.pick([
-        '/api/v1/nothing', '/api/v2/orders/submit', '/API/V1/ORDERS/SUBMIT', '/api/v1/orders/submit/', '/api/v1//orders/submit', '/api/v1/orders/submit/extra',
-        '/internal/admin/settlement/facts', '/internal', '/internal/', '/admin/v1/unknown', '/admin/v1', '/%2e%2e/etc/passwd', '/api/v1/../v1/venue/session',
-        `/api/v1/${'a'.repeat(r.between(100, 3000))}`, '/api/v1/market-data/depth', '/api/v1/commands/', '/favicon.ico', '/api/v1/orders', '/healthz/x', '/readyzz',
-        `/api/v1/market-data/depth/${FUZZ_INSTRUMENT}/extra`, '/api/v1/settlement/leaderboards/run-local', '/api/v1/settlement/unknown/run-local', '/*', '/%00',
+        '/api/v1/nothing',
+        '/api/v2/orders/submit',
+        '/API/V1/ORDERS/SUBMIT',
+        '/api/v1/orders/submit/',
+        '/api/v1//orders/submit',
+        '/api/v1/orders/submit/extra',
+        '/internal/admin/settlement/facts',
+        '/internal',
+        '/internal/',
+        '/admin/v1/unknown',
+        '/admin/v1',
+        '/%2e%2e/etc/passwd',
+        '/api/v1/../v1/venue/session',
+        `/api/v1/${'a'.repeat(r.between(100, 3000))}`,
+        '/api/v1/market-data/depth',
+        '/api/v1/commands/',
+        '/favicon.ico',
+        '/api/v1/orders',
+        '/healthz/x',
+        '/readyzz',
+        `/api/v1/market-data/depth/${FUZZ_INSTRUMENT}/extra`,
+        '/api/v1/settlement/leaderboards/run-local',
+        '/api/v1/settlement/unknown/run-local',
+        '/*',
+        '/%00',
       ]);
       const method = r.pick(['GET', 'POST', 'PUT', 'DELETE']);
-      this.keepAlive('wrong-method-or-route', path.slice(0, 40), `${method} unknown route`, readRequest(method, path, r.chance(0.7) ? AUTH[r.pick(['trader', 'operator', 'viewer'] as const)] : null, [['Content-Length', '0']]), [404]);
+      this.keepAlive(
+        'wrong-method-or-route',
+        path.slice(0, 40),
+        `${method} unknown route`,
+        readRequest(method, path, r.chance(0.7) ? AUTH[r.pick(['trader', 'operator', 'viewer'] as const)] : null, [['Content-Length', '0']]),
+        [404],
+      );
     }
   }
 
@@ -822,8 +1039,12 @@ class Generator {
     const headers = bodyHeaders(refused ? 'Bearer nope' : AUTH[route.role], route, r, '').map(([n, v]): Header => [n, n === 'Content-Length' ? String(declared) : v]);
     // The venue answers 408 once the body is late by BODY_TIMEOUT_MS; a refused caller is answered at once.
     this.add({
-      category: 'truncated-bodies', route: route.name, what: `${Buffer.byteLength(sent)} of ${declared} declared bytes, then nothing${refused ? ' (bad token)' : ''}`,
-      transport: 'fresh', parts: [{ data: rawRequest('POST', route.path, headers, sent) }], expect: [refused ? 401 : 408],
+      category: 'truncated-bodies',
+      route: route.name,
+      what: `${Buffer.byteLength(sent)} of ${declared} declared bytes, then nothing${refused ? ' (bad token)' : ''}`,
+      transport: 'fresh',
+      parts: [{ data: rawRequest('POST', route.path, headers, sent) }],
+      expect: [refused ? 401 : 408],
     });
   }
 
@@ -831,7 +1052,9 @@ class Generator {
     const r = this.r;
     const route = r.pick(BODY_ROUTES);
     const valid = render(this.validBody(route));
-    const { text, what } = r.chance(0.7) ? brokenJson(r, valid) : { text: render({ ...JSON.parse(valid), [r.pick(Object.keys(route.fields).filter((f) => !f.includes('.')))]: r.pick(WRONG_TYPES) }), what: 'a wrong type' };
+    const { text, what } = r.chance(0.7)
+      ? brokenJson(r, valid)
+      : { text: render({ ...JSON.parse(valid), [r.pick(Object.keys(route.fields).filter((f) => !f.includes('.')))]: r.pick(WRONG_TYPES) }), what: 'a wrong type' };
     const bytes = typeof text === 'string' ? Buffer.from(text) : text;
     const head = rawRequest('POST', route.path, bodyHeaders(AUTH[route.role], route, r, bytes));
     const pieces = r.between(2, 6);
@@ -861,29 +1084,111 @@ class Generator {
     const headers = bodyHeaders(AUTH[route.role], route, r, '').filter(([n]) => n !== 'Content-Length');
     const shape = r.int(9);
     const post = (chunked: string, extra: Header[] = [['Transfer-Encoding', 'chunked']]) => rawRequest('POST', route.path, [...headers, ...extra], Buffer.from(chunked, 'latin1'));
-    if (shape === 0) this.add({ category: 'invalid-chunked', route: route.name, what: 'a chunk size that is not hex', transport: 'fresh', parts: [{ data: post(`${r.pick(['zz', 'xyz', 'Q', 'z1'])}\r\n${body}\r\n0\r\n\r\n`) }], expect: [], closed: 'at-once' });
-    else if (shape === 1) this.add({ category: 'invalid-chunked', route: route.name, what: 'a negative chunk size', transport: 'fresh', parts: [{ data: post(`-${hex}\r\n${body}\r\n0\r\n\r\n`) }], expect: [], closed: 'at-once' });
-    else if (shape === 2) this.add({ category: 'invalid-chunked', route: route.name, what: 'a chunk size past 64 bits', transport: 'fresh', parts: [{ data: post(`${'f'.repeat(r.between(16, 40))}\r\n${body}\r\n0\r\n\r\n`) }], expect: [], closed: 'at-once' });
-    else if (shape === 3) this.add({ category: 'invalid-chunked', route: route.name, what: 'a chunk extension', transport: 'fresh', parts: [{ data: post(`${hex};ext=1\r\n${body}\r\n0\r\n\r\n`) }], expect: [], closed: 'at-once' });
-    else if (shape === 4) this.add({ category: 'invalid-chunked', route: route.name, what: 'more data than the chunk size', transport: 'fresh', parts: [{ data: post(`1\r\n{${'z'.repeat(r.between(3, 300))}\r\n0\r\n\r\n`) }], expect: [], closed: 'at-once' });
-    else if (shape === 5) this.add({ category: 'invalid-chunked', route: route.name, what: 'Transfer-Encoding with Content-Length', transport: 'fresh', parts: [{ data: post(`${hex}\r\n${body}\r\n0\r\n\r\n`, [['Transfer-Encoding', 'chunked'], ['Content-Length', String(r.between(1, 50))]]) }], expect: [], closed: 'at-once' });
-    else if (shape === 6) this.add({ category: 'invalid-chunked', route: route.name, what: 'a chunk size larger than the data, then nothing', transport: 'fresh', parts: [{ data: post(`${(Buffer.byteLength(body) + 10).toString(16)}\r\n${body}`) }], expect: [408] });
+    if (shape === 0)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'a chunk size that is not hex',
+        transport: 'fresh',
+        parts: [{ data: post(`${r.pick(['zz', 'xyz', 'Q', 'z1'])}\r\n${body}\r\n0\r\n\r\n`) }],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 1)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'a negative chunk size',
+        transport: 'fresh',
+        parts: [{ data: post(`-${hex}\r\n${body}\r\n0\r\n\r\n`) }],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 2)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'a chunk size past 64 bits',
+        transport: 'fresh',
+        parts: [{ data: post(`${'f'.repeat(r.between(16, 40))}\r\n${body}\r\n0\r\n\r\n`) }],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 3)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'a chunk extension',
+        transport: 'fresh',
+        parts: [{ data: post(`${hex};ext=1\r\n${body}\r\n0\r\n\r\n`) }],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 4)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'more data than the chunk size',
+        transport: 'fresh',
+        parts: [{ data: post(`1\r\n{${'z'.repeat(r.between(3, 300))}\r\n0\r\n\r\n`) }],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 5)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'Transfer-Encoding with Content-Length',
+        transport: 'fresh',
+        parts: [
+          {
+            data: post(`${hex}\r\n${body}\r\n0\r\n\r\n`, [
+              ['Transfer-Encoding', 'chunked'],
+              ['Content-Length', String(r.between(1, 50))],
+            ]),
+          },
+        ],
+        expect: [],
+        closed: 'at-once',
+      });
+    else if (shape === 6)
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'a chunk size larger than the data, then nothing',
+        transport: 'fresh',
+        parts: [{ data: post(`${(Buffer.byteLength(body) + 10).toString(16)}\r\n${body}`) }],
+        expect: [408],
+      });
     else if (shape === 7) {
       // An empty body would make "0\r\n\r\n", which is the last chunk: a complete (empty) body, answered 400 at once.
       const some = body === '' ? '{' : body;
-      this.add({ category: 'invalid-chunked', route: route.name, what: 'no last chunk, then nothing', transport: 'fresh', parts: [{ data: post(`${Buffer.byteLength(some).toString(16)}\r\n${some}\r\n`) }], expect: [408] });
-    }
-    else {
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: 'no last chunk, then nothing',
+        transport: 'fresh',
+        parts: [{ data: post(`${Buffer.byteLength(some).toString(16)}\r\n${some}\r\n`) }],
+        expect: [408],
+      });
+    } else {
       // Well-framed chunks of a malformed body, past the bound or not: the venue's answer.
       const big = r.chance(0.3);
       const payload = big ? 'x'.repeat(route.maxBody + 1 + r.int(route.maxBody)) : body;
       const chunks: string[] = [];
-      for (let at = 0; at < payload.length; ) {
+      for (let at = 0; at < payload.length;) {
         const size = Math.min(payload.length - at, r.between(1, 4096));
         chunks.push(`${size.toString(16)}\r\n${payload.slice(at, at + size)}\r\n`);
         at += size;
       }
-      this.add({ category: 'invalid-chunked', route: route.name, what: `a malformed body in ${chunks.length} chunks`, transport: 'fresh', parts: [{ data: post(`${chunks.join('')}0\r\n\r\n`) }], expect: [big ? 413 : 400] });
+      this.add({
+        category: 'invalid-chunked',
+        route: route.name,
+        what: `a malformed body in ${chunks.length} chunks`,
+        transport: 'fresh',
+        parts: [{ data: post(`${chunks.join('')}0\r\n\r\n`) }],
+        expect: [big ? 413 : 400],
+      });
     }
   }
 
@@ -892,19 +1197,63 @@ class Generator {
     const route = r.pick(BODY_ROUTES);
     const shape = r.int(4);
     if (shape === 3) {
-      this.add({ category: 'framing-refused-by-uws', route: route.name, what: 'no Host header', transport: 'fresh', parts: [{ data: rawRequest('POST', route.path, [['Authorization', AUTH[route.role]], ['Content-Length', '2']], '{}') }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'framing-refused-by-uws',
+        route: route.name,
+        what: 'no Host header',
+        transport: 'fresh',
+        parts: [
+          {
+            data: rawRequest(
+              'POST',
+              route.path,
+              [
+                ['Authorization', AUTH[route.role]],
+                ['Content-Length', '2'],
+              ],
+              '{}',
+            ),
+          },
+        ],
+        expect: [],
+        closed: 'at-once',
+      });
     } else if (shape === 0) {
       const length = r.pick(['abc', '-1', '+2', '0x2', '2,2', '1e3', '4294967296', '99999999999999999999', '12a']);
       const headers = bodyHeaders(AUTH[route.role], route, r, '').map(([n, v]): Header => [n, n === 'Content-Length' ? length : v]);
-      this.add({ category: 'framing-refused-by-uws', route: route.name, what: `Content-Length: ${length}`, transport: 'fresh', parts: [{ data: rawRequest('POST', route.path, headers, '{}') }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'framing-refused-by-uws',
+        route: route.name,
+        what: `Content-Length: ${length}`,
+        transport: 'fresh',
+        parts: [{ data: rawRequest('POST', route.path, headers, '{}') }],
+        expect: [],
+        closed: 'at-once',
+      });
     } else if (shape === 1) {
       const encoding = r.pick(['gzip', 'deflate', 'compress']);
       const headers = bodyHeaders(AUTH[route.role], route, r, '').filter(([n]) => n !== 'Content-Length');
-      this.add({ category: 'framing-refused-by-uws', route: route.name, what: `Transfer-Encoding: ${encoding}`, transport: 'fresh', parts: [{ data: rawRequest('POST', route.path, [...headers, ['Transfer-Encoding', encoding]], '{}') }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'framing-refused-by-uws',
+        route: route.name,
+        what: `Transfer-Encoding: ${encoding}`,
+        transport: 'fresh',
+        parts: [{ data: rawRequest('POST', route.path, [...headers, ['Transfer-Encoding', encoding]], '{}') }],
+        expect: [],
+        closed: 'at-once',
+      });
     } else {
       // uWS knows GET, POST, PUT, DELETE, PATCH, OPTIONS, HEAD, CONNECT and TRACE, in upper case; anything else closes the connection.
       const method = r.pick(['post', 'Post', 'get', 'G@T', 'P(ST', 'PROPFIND', 'FOO', 'MKCOL', 'PURGE']);
-      this.add({ category: 'framing-refused-by-uws', route: route.name, what: `method ${method}`, transport: 'fresh', parts: [{ data: rawRequest(method, route.path, [host, ['Authorization', AUTH[route.role]], ['Content-Length', '2']], '{}') }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'framing-refused-by-uws',
+        route: route.name,
+        what: `method ${method}`,
+        transport: 'fresh',
+        parts: [{ data: rawRequest(method, route.path, [host, ['Authorization', AUTH[route.role]], ['Content-Length', '2']], '{}') }],
+        expect: [],
+        closed: 'at-once',
+      });
     }
   }
 
@@ -938,16 +1287,40 @@ class Generator {
     if (shape === 0) {
       // Past 4 KB over two reads: uWS's limit for a header block it must buffer.
       const pad = 'p'.repeat(r.between(4200, 20_000));
-      this.add({ category: 'header-block-beyond-limit', route: route.name, what: `a ${pad.length}-byte header in two pieces`, transport: 'fresh', parts: [{ data: head + pad.slice(0, 500) }, { data: `${pad.slice(500)}\r\n\r\n`, delayMs: 20 }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'header-block-beyond-limit',
+        route: route.name,
+        what: `a ${pad.length}-byte header in two pieces`,
+        transport: 'fresh',
+        parts: [{ data: head + pad.slice(0, 500) }, { data: `${pad.slice(500)}\r\n\r\n`, delayMs: 20 }],
+        expect: [],
+        closed: 'at-once',
+      });
     } else if (shape === 1) {
       const pad = 'p'.repeat(r.between(600_000, 1_200_000));
-      this.add({ category: 'header-block-beyond-limit', route: route.name, what: `a ${pad.length}-byte header`, transport: 'fresh', parts: [{ data: `${head}${pad}\r\n\r\n` }], expect: [], closed: 'at-once' });
+      this.add({
+        category: 'header-block-beyond-limit',
+        route: route.name,
+        what: `a ${pad.length}-byte header`,
+        transport: 'fresh',
+        parts: [{ data: `${head}${pad}\r\n\r\n` }],
+        expect: [],
+        closed: 'at-once',
+      });
     } else {
       // 4 KB to 60 KB in one write: accepted whole if it arrives in one read (then the venue answers), else closed at once.
       const pad = 'p'.repeat(r.between(4200, 60_000));
       const body = route.method === 'POST' ? '{"a":' : '';
       const request = `${route.method} ${route.path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nX-Pad: ${pad}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-      this.add({ category: 'header-block-beyond-limit', route: route.name, what: `a ${pad.length}-byte header in one write`, transport: 'fresh', parts: [{ data: request }], expect: [401], orClosed: true });
+      this.add({
+        category: 'header-block-beyond-limit',
+        route: route.name,
+        what: `a ${pad.length}-byte header in one write`,
+        transport: 'fresh',
+        parts: [{ data: request }],
+        expect: [401],
+        orClosed: true,
+      });
     }
   }
 
@@ -975,7 +1348,15 @@ class Generator {
       const { text } = brokenJson(r, render(this.validBody(route)));
       requests.push(rawRequest('POST', route.path, bodyHeaders(r.chance(0.3) ? 'Bearer nope' : AUTH[route.role], route, r, text), text));
     }
-    this.add({ category: 'pipelined', route: 'several', what: `${count} malformed requests in one write`, transport: 'fresh', parts: [{ data: Buffer.concat(requests) }], expect: [400, 401, 413], answers: count });
+    this.add({
+      category: 'pipelined',
+      route: 'several',
+      what: `${count} malformed requests in one write`,
+      transport: 'fresh',
+      parts: [{ data: Buffer.concat(requests) }],
+      expect: [400, 401, 413],
+      answers: count,
+    });
   }
 }
 
@@ -1073,7 +1454,8 @@ function record(tally: Tally, c: Case, outcome: string, problem: string | null):
 function judgeFresh(tally: Tally, c: Case, result: RawResult): void {
   const describe = () => `answers ${result.answers.map((a) => `${a.status} ${a.body.slice(0, 100)}`).join(' | ') || 'none'}, closed ${result.closedByServer}, ${result.elapsedMs} ms`;
   if (c.closed !== undefined) {
-    if (result.answers.length > 0 || !result.closedByServer) return record(tally, c, result.answers[0] ? String(result.answers[0].status) : 'no close', `expected a close without an answer; got ${describe()}`);
+    if (result.answers.length > 0 || !result.closedByServer)
+      return record(tally, c, result.answers[0] ? String(result.answers[0].status) : 'no close', `expected a close without an answer; got ${describe()}`);
     // "At once": the refusal does not wait for any timer (BODY_TIMEOUT_MS is 5 s, the idle timeout at least 8 s).
     if (c.closed === 'at-once' && result.elapsedMs > 3_000) return record(tally, c, 'closed (late)', `expected a close at once; got ${describe()}`);
     if (c.closed === 'idle-timeout' && result.elapsedMs < 7_000) return record(tally, c, 'closed (early)', `expected the close of the idle timeout (8 to 12 s); got ${describe()}`);
@@ -1137,8 +1519,14 @@ async function validLoad(): Promise<{ commands: number; problems: string[] }> {
       const trade = sellAnswer.json?.trades?.[0];
       check(
         'sell',
-        sellAnswer.status === 200 && sellAnswer.json.outcome?.accepted?.orderId === sell.orderId && sellAnswer.json.executions.length === 2 && sellAnswer.json.trades.length === 1 &&
-          trade.buyOrderId === buy.orderId && trade.sellOrderId === sell.orderId && trade.quantity.units === '4' && trade.price.nanos === String((100 + k) * 1e9 + 250_000_000),
+        sellAnswer.status === 200 &&
+          sellAnswer.json.outcome?.accepted?.orderId === sell.orderId &&
+          sellAnswer.json.executions.length === 2 &&
+          sellAnswer.json.trades.length === 1 &&
+          trade.buyOrderId === buy.orderId &&
+          trade.sellOrderId === sell.orderId &&
+          trade.quantity.units === '4' &&
+          trade.price.nanos === String((100 + k) * 1e9 + 250_000_000),
         sellAnswer,
       );
       const cancel = cancelBody({ orderId: buy.orderId as string, instrumentId });
@@ -1180,40 +1568,45 @@ test(`fuzz: more than 10,000 malformed requests over every route are all refused
   const waitingDone = Promise.all(waiting.map(exchange));
   const quickDone = (async () => {
     let next = 0;
-    await Promise.all(Array.from({ length: 32 }, async () => {
-      while (next < quick.length) await exchange(quick[next++]!);
-    }));
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < quick.length) await exchange(quick[next++]!);
+      }),
+    );
   })();
 
   // Keep-alive connections: one request at a time each.
   const keepAlive = cases.filter((c) => c.transport === 'keep-alive');
   let next = 0;
-  const keepAliveDone = Promise.all(Array.from({ length: 48 }, async () => {
-    let connection = await RawConnection.open(port);
-    while (next < keepAlive.length) {
-      const c = keepAlive[next++]!;
-      if (connection.closed) connection = await RawConnection.open(port);
-      let answer: RawAnswer | null;
-      try {
-        answer = await connection.send(c.parts[0]!.data as Buffer, 10_000);
-      } catch (error) {
-        record(tally, c, 'no answer', (error as Error).message);
-        connection = await RawConnection.open(port);
-        continue;
+  const keepAliveDone = Promise.all(
+    Array.from({ length: 48 }, async () => {
+      let connection = await RawConnection.open(port);
+      while (next < keepAlive.length) {
+        const c = keepAlive[next++]!;
+        if (connection.closed) connection = await RawConnection.open(port);
+        let answer: RawAnswer | null;
+        try {
+          answer = await connection.send(c.parts[0]!.data as Buffer, 10_000);
+        } catch (error) {
+          record(tally, c, 'no answer', (error as Error).message);
+          connection = await RawConnection.open(port);
+          continue;
+        }
+        if (answer === null) {
+          record(tally, c, 'closed without answer', 'the venue closed a keep-alive connection without answering');
+          continue;
+        }
+        const problem =
+          contractProblem(answer, c.noBody === true) ?? (c.expect.includes(answer.status) ? null : `status ${answer.status}, expected ${c.expect.join('/')}: ${answer.body.slice(0, 200)}`);
+        record(tally, c, String(answer.status), problem);
+        if (answer.headers.connection?.includes('close')) {
+          connection.close();
+          connection = await RawConnection.open(port);
+        }
       }
-      if (answer === null) {
-        record(tally, c, 'closed without answer', 'the venue closed a keep-alive connection without answering');
-        continue;
-      }
-      const problem = contractProblem(answer, c.noBody === true) ?? (c.expect.includes(answer.status) ? null : `status ${answer.status}, expected ${c.expect.join('/')}: ${answer.body.slice(0, 200)}`);
-      record(tally, c, String(answer.status), problem);
-      if (answer.headers.connection?.includes('close')) {
-        connection.close();
-        connection = await RawConnection.open(port);
-      }
-    }
-    connection.close();
-  }));
+      connection.close();
+    }),
+  );
 
   const load = validLoad();
   await Promise.all([keepAliveDone, quickDone, waitingDone]);
@@ -1259,9 +1652,15 @@ test('uWebSockets.js drops the bytes outside 0x21-0x7e at either end of a header
   const instrumentId = 'a1200000-0000-4000-8000-000000000001';
   const body = submitBody({ instrumentId, side: 'BUY', price: '1', quantity: '1' });
   const text = JSON.stringify(body);
-  const post = (headers: Array<[string, string | Buffer]>) => rawExchange(port, [{ data: rawRequest('POST', '/api/v1/orders/submit', [['Host', 'x'], ['Content-Length', String(text.length)], ...headers], text) }], { timeoutMs: 5_000 });
+  const post = (headers: Array<[string, string | Buffer]>) =>
+    rawExchange(port, [{ data: rawRequest('POST', '/api/v1/orders/submit', [['Host', 'x'], ['Content-Length', String(text.length)], ...headers], text) }], { timeoutMs: 5_000 });
   const key = `trim-${crypto.randomUUID()}`;
-  const first = await post([['Authorization', Buffer.from(`${AUTH.trader}\u2603`)], ['X-Client-Id', Buffer.from('\u00e9trim-client\u00e9')], ['Idempotency-Key', Buffer.from(`${key}\u200b`)], ['X-Processing-Mode', Buffer.from('\uff33\uff39\uff2e\uff23')]]);
+  const first = await post([
+    ['Authorization', Buffer.from(`${AUTH.trader}\u2603`)],
+    ['X-Client-Id', Buffer.from('\u00e9trim-client\u00e9')],
+    ['Idempotency-Key', Buffer.from(`${key}\u200b`)],
+    ['X-Processing-Mode', Buffer.from('\uff33\uff39\uff2e\uff23')],
+  ]);
   assert.equal(first.answers[0]?.status, 200, first.answers[0]?.body);
   assert.equal(JSON.parse(first.answers[0]!.body).outcome.accepted.orderId, body.orderId);
   // Read back: the stored scope has the trimmed values, and the all-non-ASCII mode header counted as absent (the default, sync-result).
@@ -1270,11 +1669,19 @@ test('uWebSockets.js drops the bytes outside 0x21-0x7e at either end of a header
   assert.equal(status.json.idempotencyKey, key);
   assert.equal(status.json.processingMode, 'sync-result');
   // So the same request with the plain ASCII values is its replay, byte for byte.
-  const replay = await post([['Authorization', AUTH.trader], ['X-Client-Id', 'trim-client'], ['Idempotency-Key', key]]);
+  const replay = await post([
+    ['Authorization', AUTH.trader],
+    ['X-Client-Id', 'trim-client'],
+    ['Idempotency-Key', key],
+  ]);
   assert.equal(replay.answers[0]?.status, 200);
   assert.equal(replay.answers[0]!.body, first.answers[0]!.body);
   // Inside a value the bytes stay, and the value is refused (the fuzz's unicode cases).
-  const inside = await post([['Authorization', AUTH.trader], ['X-Client-Id', Buffer.from('trim\u00e9client')], ['Idempotency-Key', key]]);
+  const inside = await post([
+    ['Authorization', AUTH.trader],
+    ['X-Client-Id', Buffer.from('trim\u00e9client')],
+    ['Idempotency-Key', key],
+  ]);
   assert.equal(inside.answers[0]?.status, 400);
   const cancel = await venue.order('/api/v1/orders/cancel', cancelBody({ orderId: body.orderId as string, instrumentId }));
   assert.equal(cancel.status, 200);
@@ -1285,12 +1692,30 @@ test('uWebSockets.js drops the bytes outside 0x21-0x7e at either end of a header
 /** Values on the edge of what storage can hold: every control range, lone surrogates, bidi, astral and more. */
 const HOSTILE_TEXT: readonly string[] = [
   'a\u0000b', // NUL: PostgreSQL's text and jsonb refuse it
-  '\u0001', 'x\u0008y', 'tab\there', 'line\nfeed', 'cr\r', 'esc\u001b[31m', '\u001f', // C0
-  'del\u007f', '\u0080', 'nel\u0085', '\u009f', // DEL and C1
-  'lone\ud800', 'x\udbff', '\udc00x', 'swapped\ude00\ud83d', // lone surrogates
-  '\u202eevil\u202c', '\u2066isolate\u2069', '\u200fmark', // bidi controls
-  '😀', '𝄞astral𝄞', // astral characters
-  '\u200bzero\u200dwidth', '\ufeffbom', '\uffff\ufdd0', 'e\u0301', // invisible, noncharacters, combining
+  '\u0001',
+  'x\u0008y',
+  'tab\there',
+  'line\nfeed',
+  'cr\r',
+  'esc\u001b[31m',
+  '\u001f', // C0
+  'del\u007f',
+  '\u0080',
+  'nel\u0085',
+  '\u009f', // DEL and C1
+  'lone\ud800',
+  'x\udbff',
+  '\udc00x',
+  'swapped\ude00\ud83d', // lone surrogates
+  '\u202eevil\u202c',
+  '\u2066isolate\u2069',
+  '\u200fmark', // bidi controls
+  '😀',
+  '𝄞astral𝄞', // astral characters
+  '\u200bzero\u200dwidth',
+  '\ufeffbom',
+  '\uffff\ufdd0',
+  'e\u0301', // invisible, noncharacters, combining
 ];
 
 /** Identifier-like fields of the fuzz's kinds: clientOrderId (text64) and actorId (text128); reasons are free text. */
@@ -1334,9 +1759,7 @@ test('hostile values the schema admits, on every string field of every route: re
     let sent = 0;
     const send = async (route: BodyRoute, body: Record<string, unknown>) => {
       sent++;
-      return route.order
-        ? hostile.order(route.path, body, { clientId: 'hostile' })
-        : hostile.request('POST', route.path, { token: TOKENS.operator, body: JSON.stringify(body) });
+      return route.order ? hostile.order(route.path, body, { clientId: 'hostile' }) : hostile.request('POST', route.path, { token: TOKENS.operator, body: JSON.stringify(body) });
     };
     for (const route of BODY_ROUTES) {
       for (const [field, kind] of Object.entries(route.fields)) {
@@ -1353,7 +1776,8 @@ test('hostile values the schema admits, on every string field of every route: re
             const what = `${route.name} ${field}=${JSON.stringify(placed)}`;
             if (answer.status >= 500) problems.push(`${what}: ${answer.status} ${answer.text.slice(0, 200)}`);
             else if (refused) {
-              if (answer.status !== 400 || !answer.json.details?.some((detail: { field: string }) => detail.field.startsWith(field))) problems.push(`${what}: expected a 400 naming ${field}, got ${answer.status} ${answer.text.slice(0, 200)}`);
+              if (answer.status !== 400 || !answer.json.details?.some((detail: { field: string }) => detail.field.startsWith(field)))
+                problems.push(`${what}: expected a 400 naming ${field}, got ${answer.status} ${answer.text.slice(0, 200)}`);
             } else if (answer.status === 400) problems.push(`${what}: refused, though storage holds it: ${answer.text.slice(0, 200)}`);
             else if (route.name === 'submit') {
               if (answer.json?.outcome?.accepted === undefined) problems.push(`${what}: not accepted: ${answer.text.slice(0, 200)}`);
@@ -1367,9 +1791,7 @@ test('hostile values the schema admits, on every string field of every route: re
       }
       // Deep JSON in the route's body: 400 before anything recursive sees it.
       const deep = `{"${Object.keys(route.fields)[0]!.split('.')[0]}":${'['.repeat(2000)}${']'.repeat(2000)}}`;
-      const answer = route.order
-        ? await hostile.order(route.path, deep, { clientId: 'hostile' })
-        : await hostile.request('POST', route.path, { token: TOKENS.operator, body: deep });
+      const answer = route.order ? await hostile.order(route.path, deep, { clientId: 'hostile' }) : await hostile.request('POST', route.path, { token: TOKENS.operator, body: deep });
       sent++;
       if (answer.status !== 400 || !/deeper than 32 levels/.test(answer.json?.error ?? '')) problems.push(`${route.name} deep JSON: ${answer.status} ${answer.text.slice(0, 200)}`);
     }
@@ -1405,14 +1827,24 @@ test('hostile values the schema admits, on every string field of every route: re
       const answer = await hostile.order('/api/v1/orders/submit', body);
       assert.equal(answer.json?.outcome?.accepted?.orderId, body.orderId, `${when}: ${answer.text}`);
       const current = await hostile.get(`/api/v1/orders/current?instrumentId=${FUZZ_INSTRUMENT}&limit=1000`, TOKENS.traderA);
-      assert.ok((current.json.rows as { orderId: string }[]).some((row) => row.orderId === body.orderId), `${when}: a plain order shows in own orders`);
+      assert.ok(
+        (current.json.rows as { orderId: string }[]).some((row) => row.orderId === body.orderId),
+        `${when}: a plain order shows in own orders`,
+      );
     };
     await plainOrder('after the hostile values');
     await readBack('before a restart');
     await hostile.untilProjected();
     const status = await hostile.get('/admin/v1/persistence/status', TOKENS.operator);
     assert.equal(status.json.projections.quarantinedRows, 0, 'storage refused nothing the edge let through');
-    assert.deepEqual(hostile.log.split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(0, 5), [], 'nothing was logged at error level');
+    assert.deepEqual(
+      hostile.log
+        .split('\n')
+        .filter((line) => /"level":(50|60)/.test(line))
+        .slice(0, 5),
+      [],
+      'nothing was logged at error level',
+    );
     assert.equal(await hostile.stop(), 0, 'a graceful stop after the hostile values');
     hostile = await VenueProcess.start({ DATA_DIR: dir, COMPETITION_PROFILE: 'fuzz' });
     await ready();

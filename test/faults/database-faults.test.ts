@@ -240,7 +240,10 @@ async function verify(t: TestContext, venue: VenueProcess, url: string, commands
         const body = JSON.parse(attempt.text);
         assertShape('Error', body);
         assert.ok(['UNAVAILABLE', 'OVERLOADED'].includes(body.code), `${fault}: 503 code ${body.code}`);
-        assert.deepEqual(Object.keys(body).filter((key) => !['error', 'code', 'details', 'requestId'].includes(key)), []);
+        assert.deepEqual(
+          Object.keys(body).filter((key) => !['error', 'code', 'details', 'requestId'].includes(key)),
+          [],
+        );
         assert.ok(isUuid(body.requestId), `${fault}: a 503 quotes the request id its cause is logged under: ${attempt.text}`);
         assert.equal(typeof body.error, 'string');
       } else {
@@ -293,9 +296,11 @@ async function verify(t: TestContext, venue: VenueProcess, url: string, commands
     // The books: an independent replay of the committed journal, against the lifecycle projection and the venue's depth.
     const engines = replayHistory(history);
     const open = new Map(
-      (await client.query<{ id: string; remaining: string }>(
-        "SELECT order_id AS id, remaining_quantity_units AS remaining FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')",
-      )).rows.map((row) => [row.id, Number(row.remaining)]),
+      (
+        await client.query<{ id: string; remaining: string }>(
+          "SELECT order_id AS id, remaining_quantity_units AS remaining FROM runtime.order_lifecycle_state WHERE state IN ('OPEN', 'PARTIALLY_FILLED')",
+        )
+      ).rows.map((row) => [row.id, Number(row.remaining)]),
     );
     const expected = new Map<string, number>();
     for (const instrument of INSTRUMENTS) {
@@ -336,25 +341,22 @@ test('the test instruments spread over both shards', () => {
  * (a restart can be over within DURABLE_WAIT_MS on a fast machine: every answer then
  * waits it out), the venue must have seen it as a failed commit.
  */
-async function faultUnderLoad(
-  t: TestContext,
-  name: string,
-  env: Record<string, string>,
-  fault: (venue: VenueProcess, url: string, load: Load) => Promise<void>,
-  brief = false,
-): Promise<void> {
+async function faultUnderLoad(t: TestContext, name: string, env: Record<string, string>, fault: (venue: VenueProcess, url: string, load: Load) => Promise<void>, brief = false): Promise<void> {
   const url = await database.freshDatabase();
   const venue = await VenueProcess.start({ DATABASE_URL: url, DURABLE_WAIT_MS: String(DURABLE_WAIT_MS), ...env });
-  await stopAfter(() => venue, async () => {
-    const load = new Load(venue);
-    await sleep(700);
-    await fault(venue, url, load);
-    await load.stop();
-    await probe(venue, load.commands);
-    const figures = await verify(t, venue, url, load.commands, name);
-    if (brief && figures.answered503 === 0) assert.match(venue.log, /journal commit failed; retrying/, `${name}: the venue saw the fault`);
-    else assert.ok(figures.answered503 > 0, `${name}: the fault was seen by the clients as 503s`);
-  });
+  await stopAfter(
+    () => venue,
+    async () => {
+      const load = new Load(venue);
+      await sleep(700);
+      await fault(venue, url, load);
+      await load.stop();
+      await probe(venue, load.commands);
+      const figures = await verify(t, venue, url, load.commands, name);
+      if (brief && figures.answered503 === 0) assert.match(venue.log, /journal commit failed; retrying/, `${name}: the venue saw the fault`);
+      else assert.ok(figures.answered503 > 0, `${name}: the fault was seen by the clients as 503s`);
+    },
+  );
 }
 
 test('PostgreSQL stopped while orders flow, then started: 503 + Retry-After within the bound, resume without a restart, nothing lost or duplicated', (t) =>
@@ -383,7 +385,11 @@ test('PostgreSQL slow (a tier-1 table locked for seconds) under load and a burst
         // Nothing can become durable meanwhile, so each of them must be a 503.
         const [burst] = await Promise.all([load.burst(150), sleep(3000)]);
         await client.query('COMMIT');
-        assert.deepEqual(burst.filter((answer) => answer.status !== 503).map((answer) => [answer.status, answer.text]), [], `${table} locked: nothing is acknowledged`);
+        assert.deepEqual(
+          burst.filter((answer) => answer.status !== 503).map((answer) => [answer.status, answer.text]),
+          [],
+          `${table} locked: nothing is acknowledged`,
+        );
       });
       await sleep(500);
     }
@@ -392,9 +398,15 @@ test('PostgreSQL slow (a tier-1 table locked for seconds) under load and a burst
   }));
 
 test('PostgreSQL restarted (stop, start at once) under load: resume without a restart, nothing lost or duplicated', (t) =>
-  faultUnderLoad(t, 'restarted', {}, async (venue) => {
-    await database.stopServer();
-    await database.startServer();
-    await untilReady(venue);
-    await sleep(700);
-  }, true));
+  faultUnderLoad(
+    t,
+    'restarted',
+    {},
+    async (venue) => {
+      await database.stopServer();
+      await database.startServer();
+      await untilReady(venue);
+      await sleep(700);
+    },
+    true,
+  ));

@@ -117,7 +117,8 @@ async function checkAcknowledged(venue: VenueProcess, acknowledged: Acknowledged
 /** The displayed book equals both traders' open orders, level by level. */
 async function checkBook(venue: VenueProcess, instrumentId: string): Promise<void> {
   const depth = await venue.get(`/api/v1/market-data/depth/${instrumentId}?levels=50`, TOKENS.viewer);
-  const fromDepth = depth.status === 404 ? [] : [...depth.json.bids.map((l: any) => `BUY ${l.price.nanos} ${l.quantity.units}`), ...depth.json.asks.map((l: any) => `SELL ${l.price.nanos} ${l.quantity.units}`)];
+  const fromDepth =
+    depth.status === 404 ? [] : [...depth.json.bids.map((l: any) => `BUY ${l.price.nanos} ${l.quantity.units}`), ...depth.json.asks.map((l: any) => `SELL ${l.price.nanos} ${l.quantity.units}`)];
   const open = new Map<string, bigint>();
   for (const token of [TOKENS.traderA, TOKENS.traderB]) {
     const current = await venue.get(`/api/v1/orders/current?instrumentId=${instrumentId}&limit=1000`, token);
@@ -139,62 +140,68 @@ async function restingBook(venue: VenueProcess): Promise<{ own: unknown; depth: 
 async function killUnderLoad(t: TestContext, kills: number): Promise<void> {
   const dir = dataDir();
   const venue = await VenueProcess.start({ DATA_DIR: dir });
-  await stopAfter(() => venue, async () => {
-    await ready(venue);
-    for (let k = 0; k < 20; k++) {
-      const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, side: k % 2 === 0 ? 'BUY' : 'SELL', price: String(k % 2 === 0 ? 90 - k : 110 + k) }));
-      assert.equal(answer.status, 200, answer.text);
-    }
-    await venue.untilProjected();
-    const before = await restingBook(venue);
-
-    let stopLoad: () => void = () => undefined;
-    const loadStopped = new Promise<void>((resolve) => (stopLoad = resolve));
-    const load = orderLoad(venue, loadStopped);
-    await sleep(1_000);
-    let killedAt = 0;
-    const probes: Promise<HttpAnswer>[] = [];
-    const notReady: string[] = [];
-    for (let kill = 1; kill <= kills; kill++) {
-      killedAt = killPostgres(dir);
-      // /readyz says why until the server is back, and the supervisor has counted the restart.
-      for (;;) {
-        assert.ok(Date.now() - killedAt < READY_WITHIN_MS, `not ready ${READY_WITHIN_MS} ms after kill ${kill}`);
-        const probe = await venue.get('/readyz');
-        if (probe.status === 200) {
-          const status = await venue.get('/admin/v1/persistence/status', TOKENS.operator);
-          if (status.json?.embeddedPostgres?.restarts === kill) {
-            assert.equal(status.json.embeddedPostgres.state, 'up');
-            break;
-          }
-        } else {
-          notReady.push(probe.json?.error ?? probe.text);
-          // A new order meanwhile is refused at once with Retry-After (one taken just before waits for its durability instead).
-          probes.push(venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, price: '1', quantity: '1', timeInForce: 'IOC' })));
-        }
-        await sleep(25);
+  await stopAfter(
+    () => venue,
+    async () => {
+      await ready(venue);
+      for (let k = 0; k < 20; k++) {
+        const answer = await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, side: k % 2 === 0 ? 'BUY' : 'SELL', price: String(k % 2 === 0 ? 90 - k : 110 + k) }));
+        assert.equal(answer.status, 200, answer.text);
       }
-    }
-    t.diagnostic(`ready ${Date.now() - killedAt} ms after the last kill; projection groups sent again: ${(venue.log.match(/projection groups in a crash of the server/g) ?? []).length} times`);
-    assert.ok(notReady.some((message) => /embedded PostgreSQL exited and is being started again \(try 1 of 10\)/.test(message)), `readyz said why: ${notReady.slice(0, 3).join(' | ')}`);
-    await sleep(1_000);
-    stopLoad();
-    const { acknowledged, unavailable, problems } = await load;
-    assert.deepEqual(problems.slice(0, 10), []);
-    const probed = await Promise.all(probes);
-    for (const order of probed) if (order.status !== 503) assert.equal(order.status, 200, order.text);
-    const refused = probed.filter((order) => order.status === 503 && /^[1-9]\d*$/.test(order.headers.get('retry-after') ?? '')).length;
-    assert.ok(refused > 0, `new orders were answered 503 with Retry-After while the server was down (${notReady.length} readyz 503s, ${probed.length} order probes)`);
-    t.diagnostic(`while down: ${notReady.length} readyz 503s; ${refused} of ${probed.length} order probes and ${unavailable} of the lanes' tries answered 503`);
-    assert.ok(acknowledged.length > 50, `${acknowledged.length} orders acknowledged`);
-    assert.match(venue.log, /the embedded PostgreSQL exited without being asked: starting it again/);
+      await venue.untilProjected();
+      const before = await restingBook(venue);
 
-    await venue.untilProjected(20_000);
-    await checkAcknowledged(venue, acknowledged);
-    assert.deepEqual(await restingBook(venue), before, 'the resting orders and their book are as before');
-    await checkBook(venue, TRADED);
-    await checkBook(venue, RESTING);
-  });
+      let stopLoad: () => void = () => undefined;
+      const loadStopped = new Promise<void>((resolve) => (stopLoad = resolve));
+      const load = orderLoad(venue, loadStopped);
+      await sleep(1_000);
+      let killedAt = 0;
+      const probes: Promise<HttpAnswer>[] = [];
+      const notReady: string[] = [];
+      for (let kill = 1; kill <= kills; kill++) {
+        killedAt = killPostgres(dir);
+        // /readyz says why until the server is back, and the supervisor has counted the restart.
+        for (;;) {
+          assert.ok(Date.now() - killedAt < READY_WITHIN_MS, `not ready ${READY_WITHIN_MS} ms after kill ${kill}`);
+          const probe = await venue.get('/readyz');
+          if (probe.status === 200) {
+            const status = await venue.get('/admin/v1/persistence/status', TOKENS.operator);
+            if (status.json?.embeddedPostgres?.restarts === kill) {
+              assert.equal(status.json.embeddedPostgres.state, 'up');
+              break;
+            }
+          } else {
+            notReady.push(probe.json?.error ?? probe.text);
+            // A new order meanwhile is refused at once with Retry-After (one taken just before waits for its durability instead).
+            probes.push(venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, price: '1', quantity: '1', timeInForce: 'IOC' })));
+          }
+          await sleep(25);
+        }
+      }
+      t.diagnostic(`ready ${Date.now() - killedAt} ms after the last kill; projection groups sent again: ${(venue.log.match(/projection groups in a crash of the server/g) ?? []).length} times`);
+      assert.ok(
+        notReady.some((message) => /embedded PostgreSQL exited and is being started again \(try 1 of 10\)/.test(message)),
+        `readyz said why: ${notReady.slice(0, 3).join(' | ')}`,
+      );
+      await sleep(1_000);
+      stopLoad();
+      const { acknowledged, unavailable, problems } = await load;
+      assert.deepEqual(problems.slice(0, 10), []);
+      const probed = await Promise.all(probes);
+      for (const order of probed) if (order.status !== 503) assert.equal(order.status, 200, order.text);
+      const refused = probed.filter((order) => order.status === 503 && /^[1-9]\d*$/.test(order.headers.get('retry-after') ?? '')).length;
+      assert.ok(refused > 0, `new orders were answered 503 with Retry-After while the server was down (${notReady.length} readyz 503s, ${probed.length} order probes)`);
+      t.diagnostic(`while down: ${notReady.length} readyz 503s; ${refused} of ${probed.length} order probes and ${unavailable} of the lanes' tries answered 503`);
+      assert.ok(acknowledged.length > 50, `${acknowledged.length} orders acknowledged`);
+      assert.match(venue.log, /the embedded PostgreSQL exited without being asked: starting it again/);
+
+      await venue.untilProjected(20_000);
+      await checkAcknowledged(venue, acknowledged);
+      assert.deepEqual(await restingBook(venue), before, 'the resting orders and their book are as before');
+      await checkBook(venue, TRADED);
+      await checkBook(venue, RESTING);
+    },
+  );
 }
 
 test('the embedded PostgreSQL killed under order load comes back by itself: 503 while down, ready within 30 s, nothing acknowledged lost or duplicated', async (t) => {
@@ -230,39 +237,51 @@ test('an embedded PostgreSQL that cannot be started again is given up on after E
   renameSync(`${control}.away`, control);
   await venue.kill();
   venue = await VenueProcess.start({ DATA_DIR: dir });
-  await stopAfter(() => venue, async () => {
-    await ready(venue);
-    const current = await venue.get(`/api/v1/orders/current?instrumentId=${RESTING}&limit=10`, TOKENS.traderA);
-    assert.deepEqual((current.json.rows as { orderId: string }[]).map((row) => row.orderId), [placed.orderId]);
-  });
+  await stopAfter(
+    () => venue,
+    async () => {
+      await ready(venue);
+      const current = await venue.get(`/api/v1/orders/current?instrumentId=${RESTING}&limit=10`, TOKENS.traderA);
+      assert.deepEqual(
+        (current.json.rows as { orderId: string }[]).map((row) => row.orderId),
+        [placed.orderId],
+      );
+    },
+  );
 });
 
 test('a projection group the crash took back (committed without waiting for the WAL) is sent again when the server returns', async () => {
   const dir = dataDir();
   const venue = await VenueProcess.start({ DATA_DIR: dir });
-  await stopAfter(() => venue, async () => {
-    await ready(venue);
-    assert.equal((await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, price: '40' }))).status, 200);
-    await venue.untilProjected();
-    const url = await storageUrl(dir);
-    const marks = await withClient(url, async (client) => (await client.query('SELECT projection, shard_id, sequence FROM runtime.projection_watermarks ORDER BY 1, 2')).rows);
-    const lost = submitBody({ instrumentId: RESTING, price: '41' });
-    assert.equal((await venue.order('/api/v1/orders/submit', lost)).status, 200);
-    await venue.untilProjected();
-    // What a crash takes back from an asynchronous commit: the group's rows and its watermarks, as before it.
-    await withClient(url, async (client) => {
-      await client.query('DELETE FROM runtime.command_log WHERE command_id = $1', [lost.commandId]);
-      await client.query('DELETE FROM runtime.order_lifecycle_state WHERE order_id = $1', [lost.orderId]);
-      for (const mark of marks) await client.query('UPDATE runtime.projection_watermarks SET sequence = $3 WHERE projection = $1 AND shard_id = $2', [mark.projection, mark.shard_id, mark.sequence]);
-    });
-    const killedAt = killPostgres(dir);
-    await venue.untilLogged(/"groups":1[^\n]*projection groups in a crash of the server \(committed without waiting for the WAL\): sent again/, READY_WITHIN_MS);
-    await ready(venue);
-    assert.ok(Date.now() - killedAt < READY_WITHIN_MS);
-    await venue.untilProjected();
-    const current = await venue.get(`/api/v1/orders/current?instrumentId=${RESTING}&limit=10`, TOKENS.traderA);
-    assert.ok((current.json.rows as { orderId: string }[]).some((row) => row.orderId === lost.orderId), 'the order of the group sent again is in storage');
-    const stored = await withClient(await storageUrl(dir), (client) => client.query('SELECT 1 FROM runtime.command_log WHERE command_id = $1', [lost.commandId]));
-    assert.equal(stored.rowCount, 1);
-  });
+  await stopAfter(
+    () => venue,
+    async () => {
+      await ready(venue);
+      assert.equal((await venue.order('/api/v1/orders/submit', submitBody({ instrumentId: RESTING, price: '40' }))).status, 200);
+      await venue.untilProjected();
+      const url = await storageUrl(dir);
+      const marks = await withClient(url, async (client) => (await client.query('SELECT projection, shard_id, sequence FROM runtime.projection_watermarks ORDER BY 1, 2')).rows);
+      const lost = submitBody({ instrumentId: RESTING, price: '41' });
+      assert.equal((await venue.order('/api/v1/orders/submit', lost)).status, 200);
+      await venue.untilProjected();
+      // What a crash takes back from an asynchronous commit: the group's rows and its watermarks, as before it.
+      await withClient(url, async (client) => {
+        await client.query('DELETE FROM runtime.command_log WHERE command_id = $1', [lost.commandId]);
+        await client.query('DELETE FROM runtime.order_lifecycle_state WHERE order_id = $1', [lost.orderId]);
+        for (const mark of marks) await client.query('UPDATE runtime.projection_watermarks SET sequence = $3 WHERE projection = $1 AND shard_id = $2', [mark.projection, mark.shard_id, mark.sequence]);
+      });
+      const killedAt = killPostgres(dir);
+      await venue.untilLogged(/"groups":1[^\n]*projection groups in a crash of the server \(committed without waiting for the WAL\): sent again/, READY_WITHIN_MS);
+      await ready(venue);
+      assert.ok(Date.now() - killedAt < READY_WITHIN_MS);
+      await venue.untilProjected();
+      const current = await venue.get(`/api/v1/orders/current?instrumentId=${RESTING}&limit=10`, TOKENS.traderA);
+      assert.ok(
+        (current.json.rows as { orderId: string }[]).some((row) => row.orderId === lost.orderId),
+        'the order of the group sent again is in storage',
+      );
+      const stored = await withClient(await storageUrl(dir), (client) => client.query('SELECT 1 FROM runtime.command_log WHERE command_id = $1', [lost.commandId]));
+      assert.equal(stored.rowCount, 1);
+    },
+  );
 });

@@ -9,15 +9,7 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { isUuid } from '../../core/uuid.ts';
 import { withClient } from '../support/database.ts';
-import {
-  cancelByClientOrderBody,
-  dataDirs,
-  storageUrl,
-  submitBody,
-  TOKENS,
-  VenueProcess,
-  type HttpAnswer,
-} from '../support/venue-process.ts';
+import { cancelByClientOrderBody, dataDirs, storageUrl, submitBody, TOKENS, VenueProcess, type HttpAnswer } from '../support/venue-process.ts';
 
 const INSTRUMENT = 'c7000000-0000-4000-8000-000000000001';
 const dataDir = dataDirs();
@@ -85,14 +77,18 @@ test('a body that is not UTF-8 is 400, never decoded with U+FFFD in place of its
   const at = text.indexOf('BYTES');
   const body = Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from([0x61, 0xff, 0x62]), Buffer.from(text.slice(at + 5))]);
   const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const request = http.request(`${venue.baseUrl}/api/v1/orders/submit`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.traderA}`, 'x-client-id': 'c', 'idempotency-key': crypto.randomUUID(), 'content-length': body.byteLength },
-    }, (response) => {
-      let received = '';
-      response.on('data', (chunk: Buffer) => (received += chunk.toString()));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: received }));
-    });
+    const request = http.request(
+      `${venue.baseUrl}/api/v1/orders/submit`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKENS.traderA}`, 'x-client-id': 'c', 'idempotency-key': crypto.randomUUID(), 'content-length': body.byteLength },
+      },
+      (response) => {
+        let received = '';
+        response.on('data', (chunk: Buffer) => (received += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: received }));
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -197,7 +193,7 @@ test('settlement payload text is kept exactly, except NUL and lone surrogates (4
   assert.deepEqual(fields(force), ['reason']);
 });
 
-test('a 5xx body gives a stable message and a request id; the driver\'s message goes to the log under that id', async () => {
+test("a 5xx body gives a stable message and a request id; the driver's message goes to the log under that id", async () => {
   const url = await storageUrl(dir);
   // Storage answers the bars read with an error of its own: the table is renamed under the running venue.
   await withClient(url, (client) => client.query('ALTER TABLE runtime.trades RENAME TO trades_away'));
@@ -223,7 +219,7 @@ test('snapshot projection names are bounded per principal: the fifth new name is
   assert.equal(fifth.status, 409, fifth.text);
   assert.equal(fifth.json.code, 'LIMIT_EXCEEDED');
   assert.equal((await refresh('viewer-0', TOKENS.viewer)).status, 200, 'a name it created refreshes');
-  assert.equal((await refresh('market-data-top-of-book', TOKENS.viewer)).status, 200, 'the default is the venue\'s');
+  assert.equal((await refresh('market-data-top-of-book', TOKENS.viewer)).status, 200, "the default is the venue's");
   assert.equal((await refresh('trader-0', TOKENS.traderA)).status, 200, 'another principal still creates names');
   assert.equal((await refresh('viewer-3', TOKENS.traderA)).status, 200, 'a name another created refreshes');
   // Eight refreshes of new names at once: the bound holds under concurrency.

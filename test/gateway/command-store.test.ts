@@ -10,12 +10,7 @@ function store(records: number, arenaBytes: number): CommandStore {
 }
 
 function create(s: CommandStore, commandId = crypto.randomUUID()): { index: number; commandId: string } {
-  const index = s.create(
-    { mode: 0, route: 0, principal: 3, payloadHash: new Uint8Array(32).fill(7), clientId: 'désk', idempotencyKey: 'key-1', receivedAtUs: 1 },
-    commandId,
-    null,
-    null,
-  );
+  const index = s.create({ mode: 0, route: 0, principal: 3, payloadHash: new Uint8Array(32).fill(7), clientId: 'désk', idempotencyKey: 'key-1', receivedAtUs: 1 }, commandId, null, null);
   return { index, commandId };
 }
 

@@ -26,7 +26,7 @@ test('the soft limit on open files is read from /proc/self/limits', () => {
   assert.ok(Number.isInteger(own) && own > 0, `this process's limit: ${own}`);
 });
 
-test('openFiles counts this process\'s open files', () => {
+test("openFiles counts this process's open files", () => {
   // Other threads of this process (the module loader's, libuv's pool) may open or close a
   // file while the test counts, so a round proves the count only if nothing else changed
   // during it (the count after closing equals the one before opening); a few rounds find one.
@@ -71,17 +71,28 @@ test('the gateways stop accepting at the limit, once, and start again only below
   assert.deepEqual(changes, [[false, 100]]);
 
   feed([125, 124]); // 95: accepting again, once
-  assert.deepEqual(changes, [[false, 100], [true, 95]]);
+  assert.deepEqual(changes, [
+    [false, 100],
+    [true, 95],
+  ]);
   assert.equal(guard.isAccepting, true);
 
   feed([130]);
-  assert.deepEqual(changes, [[false, 100], [true, 95], [false, 100]]);
+  assert.deepEqual(changes, [
+    [false, 100],
+    [true, 95],
+    [false, 100],
+  ]);
   assert.deepEqual(notes.slice(-3), [95, 94, 100]);
 });
 
 test('a limit of one connection still has a resume mark below it', () => {
   const changes: boolean[] = [];
-  const guard = new ConnectionGuard({ maxConnections: 1, fileLimit: 20_000, baseline: 0 }, (accepting) => changes.push(accepting), () => undefined);
+  const guard = new ConnectionGuard(
+    { maxConnections: 1, fileLimit: 20_000, baseline: 0 },
+    (accepting) => changes.push(accepting),
+    () => undefined,
+  );
   assert.equal(guard.resumeAt, 0);
   guard.update(1);
   guard.update(1);

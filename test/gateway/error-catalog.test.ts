@@ -48,7 +48,7 @@ test('each status line starts with its status, and is the line the gateway write
   }
 });
 
-test('a thread\'s refusal reaches the wire as its code\'s status and body; a 5xx adds a request id and Retry-After', () => {
+test("a thread's refusal reaches the wire as its code's status and body; a 5xx adds a request id and Retry-After", () => {
   const sent: { status: number; body: string; headers?: Record<string, string> }[] = [];
   const send = (status: number, body: string, headers?: Record<string, string>) => sent.push({ status, body, headers });
   sendPlaneAnswer(refused('LIMIT_EXCEEDED', 'you have created 4 names'), send);

@@ -56,7 +56,10 @@ test('the OpenAPI document lists every route with its method', () => {
 test('order routes document every status code of the contract', () => {
   for (const path of ['/api/v1/orders/submit', '/api/v1/orders/cancel', '/api/v1/orders/modify', '/api/v1/orders/cancel-by-client-order']) {
     assert.deepEqual(Object.keys(doc.paths[path].post.responses).sort(), ['200', '202', '400', '401', '403', '405', '408', '409', '413', '503']);
-    assert.deepEqual(doc.paths[path].post.parameters.map((p: { name: string }) => p.name), ['X-Client-Id', 'Idempotency-Key', 'X-Processing-Mode']);
+    assert.deepEqual(
+      doc.paths[path].post.parameters.map((p: { name: string }) => p.name),
+      ['X-Client-Id', 'Idempotency-Key', 'X-Processing-Mode'],
+    );
   }
 });
 
@@ -151,7 +154,11 @@ test('every operation has a tag, and every tag is declared once with a descripti
 test('the probes take no token; every other operation needs the bearer scheme', () => {
   assert.deepEqual(doc.components.securitySchemes.bearer, { type: 'http', scheme: 'bearer' });
   assert.deepEqual(doc.security, [{ bearer: [] }], 'bearer is the default');
-  for (const path of PUBLIC_ROUTES) assert.ok(operations.some((o) => o.path === path), `${path} is documented`);
+  for (const path of PUBLIC_ROUTES)
+    assert.ok(
+      operations.some((o) => o.path === path),
+      `${path} is documented`,
+    );
   for (const { path, method, op } of operations) {
     const where = `${method} ${path}`;
     if (PUBLIC_ROUTES.includes(path)) assert.deepEqual(op.security, [], `${where} declares security: []`);
@@ -168,7 +175,10 @@ test('every operation documents a success, a 4xx, and the 405 of a method its pa
     // The stream's success is the upgrade (101 Switching Protocols).
     const success = path === '/api/v1/market-data/stream' ? ['101'] : codes.filter((code) => code.startsWith('2'));
     assert.ok(success.length > 0 && success.every((code) => codes.includes(code)), `${method} ${path} documents a success`);
-    assert.ok(codes.some((code) => code.startsWith('4')), `${method} ${path} documents a 4xx`);
+    assert.ok(
+      codes.some((code) => code.startsWith('4')),
+      `${method} ${path} documents a 4xx`,
+    );
     assert.match(op.responses['405']?.description ?? '', new RegExp(`takes ${method.toUpperCase()} only`), `${method} ${path} documents 405`);
   }
 });
@@ -184,5 +194,8 @@ test('settlement operator routes: the validated body schemas, and every status c
   }
   const leaderboard = doc.paths['/api/v1/settlement/leaderboard/{scenarioRunId}'].get;
   assert.equal(leaderboard.responses['403'], undefined, 'the leaderboard is public');
-  assert.deepEqual(doc.paths['/api/v1/settlement/score/{scenarioRunId}'].get.parameters.map((p: { name: string }) => p.name), ['scenarioRunId', 'asOf', 'agedFailAfterSeconds']);
+  assert.deepEqual(
+    doc.paths['/api/v1/settlement/score/{scenarioRunId}'].get.parameters.map((p: { name: string }) => p.name),
+    ['scenarioRunId', 'asOf', 'agedFailAfterSeconds'],
+  );
 });

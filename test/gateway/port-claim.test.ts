@@ -11,9 +11,7 @@ function listen(port: number): Promise<{ port: number; close: () => Promise<void
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', (error: NodeJS.ErrnoException) => resolve(error));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () =>
-      resolve({ port: (server.address() as { port: number }).port, close: () => new Promise((done) => server.close(() => done())) }),
-    );
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => resolve({ port: (server.address() as { port: number }).port, close: () => new Promise((done) => server.close(() => done())) }));
   });
 }
 

@@ -11,10 +11,30 @@ const encoder = new TextEncoder();
 
 function record(result: number, rejectCode = 0): CommandSnapshot {
   return {
-    status: STATUS.ACCEPTED, internalStatus: INTERNAL.RECEIVED, processingMode: 1, route: ROUTE_SUBMIT, responseStatus: 0, shard: 1, resultStatus: result,
-    rejectCode, principal: 0, ringIndex: 3, deliveredCount: 0, commandId: 'c0000000-0000-4000-8000-000000000001', orderId: 'c0000000-0000-4000-8000-000000000002',
-    instrumentId: 'c0000000-0000-4000-8000-000000000003', payloadHash: 'ab'.repeat(32), clientId: 'c', idempotencyKey: 'k', response: null,
-    result: result === RESULT.NONE ? null : encoder.encode('{"outcome":{}}'), streamSequence: result === RESULT.NONE ? 0 : 42, batch: 7, receivedAtUs: 1, completedAtUs: 2, intakeCount: 5,
+    status: STATUS.ACCEPTED,
+    internalStatus: INTERNAL.RECEIVED,
+    processingMode: 1,
+    route: ROUTE_SUBMIT,
+    responseStatus: 0,
+    shard: 1,
+    resultStatus: result,
+    rejectCode,
+    principal: 0,
+    ringIndex: 3,
+    deliveredCount: 0,
+    commandId: 'c0000000-0000-4000-8000-000000000001',
+    orderId: 'c0000000-0000-4000-8000-000000000002',
+    instrumentId: 'c0000000-0000-4000-8000-000000000003',
+    payloadHash: 'ab'.repeat(32),
+    clientId: 'c',
+    idempotencyKey: 'k',
+    response: null,
+    result: result === RESULT.NONE ? null : encoder.encode('{"outcome":{}}'),
+    streamSequence: result === RESULT.NONE ? 0 : 42,
+    batch: 7,
+    receivedAtUs: 1,
+    completedAtUs: 2,
+    intakeCount: 5,
   };
 }
 
@@ -40,7 +60,10 @@ test('an outcome the shard gave but the journal does not hold yet is not claimed
 
 test('an outcome on the durable journal: COMPLETED or REJECTED with its fields', () => {
   const completed = view(record(RESULT.ACCEPTED), { captured: true, taken: true, outcome: true });
-  assert.deepEqual([completed.status, completed.internalStatus, completed.resultStatus, completed.streamSequence, completed.batchId, completed.lastError], ['COMPLETED', 'COMPLETED', 'accepted', 42, '1-7', '']);
+  assert.deepEqual(
+    [completed.status, completed.internalStatus, completed.resultStatus, completed.streamSequence, completed.batchId, completed.lastError],
+    ['COMPLETED', 'COMPLETED', 'accepted', 42, '1-7', ''],
+  );
   const rejected = view(record(RESULT.REJECTED, rejectCodeOf('ORDER_NOT_FOUND')), { captured: true, taken: true, outcome: true });
   assert.deepEqual([rejected.status, rejected.rejectCode, rejected.lastError], ['REJECTED', 'ORDER_NOT_FOUND', '']);
 });

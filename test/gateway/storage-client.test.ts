@@ -31,9 +31,16 @@ test('a port client lets at most maxWaiting requests wait, refuses the next at o
     // is there, a refused request that had been sent would be there before it.
     port1.postMessage({ id: -1, n: -1 });
     await until(asked, 4);
-    assert.deepEqual(asked.map((request) => request.n), [1, 2, 3, -1], 'the refused request never reached the other side');
+    assert.deepEqual(
+      asked.map((request) => request.n),
+      [1, 2, 3, -1],
+      'the refused request never reached the other side',
+    );
     for (const request of asked.slice(0, 3)) port2.postMessage({ id: request.id, n: request.n * 10 });
-    assert.deepEqual((await Promise.all(answers)).map((answer) => answer.n), [10, 20, 30]);
+    assert.deepEqual(
+      (await Promise.all(answers)).map((answer) => answer.n),
+      [10, 20, 30],
+    );
     assert.equal(marks.now(0), 0);
     assert.equal(marks.highWater(0), 3);
     const again = client.request({ n: 5 }); // room again

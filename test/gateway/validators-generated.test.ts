@@ -62,9 +62,41 @@ const VALID: Record<string, Record<string, unknown>> = {
 
 const ODD_VALUES: unknown[] = [
   // Each length bound on both sides: 32 (decimals), 64 (session ids), 128 (actorId), 500 (reasons).
-  '', 'x', 'BUY', 'LIMIT_HIDDEN', 'IOC', '0', '-1', '1e3', '101.1234567891', '9000001', 'A'.repeat(32), 'A'.repeat(33), 'A'.repeat(64), 'A'.repeat(65), 'A'.repeat(128), 'A'.repeat(129), 'A'.repeat(500), 'A'.repeat(501),
-  UUID.toUpperCase(), `${UUID}0`, UUID.replaceAll('-', ''), '2026-11-28T10:00:00Z', '2026-11-28 10:00:00Z', '2026-02-30T10:00:00Z',
-  '2026-11-28T25:00:00+01:00', 'é'.repeat(40), 0, 1.5, -2, true, null, [], ['a'], {}, { units: '1' },
+  '',
+  'x',
+  'BUY',
+  'LIMIT_HIDDEN',
+  'IOC',
+  '0',
+  '-1',
+  '1e3',
+  '101.1234567891',
+  '9000001',
+  'A'.repeat(32),
+  'A'.repeat(33),
+  'A'.repeat(64),
+  'A'.repeat(65),
+  'A'.repeat(128),
+  'A'.repeat(129),
+  'A'.repeat(500),
+  'A'.repeat(501),
+  UUID.toUpperCase(),
+  `${UUID}0`,
+  UUID.replaceAll('-', ''),
+  '2026-11-28T10:00:00Z',
+  '2026-11-28 10:00:00Z',
+  '2026-02-30T10:00:00Z',
+  '2026-11-28T25:00:00+01:00',
+  'é'.repeat(40),
+  0,
+  1.5,
+  -2,
+  true,
+  null,
+  [],
+  ['a'],
+  {},
+  { units: '1' },
 ];
 
 /** A valid body changed in 1-3 places: a field dropped, set to an odd value, or added. */
@@ -86,8 +118,19 @@ test('the compiled validators give the verdicts and error objects of ajv compili
   const compiled = loadValidators(); // the generated code, wired as the gateway wires it
   const random = new SeededRandom(20261128);
   const samples: Record<string, unknown>[] = [
-    {}, { projectionName: 'x' }, { projectionName: '' }, { instrumentId: 'nope' }, { instrumentId: UUID }, { levels: '5' }, { limit: 'abc' },
-    { scenarioRunId: 'run 1' }, { scenarioRunId: 'run-1' }, { facts: [] }, { facts: [{}] }, { scenarioRunId: 'ok', facts: [{ kind: 'x' }] }, { extra: 1 },
+    {},
+    { projectionName: 'x' },
+    { projectionName: '' },
+    { instrumentId: 'nope' },
+    { instrumentId: UUID },
+    { levels: '5' },
+    { limit: 'abc' },
+    { scenarioRunId: 'run 1' },
+    { scenarioRunId: 'run-1' },
+    { facts: [] },
+    { facts: [{}] },
+    { scenarioRunId: 'ok', facts: [{ kind: 'x' }] },
+    { extra: 1 },
   ];
   let refused = 0;
   let passed = 0;

@@ -129,7 +129,7 @@ test('bars equal the trades grouped by interval: open and close in tape order, e
   });
 });
 
-test('a bars read examines the trades of its window, not the instrument\'s whole history', async () => {
+test("a bars read examines the trades of its window, not the instrument's whole history", async () => {
   await withClient(url, async (client) => {
     const start = T0 + 3 * 3600;
     const end = start + 600;

@@ -15,7 +15,6 @@ import { migratedDatabase, withClient } from '../support/database.ts';
 const A = '0a0a0a0a-0000-4000-8000-00000000000a';
 const B = '0b0b0b0b-0000-4000-8000-00000000000b';
 
-
 type Reference = Map<string, Map<number, { quantity: bigint; count: number }>>;
 
 function expectedDepth(reference: Reference, key: string, descending: boolean, levels: number): DepthLevel[] {
@@ -34,7 +33,14 @@ test('depth equals a full sort of the open levels after random level changes on 
     const reference: Reference = new Map();
     const orders: { id: string; side: string; price: number; quantity: number }[] = [];
     let sequence = 0;
-    model.apply({ instruments: [[A, 'USD', 0], [B, 'EUR', 1]], levels: [], watermarks: [[0, ++sequence]] });
+    model.apply({
+      instruments: [
+        [A, 'USD', 0],
+        [B, 'EUR', 1],
+      ],
+      levels: [],
+      watermarks: [[0, ++sequence]],
+    });
     for (let step = 0; step < 3000; step++) {
       const levels: BookUpdate['levels'] = [];
       const changes = 1 + Math.floor(next() * 4);
@@ -90,11 +96,32 @@ test('depth equals a full sort of the open levels after random level changes on 
 test('a level that empties is gone from the depth, and one that comes back takes its rank again', () => {
   const model = new BookModel(1);
   const p = (ticks: number) => 100_000_000_000 + ticks * 10_000_000;
-  model.apply({ instruments: [[A, 'USD', 0]], levels: [[A, 'SELL', p(3), 5, 1], [A, 'SELL', p(1), 7, 1], [A, 'SELL', p(2), 9, 2]], watermarks: [[0, 1]] });
-  assert.deepEqual(model.depth(A, 5)!.asks.map((l) => l.priceNanos), [p(1), p(2), p(3)]);
+  model.apply({
+    instruments: [[A, 'USD', 0]],
+    levels: [
+      [A, 'SELL', p(3), 5, 1],
+      [A, 'SELL', p(1), 7, 1],
+      [A, 'SELL', p(2), 9, 2],
+    ],
+    watermarks: [[0, 1]],
+  });
+  assert.deepEqual(
+    model.depth(A, 5)!.asks.map((l) => l.priceNanos),
+    [p(1), p(2), p(3)],
+  );
   model.apply({ instruments: [], levels: [[A, 'SELL', p(1), -7, -1]], watermarks: [[0, 2]] });
-  assert.deepEqual(model.depth(A, 5)!.asks.map((l) => l.priceNanos), [p(2), p(3)]);
-  model.apply({ instruments: [], levels: [[A, 'SELL', p(1), 4, 1], [A, 'SELL', p(2), -3, -1]], watermarks: [[0, 3]] });
+  assert.deepEqual(
+    model.depth(A, 5)!.asks.map((l) => l.priceNanos),
+    [p(2), p(3)],
+  );
+  model.apply({
+    instruments: [],
+    levels: [
+      [A, 'SELL', p(1), 4, 1],
+      [A, 'SELL', p(2), -3, -1],
+    ],
+    watermarks: [[0, 3]],
+  });
   assert.deepEqual(model.depth(A, 5)!.asks, [
     { priceNanos: p(1), quantity: 4n, count: 1 },
     { priceNanos: p(2), quantity: 6n, count: 1 },

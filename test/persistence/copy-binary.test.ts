@@ -43,28 +43,49 @@ test('BinaryCopy writes every field type byte for byte as the binary COPY format
     const big = bigints[row % bigints.length]!;
     const rangeStart = row * 3;
     const rangeLength = [0, 1, 16, 32, 64, 65, 200][row % 7]!;
-    copy.row(10).uuidWords(words, 0).text(text).smallint(row % 2 === 0 ? -2 : 32767).integer(row % 3 === 0 ? -2_000_000_000 : 2_147_483_647)
-      .bigint(big).range(source, rangeStart, rangeLength).timestampUs(1_795_316_400_000_000 + row).null().uuid(row % 2 === 0 ? null : source.subarray(0, 16)).bytea(source.subarray(5, 5 + row));
+    copy
+      .row(10)
+      .uuidWords(words, 0)
+      .text(text)
+      .smallint(row % 2 === 0 ? -2 : 32767)
+      .integer(row % 3 === 0 ? -2_000_000_000 : 2_147_483_647)
+      .bigint(big)
+      .range(source, rangeStart, rangeLength)
+      .timestampUs(1_795_316_400_000_000 + row)
+      .null()
+      .uuid(row % 2 === 0 ? null : source.subarray(0, 16))
+      .bytea(source.subarray(5, 5 + row));
     const uuid = Buffer.alloc(16);
     for (let k = 0; k < 4; k++) uuid.writeInt32BE(words[k]!, k * 4);
     const textBytes = Buffer.from(text, 'utf8');
     expected.add(
       int16(10),
-      int32(16), uuid,
-      int32(textBytes.length), textBytes,
-      int32(2), int16(row % 2 === 0 ? -2 : 32767),
-      int32(4), int32(row % 3 === 0 ? -2_000_000_000 : 2_147_483_647),
-      int32(8), int64(big),
-      int32(rangeLength), Buffer.from(source.subarray(rangeStart, rangeStart + rangeLength)),
-      int32(8), int64(1_795_316_400_000_000 + row - 946_684_800_000_000),
+      int32(16),
+      uuid,
+      int32(textBytes.length),
+      textBytes,
+      int32(2),
+      int16(row % 2 === 0 ? -2 : 32767),
+      int32(4),
+      int32(row % 3 === 0 ? -2_000_000_000 : 2_147_483_647),
+      int32(8),
+      int64(big),
+      int32(rangeLength),
+      Buffer.from(source.subarray(rangeStart, rangeStart + rangeLength)),
+      int32(8),
+      int64(1_795_316_400_000_000 + row - 946_684_800_000_000),
       int32(-1),
       ...(row % 2 === 0 ? [int32(-1)] : [int32(16), Buffer.from(source.subarray(0, 16))]),
-      int32(row), Buffer.from(source.subarray(5, 5 + row)),
+      int32(row),
+      Buffer.from(source.subarray(5, 5 + row)),
     );
   }
   assert.equal(copy.rows, 40);
   const written = copy.finish();
   const reference = expected.finish();
   const first = written.findIndex((b, k) => b !== reference[k]);
-  assert.ok(written.equals(reference), `first difference at byte ${first} of ${written.length} (expected ${reference.length}): ${written.subarray(first - 8, first + 8).toString('hex')} against ${reference.subarray(first - 8, first + 8).toString('hex')}`);
+  assert.ok(
+    written.equals(reference),
+    `first difference at byte ${first} of ${written.length} (expected ${reference.length}): ${written.subarray(first - 8, first + 8).toString('hex')} against ${reference.subarray(first - 8, first + 8).toString('hex')}`,
+  );
 });

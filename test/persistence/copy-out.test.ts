@@ -22,7 +22,9 @@ test('rows of every size come whole, in order, with their NULLs and exact number
   await withClient(url, async (client) => {
     await client.query('CREATE TABLE t (n bigint NOT NULL, s smallint, name text, blob bytea, id uuid)');
     // Small rows, then a few of several MiB (each spans many stream chunks), then small again.
-    await client.query(`INSERT INTO t SELECT n, (n % 100)::smallint, CASE WHEN n % 7 = 0 THEN NULL ELSE 'row ' || n END, decode(repeat(lpad(to_hex(n % 256), 2, '0'), 10 + n % 50), 'hex'), gen_random_uuid() FROM generate_series(1, 3000) n`);
+    await client.query(
+      `INSERT INTO t SELECT n, (n % 100)::smallint, CASE WHEN n % 7 = 0 THEN NULL ELSE 'row ' || n END, decode(repeat(lpad(to_hex(n % 256), 2, '0'), 10 + n % 50), 'hex'), gen_random_uuid() FROM generate_series(1, 3000) n`,
+    );
     await client.query(`INSERT INTO t SELECT n, 1, 'big', decode(repeat(lpad(to_hex(n % 256), 2, '0'), (3 << 20) + n), 'hex'), NULL FROM generate_series(3001, 3003) n`);
     await client.query(`INSERT INTO t SELECT n, 2, 'after', '\\x01', NULL FROM generate_series(3004, 3100) n`);
     const seen: { n: number; s: number; name: string | null; length: number; first: number; last: number; id: boolean }[] = [];
@@ -31,7 +33,10 @@ test('rows of every size come whole, in order, with their NULLs and exact number
       seen.push({ n: row.int8(0), s: row.int16(1), name: row.isNull(2) ? null : row.text(2), length: blob.byteLength, first: blob[0]!, last: blob[blob.byteLength - 1]!, id: !row.isNull(4) });
     });
     assert.equal(count, 3100);
-    assert.deepEqual(seen.map((r) => r.n), Array.from({ length: 3100 }, (_, k) => k + 1));
+    assert.deepEqual(
+      seen.map((r) => r.n),
+      Array.from({ length: 3100 }, (_, k) => k + 1),
+    );
     for (const r of seen) {
       if (r.n <= 3000) {
         assert.deepEqual([r.s, r.name, r.length, r.first, r.last, r.id], [r.n % 100, r.n % 7 === 0 ? null : `row ${r.n}`, 10 + (r.n % 50), r.n % 256, r.n % 256, true]);
@@ -65,7 +70,7 @@ test('two hundred thousand small rows of uneven sizes: every row once, in order,
     });
     assert.equal(count, 200_000);
     assert.equal(expected, 200_001);
-    assert.equal(bytes, Number((await client.query("SELECT sum((n * 7919) % 61)::int8::text AS s FROM generate_series(1, 200000) n")).rows[0].s));
+    assert.equal(bytes, Number((await client.query('SELECT sum((n * 7919) % 61)::int8::text AS s FROM generate_series(1, 200000) n')).rows[0].s));
   });
 });
 
@@ -83,7 +88,10 @@ test('an onRow that returns a promise holds the stream until it settles: rows st
       inside--;
     });
     assert.equal(count, 20_000);
-    assert.deepEqual(seen, Array.from({ length: 20_000 }, (_, k) => k + 1));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 20_000 }, (_, k) => k + 1),
+    );
   });
 });
 
@@ -112,10 +120,16 @@ test('a failing onRow, a server error in the middle of the COPY and a bad query 
     await usable();
     // Division by zero at row 50,000: the rows before it were already streamed.
     let before = 0;
-    await assert.rejects(copyOut(client, 'SELECT 1 / (50000 - n) FROM generate_series(1, 100000) n', () => void before++), /division by zero/);
+    await assert.rejects(
+      copyOut(client, 'SELECT 1 / (50000 - n) FROM generate_series(1, 100000) n', () => void before++),
+      /division by zero/,
+    );
     assert.ok(before < 50_000, `${before} rows before the error`);
     await usable();
-    await assert.rejects(copyOut(client, 'SELECT FROM WHERE', () => assert.fail('no row')), /syntax error/);
+    await assert.rejects(
+      copyOut(client, 'SELECT FROM WHERE', () => assert.fail('no row')),
+      /syntax error/,
+    );
     await usable();
   });
 });
@@ -126,7 +140,10 @@ test('notices sent in the middle of the COPY are skipped, the rows around them i
     const values: number[] = [];
     const count = await copyOut(client, 'SELECT noisy(n) FROM generate_series(1, 300) n', (row) => void values.push(row.int32(0)));
     assert.equal(count, 300);
-    assert.deepEqual(values, Array.from({ length: 300 }, (_, k) => k + 1));
+    assert.deepEqual(
+      values,
+      Array.from({ length: 300 }, (_, k) => k + 1),
+    );
   });
 });
 

@@ -54,10 +54,25 @@ function order(n: number, quantity = 10 + (n % 7)): OrderState {
   const state = [STATE_OPEN, STATE_PARTIALLY_FILLED, STATE_FILLED, STATE_CANCELLED][n % 4]!;
   const filled = state === STATE_FILLED ? quantity : state === STATE_PARTIALLY_FILLED ? 3 : 0;
   return {
-    ids, runNo: 1, sessionNo: 1, side: n % 2, orderType: n % 3 === 0 ? 1 : 0, timeInForce: 0, state,
-    priceNanos: 1_000_000_000 + n * 1000, quantity, filled, currency: packCurrency('USD'), shard: n % 2,
-    engineOrderId: `e-${n}`, createdAtUs: 1_800_000_000_000_000 + n, updatedAtUs: 1_800_000_000_000_000 + 2 * n, lastSequence: n + 1,
-    clientOrderId: null, fresh: false, clientOrderKnown: false,
+    ids,
+    runNo: 1,
+    sessionNo: 1,
+    side: n % 2,
+    orderType: n % 3 === 0 ? 1 : 0,
+    timeInForce: 0,
+    state,
+    priceNanos: 1_000_000_000 + n * 1000,
+    quantity,
+    filled,
+    currency: packCurrency('USD'),
+    shard: n % 2,
+    engineOrderId: `e-${n}`,
+    createdAtUs: 1_800_000_000_000_000 + n,
+    updatedAtUs: 1_800_000_000_000_000 + 2 * n,
+    lastSequence: n + 1,
+    clientOrderId: null,
+    fresh: false,
+    clientOrderKnown: false,
   };
 }
 
@@ -82,9 +97,27 @@ async function projectorClient(): Promise<pg.Client> {
 }
 
 const COLUMNS = [
-  'order_id', 'client_order_id', 'run_id', 'venue_session_id', 'instrument_id', 'participant_id', 'account_id', 'side', 'order_type', 'time_in_force', 'state',
-  'limit_price_nanos', 'currency', 'original_quantity_units', 'remaining_quantity_units', 'filled_quantity_units', 'engine_order_id', 'shard_id', 'last_sequence',
-  '(extract(epoch FROM created_at) * 1000000)::bigint', '(extract(epoch FROM updated_at) * 1000000)::bigint',
+  'order_id',
+  'client_order_id',
+  'run_id',
+  'venue_session_id',
+  'instrument_id',
+  'participant_id',
+  'account_id',
+  'side',
+  'order_type',
+  'time_in_force',
+  'state',
+  'limit_price_nanos',
+  'currency',
+  'original_quantity_units',
+  'remaining_quantity_units',
+  'filled_quantity_units',
+  'engine_order_id',
+  'shard_id',
+  'last_sequence',
+  '(extract(epoch FROM created_at) * 1000000)::bigint',
+  '(extract(epoch FROM updated_at) * 1000000)::bigint',
 ];
 
 /** The table's rows as text, fields joined by '|' (NULL empty), by order id. */
@@ -101,15 +134,32 @@ function expectedRows(orders: Map<string, OrderState>): string[] {
     const n = Number.parseInt(id.slice(-12), 16);
     const open = o.state === STATE_OPEN || o.state === STATE_PARTIALLY_FILLED;
     const fields = [
-      id, n % 10 === 0 ? `c-${n}` : '', 'run-1', 'session-1', formatUuid(o.ids, INSTRUMENT_ID), formatUuid(o.ids, PARTICIPANT_ID), formatUuid(o.ids, ACCOUNT_ID),
-      SIDE_NAMES[o.side], ORDER_TYPE_NAMES[o.orderType], TIME_IN_FORCE_NAMES[o.timeInForce], ORDER_STATE_NAMES[o.state], o.priceNanos, 'USD', o.quantity, open ? o.quantity - o.filled : 0,
-      o.filled, o.engineOrderId, o.shard, o.lastSequence, o.createdAtUs, o.updatedAtUs,
+      id,
+      n % 10 === 0 ? `c-${n}` : '',
+      'run-1',
+      'session-1',
+      formatUuid(o.ids, INSTRUMENT_ID),
+      formatUuid(o.ids, PARTICIPANT_ID),
+      formatUuid(o.ids, ACCOUNT_ID),
+      SIDE_NAMES[o.side],
+      ORDER_TYPE_NAMES[o.orderType],
+      TIME_IN_FORCE_NAMES[o.timeInForce],
+      ORDER_STATE_NAMES[o.state],
+      o.priceNanos,
+      'USD',
+      o.quantity,
+      open ? o.quantity - o.filled : 0,
+      o.filled,
+      o.engineOrderId,
+      o.shard,
+      o.lastSequence,
+      o.createdAtUs,
+      o.updatedAtUs,
     ];
     rows.push([id, fields.join('|')]);
   }
   return rows.sort(([a], [b]) => (a < b ? -1 : 1)).map(([, row]) => row);
 }
-
 
 test(`a rebuild of ${ORDERS} orders streams in many bounded pieces and stores them row for row`, async () => {
   const client = await projectorClient();
@@ -162,7 +212,18 @@ test('a row refused mid-COPY rolls back the statements before it in the transact
     );
     assert.equal((await client.query('SELECT count(*)::int AS n FROM streamed')).rows[0].n, 0);
     // The same rows without the refused one commit, with the statement after them.
-    const count = await streamedTransaction(client, () => copyIn(client, 'streamed (n, t)', rows.filter((n) => n !== 7777), write, 4096), "INSERT INTO streamed VALUES (-1, 'after')");
+    const count = await streamedTransaction(
+      client,
+      () =>
+        copyIn(
+          client,
+          'streamed (n, t)',
+          rows.filter((n) => n !== 7777),
+          write,
+          4096,
+        ),
+      "INSERT INTO streamed VALUES (-1, 'after')",
+    );
     assert.equal(count.rows, 9999);
     assert.ok(count.pieces > 20, `${count.pieces} pieces`);
     const stored = await client.query<{ n: number; total: string }>('SELECT count(*)::int AS n, sum(n)::text AS total FROM streamed');

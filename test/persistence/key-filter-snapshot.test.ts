@@ -53,8 +53,7 @@ async function commit(client: pg.ClientBase, commitNo: number): Promise<void> {
 }
 
 /** saveKeyFilters with no table keys to add (the tables are the venue's: tested end to end). */
-const save = (dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>, addTableKeys = async () => 0) =>
-  saveKeyFilters(dataDir, client, SHARDS, filters, addTableKeys);
+const save = (dataDir: string, client: pg.ClientBase, filters: Record<string, SharedArrayBuffer>, addTableKeys = async () => 0) => saveKeyFilters(dataDir, client, SHARDS, filters, addTableKeys);
 
 test('saved at a mark, loaded by every start after it: the same bits and count, the mark; the note stays while storage grows', async () => {
   await withClient(url, async (client) => {
@@ -112,7 +111,7 @@ test('a crash in the middle of a save leaves a file the database names: the last
   });
 });
 
-test('the mark is read before the tables\' keys are added: a commit made meanwhile is after the mark (its keys come from its intake record)', async () => {
+test("the mark is read before the tables' keys are added: a commit made meanwhile is after the mark (its keys come from its intake record)", async () => {
   await withClient(url, async (client) => {
     const before = Number((await client.query<{ n: string }>('SELECT coalesce(max(commit_no), 0)::text AS n FROM runtime.intake_batches')).rows[0]!.n);
     const { mark, tableKeys } = await save(dir, client, filledFilters(), async () => {
@@ -207,21 +206,44 @@ test('savedFilterBits: the size of the filters the last save wrote (the start si
 });
 
 /** An intake batch of real records (core/intake-record.ts) as the journal writer stores it. */
-async function intakeBatch(client: pg.ClientBase, commitNo: number, gatewayId: number, commands: { commandId: string; scope: Buffer; orderId: string | null; participantId: string; clientOrderId: string | null }[], checksum?: number): Promise<void> {
+async function intakeBatch(
+  client: pg.ClientBase,
+  commitNo: number,
+  gatewayId: number,
+  commands: { commandId: string; scope: Buffer; orderId: string | null; participantId: string; clientOrderId: string | null }[],
+  checksum?: number,
+): Promise<void> {
   const buffer = new ArrayBuffer(commands.length * INTAKE_RECORD_BYTES);
   const views = { words: new Int32Array(buffer), floats: new Float64Array(buffer), bytes: new Uint8Array(buffer) };
   commands.forEach((command, k) => {
     const slot = new Int32Array(COMMAND_SLOT_WORDS);
     slot.set(uuidWords(command.participantId), COMMAND_PARTICIPANT_ID_WORD);
     writeIntake(views, k * INTAKE_RECORD_BYTES, {
-      processingMode: 0, route: command.orderId === null ? 3 : 0, shard: 0, principal: 0, receivedAtUs: 1,
-      commandId: uuidWords(command.commandId), scopeDigest: command.scope, payloadHash: new Uint8Array(32),
-      orderId: command.orderId === null ? null : uuidWords(command.orderId), instrumentId: null,
-      slot: new Uint8Array(slot.buffer), clientId: 'desk', idempotencyKey: `key-${k}`, clientOrderId: command.clientOrderId, bodyLength: 0,
+      processingMode: 0,
+      route: command.orderId === null ? 3 : 0,
+      shard: 0,
+      principal: 0,
+      receivedAtUs: 1,
+      commandId: uuidWords(command.commandId),
+      scopeDigest: command.scope,
+      payloadHash: new Uint8Array(32),
+      orderId: command.orderId === null ? null : uuidWords(command.orderId),
+      instrumentId: null,
+      slot: new Uint8Array(slot.buffer),
+      clientId: 'desk',
+      idempotencyKey: `key-${k}`,
+      clientOrderId: command.clientOrderId,
+      bodyLength: 0,
     });
   });
   const payload = Buffer.from(buffer);
-  await client.query('INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload) VALUES ($1, $2, $3, $4, $5)', [commitNo, gatewayId, commands.length, checksum ?? crc32(payload), payload]);
+  await client.query('INSERT INTO runtime.intake_batches (commit_no, gateway_id, record_count, checksum, payload) VALUES ($1, $2, $3, $4, $5)', [
+    commitNo,
+    gatewayId,
+    commands.length,
+    checksum ?? crc32(payload),
+    payload,
+  ]);
 }
 
 test('intakeKeysSince: every key of the commands in commits after the mark (scope, commandId, orderId, participant and clientOrderId), none before; a damaged batch fails', async () => {
@@ -229,7 +251,11 @@ test('intakeKeysSince: every key of the commands in commits after the mark (scop
   try {
     await withClient(ownUrl, async (client) => {
       const command = (k: number, withOrder: boolean, clientOrderId: string | null) => ({
-        commandId: randomUUID(), scope: Buffer.alloc(16, k + 1), orderId: withOrder ? randomUUID() : null, participantId: randomUUID(), clientOrderId,
+        commandId: randomUUID(),
+        scope: Buffer.alloc(16, k + 1),
+        orderId: withOrder ? randomUUID() : null,
+        participantId: randomUUID(),
+        clientOrderId,
       });
       const before = [command(0, true, 'old-order')];
       const after = [[command(1, true, null), command(2, true, 'cö-☃'), command(3, false, null)], [command(4, true, 'c'.repeat(64))], [command(5, false, 'by-client-order')]];
@@ -245,7 +271,12 @@ test('intakeKeysSince: every key of the commands in commits after the mark (scop
         return bytes.toString('hex');
       };
       const records = await intakeKeysSince(client, 5, (keys) =>
-        seen.push({ scope: bytesOfWords(keys.scope), commandId: hex(keys.commandId), orderId: keys.orderId === null ? null : hex(keys.orderId), clientOrder: keys.clientOrder === null ? null : { ...keys.clientOrder } }),
+        seen.push({
+          scope: bytesOfWords(keys.scope),
+          commandId: hex(keys.commandId),
+          orderId: keys.orderId === null ? null : hex(keys.orderId),
+          clientOrder: keys.clientOrder === null ? null : { ...keys.clientOrder },
+        }),
       );
       const expected = after.flat();
       assert.equal(records, expected.length);
@@ -261,7 +292,10 @@ test('intakeKeysSince: every key of the commands in commits after the mark (scop
       assert.equal(byId.has(before[0]!.commandId), false, 'a commit at the mark is in the file, not read again');
       assert.equal(await intakeKeysSince(client, 9, () => assert.fail('nothing after the last commit')), 0);
       await intakeBatch(client, 10, 0, [command(6, true, null)], 12345);
-      await assert.rejects(intakeKeysSince(client, 9, () => undefined), /the intake batch of commit 10 fails its checksum/);
+      await assert.rejects(
+        intakeKeysSince(client, 9, () => undefined),
+        /the intake batch of commit 10 fails its checksum/,
+      );
       assert.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection answers after the failure');
     });
   } finally {

@@ -48,7 +48,10 @@ test('bucket readings stay within the status schema and hold every recorded valu
   for (let value = 1; value <= 70_000_000; value = Math.ceil(value * 1.001)) histogram.record(value);
   const buckets = histogram.buckets();
   assert.ok(buckets.length <= 576, `${buckets.length} buckets`);
-  assert.equal(buckets.reduce((sum, [, count]) => sum + count, 0), histogram.count);
+  assert.equal(
+    buckets.reduce((sum, [, count]) => sum + count, 0),
+    histogram.count,
+  );
   for (let k = 1; k < buckets.length; k++) assert.ok(buckets[k]![0] > buckets[k - 1]![0], 'smallest first');
 });
 
@@ -62,7 +65,10 @@ test('two bucket readings give the percentiles of what was recorded in between, 
   for (const value of window) histogram.record(value);
   const after = histogram.buckets();
   const between = bucketsBetween(before, after);
-  assert.equal(between.reduce((sum, [, count]) => sum + count, 0), 1_000);
+  assert.equal(
+    between.reduce((sum, [, count]) => sum + count, 0),
+    1_000,
+  );
   const sorted = [...window].sort((a, b) => a - b);
   for (const p of [50, 90, 99]) {
     const exact = exactPercentile(sorted, p);
@@ -87,7 +93,10 @@ test('bucket readings refuse to be subtracted the wrong way round', () => {
   histogram.record(10);
   histogram.record(5_000);
   const after = histogram.buckets();
-  assert.deepEqual(bucketsBetween(before, after), [[10, 1], [5_119, 1]]);
+  assert.deepEqual(bucketsBetween(before, after), [
+    [10, 1],
+    [5_119, 1],
+  ]);
   assert.throws(() => bucketsBetween(after, before), /fell from 2 to 1|only in the earlier reading/);
   assert.throws(() => bucketsBetween([[7, 1]], after), /only in the earlier reading/);
 });

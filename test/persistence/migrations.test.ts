@@ -22,7 +22,27 @@ after(async () => {
 test('migrations apply once, in order, and are recorded', async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
-    assert.deepEqual(await migrate(client), ['001_runtime.sql', '002_command_log_lean.sql', '003_instruments.sql', '004_settlement.sql', '005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql', '019_intake_packed.sql']);
+    assert.deepEqual(await migrate(client), [
+      '001_runtime.sql',
+      '002_command_log_lean.sql',
+      '003_instruments.sql',
+      '004_settlement.sql',
+      '005_intake_batches.sql',
+      '006_own_orders_recent.sql',
+      '007_trades_occurred_at.sql',
+      '008_fills_recent.sql',
+      '009_settlement_statement_sequence.sql',
+      '010_trade_index_upkeep.sql',
+      '011_executions_order_index.sql',
+      '012_client_order_index.sql',
+      '013_quarantine_and_snapshot_names.sql',
+      '014_command_audit.sql',
+      '015_snapshot_open_quantity.sql',
+      '016_command_log_brin.sql',
+      '017_own_reads_in_memory.sql',
+      '018_lifecycle_updates_hot.sql',
+      '019_intake_packed.sql',
+    ]);
     assert.deepEqual(await migrate(client), [], 'a second start applies nothing');
     const recorded = await client.query('SELECT version, name FROM public.schema_migrations ORDER BY version');
     assert.deepEqual(recorded.rows, [
@@ -68,7 +88,9 @@ test('migrations apply once, in order, and are recorded', async () => {
     );
     // Every index is upkeep on each projected row: own-order and fills reads are answered from memory (migration 017), snapshot refreshes
     // from the books in memory (018); what is left is what a constraint or a lookup by id uses, and no column an order's update changes.
-    const indexes = await client.query("SELECT tablename, indexname FROM pg_indexes WHERE schemaname = 'runtime' AND tablename IN ('executions', 'order_lifecycle_state') ORDER BY tablename, indexname");
+    const indexes = await client.query(
+      "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = 'runtime' AND tablename IN ('executions', 'order_lifecycle_state') ORDER BY tablename, indexname",
+    );
     assert.deepEqual(
       indexes.rows.map((row) => `${row.tablename}.${row.indexname}`),
       ['executions.executions_pkey', 'order_lifecycle_state.order_lifecycle_client_order', 'order_lifecycle_state.order_lifecycle_state_pkey'],
@@ -111,7 +133,27 @@ test('a failing migration leaves nothing behind and is not recorded', async () =
     await withClient(url, async (client) => {
       await assert.rejects(migrate(client, dir), /099_broken\.sql failed/);
       const versions = await client.query('SELECT version FROM public.schema_migrations ORDER BY version');
-      assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }, { version: 8 }, { version: 9 }, { version: 10 }, { version: 11 }, { version: 12 }, { version: 13 }, { version: 14 }, { version: 15 }, { version: 16 }, { version: 17 }, { version: 18 }, { version: 19 }]);
+      assert.deepEqual(versions.rows, [
+        { version: 1 },
+        { version: 2 },
+        { version: 3 },
+        { version: 4 },
+        { version: 5 },
+        { version: 6 },
+        { version: 7 },
+        { version: 8 },
+        { version: 9 },
+        { version: 10 },
+        { version: 11 },
+        { version: 12 },
+        { version: 13 },
+        { version: 14 },
+        { version: 15 },
+        { version: 16 },
+        { version: 17 },
+        { version: 18 },
+        { version: 19 },
+      ]);
       const half = await client.query("SELECT to_regclass('runtime.half_done') AS t");
       assert.equal(half.rows[0].t, null);
     });
@@ -126,9 +168,25 @@ const TRADE_COLUMNS =
 function trade(overrides: Record<string, unknown> = {}): unknown[] {
   const id = () => crypto.randomUUID();
   const row: Record<string, unknown> = {
-    trade_id: id(), shard_id: 0, stream_sequence: Math.floor(Math.random() * 1e9) + 1, command_id: id(), execution_id: id(), run_id: 'run', venue_session_id: 's',
-    instrument_id: id(), buy_order_id: id(), sell_order_id: id(), buy_participant_id: id(), buy_account_id: id(), sell_participant_id: id(), sell_account_id: id(),
-    aggressor_side: 'BUY', quantity_units: 5, price_nanos: 100, currency: 'USD', occurred_at: new Date(),
+    trade_id: id(),
+    shard_id: 0,
+    stream_sequence: Math.floor(Math.random() * 1e9) + 1,
+    command_id: id(),
+    execution_id: id(),
+    run_id: 'run',
+    venue_session_id: 's',
+    instrument_id: id(),
+    buy_order_id: id(),
+    sell_order_id: id(),
+    buy_participant_id: id(),
+    buy_account_id: id(),
+    sell_participant_id: id(),
+    sell_account_id: id(),
+    aggressor_side: 'BUY',
+    quantity_units: 5,
+    price_nanos: 100,
+    currency: 'USD',
+    occurred_at: new Date(),
     ...overrides,
   };
   return TRADE_COLUMNS.split(', ').map((column) => row[column]);
@@ -238,7 +296,11 @@ test('settlement facts are append-only and gap-free, enforced by the database', 
     await assert.rejects(client.query("UPDATE settlement.scenario_runs SET last_sequence = 9 WHERE scenario_run_id = 'run-1'"), /only advances: UPDATE refused/, 'nor skips it');
     await assert.rejects(client.query("DELETE FROM settlement.scenario_runs WHERE scenario_run_id = 'run-1'"), /only advances: DELETE refused/);
     const rows = await client.query("SELECT sequence FROM settlement.facts WHERE scenario_run_id = 'run-1' ORDER BY sequence");
-    assert.deepEqual(rows.rows.map((row) => Number(row.sequence)), [1, 2, 3], 'every fact is still there, once');
+    assert.deepEqual(
+      rows.rows.map((row) => Number(row.sequence)),
+      [1, 2, 3],
+      'every fact is still there, once',
+    );
     await assert.rejects(
       client.query(
         `INSERT INTO settlement.facts (scenario_run_id, sequence, fact_id, fact_type, occurred_at_us, origin, payload, content_sha256)
@@ -276,12 +338,44 @@ test('settlement facts appended many per statement: gap-free per run, the counte
     assert.equal(updated.rows[0].n, 2, 'one counter update per run and statement');
     assert.deepEqual(await counters(), { 'run-1': 20_000, 'run-2': 3 });
 
-    await assert.rejects(facts([['run-2', 4], ['run-2', 6]]), /breaks the sequence/, 'a gap inside a statement is refused');
-    await assert.rejects(facts([['run-2', 5], ['run-2', 6]]), /breaks the sequence/, 'a statement that does not continue the counter is refused');
-    await assert.rejects(facts([['run-2', 3], ['run-2', 4]]), /breaks the sequence/, 'a sequence is not reused');
-    await assert.rejects(facts([['run-2', 4], ['run-1', 20_002]]), /breaks the sequence/, 'each run is checked: run-1 skips 20,001');
+    await assert.rejects(
+      facts([
+        ['run-2', 4],
+        ['run-2', 6],
+      ]),
+      /breaks the sequence/,
+      'a gap inside a statement is refused',
+    );
+    await assert.rejects(
+      facts([
+        ['run-2', 5],
+        ['run-2', 6],
+      ]),
+      /breaks the sequence/,
+      'a statement that does not continue the counter is refused',
+    );
+    await assert.rejects(
+      facts([
+        ['run-2', 3],
+        ['run-2', 4],
+      ]),
+      /breaks the sequence/,
+      'a sequence is not reused',
+    );
+    await assert.rejects(
+      facts([
+        ['run-2', 4],
+        ['run-1', 20_002],
+      ]),
+      /breaks the sequence/,
+      'each run is checked: run-1 skips 20,001',
+    );
     assert.deepEqual(await counters(), { 'run-1': 20_000, 'run-2': 3 }, 'nothing of a refused statement stays');
-    await facts([['run-2', 5], ['run-2', 4], ['run-1', 20_001]]); // any order within the statement
+    await facts([
+      ['run-2', 5],
+      ['run-2', 4],
+      ['run-1', 20_001],
+    ]); // any order within the statement
     assert.deepEqual(await counters(), { 'run-1': 20_001, 'run-2': 5 });
     const stored = await client.query("SELECT count(*)::int AS n, max(sequence)::int AS last FROM settlement.facts WHERE scenario_run_id = 'run-2'");
     assert.deepEqual(stored.rows[0], { n: 5, last: 5 });
@@ -318,11 +412,25 @@ test('005 carries the outcomes of the earlier layout into the command log', asyn
        VALUES ($1, 0, 7, 5, 3, 2, 'ORDER_NOT_FOUND', NULL, '2026-11-22T10:00:00Z', '{}')`,
       [commandId],
     );
-    await client.query(
-      `INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`,
-    );
+    await client.query(`INSERT INTO runtime.journal_batches (shard_id, first_sequence, last_sequence, command_count, event_count, checksum, payload) VALUES (0, 5, 7, 1, 3, 0, '\\x00')`);
     await client.query("INSERT INTO runtime.projection_watermarks (projection, shard_id, sequence) VALUES ('runtime', 0, 7)");
-    assert.deepEqual(await migrate(client), ['005_intake_batches.sql', '006_own_orders_recent.sql', '007_trades_occurred_at.sql', '008_fills_recent.sql', '009_settlement_statement_sequence.sql', '010_trade_index_upkeep.sql', '011_executions_order_index.sql', '012_client_order_index.sql', '013_quarantine_and_snapshot_names.sql', '014_command_audit.sql', '015_snapshot_open_quantity.sql', '016_command_log_brin.sql', '017_own_reads_in_memory.sql', '018_lifecycle_updates_hot.sql', '019_intake_packed.sql']);
+    assert.deepEqual(await migrate(client), [
+      '005_intake_batches.sql',
+      '006_own_orders_recent.sql',
+      '007_trades_occurred_at.sql',
+      '008_fills_recent.sql',
+      '009_settlement_statement_sequence.sql',
+      '010_trade_index_upkeep.sql',
+      '011_executions_order_index.sql',
+      '012_client_order_index.sql',
+      '013_quarantine_and_snapshot_names.sql',
+      '014_command_audit.sql',
+      '015_snapshot_open_quantity.sql',
+      '016_command_log_brin.sql',
+      '017_own_reads_in_memory.sql',
+      '018_lifecycle_updates_hot.sql',
+      '019_intake_packed.sql',
+    ]);
     const row = (await client.query('SELECT stream_sequence, batch_first_sequence, shard_batch, result_status, reject_code, journal_offset FROM runtime.command_log')).rows[0];
     assert.deepEqual(row, { stream_sequence: '7', batch_first_sequence: '5', shard_batch: '3', result_status: 2, reject_code: 'ORDER_NOT_FOUND', journal_offset: null });
     const outcome = (await client.query('SELECT command_id, stream_sequence FROM runtime.command_outcomes')).rows;

@@ -62,7 +62,10 @@ test('the open orders come back field for field', () => {
   const back: RestingOrder[] = [];
   store.forEach((order) => back.push(plain(order) as unknown as RestingOrder));
   const key = (order: { ids: ArrayLike<number> }) => Array.from(order.ids).join();
-  assert.deepEqual(back.sort((a, b) => key(a).localeCompare(key(b))), list.map(plain).sort((a, b) => key(a).localeCompare(key(b))));
+  assert.deepEqual(
+    back.sort((a, b) => key(a).localeCompare(key(b))),
+    list.map(plain).sort((a, b) => key(a).localeCompare(key(b))),
+  );
   saved(file, []);
   assert.equal(load(file).store.size, 0, 'none open');
 });
@@ -110,7 +113,10 @@ test('a checkpoint loads only at watermarks its caller accepts, which it is give
   assert.ok(typeof read !== 'string', String(read));
   assert.deepEqual(seen, [5, 8]);
   assert.deepEqual(listed(read), list.map(plain), 'field for field, in order');
-  assert.equal(readOpenOrders(file, 'token', () => 'ahead of storage'), 'ahead of storage');
+  assert.equal(
+    readOpenOrders(file, 'token', () => 'ahead of storage'),
+    'ahead of storage',
+  );
 });
 
 test('a loaded store finds, takes and adds orders as one filled by adds does, with room for the extra asked', () => {

@@ -21,7 +21,11 @@ before(async () => {
   ({ database, url } = await migratedDatabase());
   await withClient(url, async (client) => {
     // A: 20,000 orders (one in ten open), B: 500, C: 5,000; update times repeat (ties).
-    for (const [participant, count, offset] of [[A, 20_000, 0], [B, 500, 20_000], [C, 5_000, 20_500]] as const) {
+    for (const [participant, count, offset] of [
+      [A, 20_000, 0],
+      [B, 500, 20_000],
+      [C, 5_000, 20_500],
+    ] as const) {
       await client.query(
         `INSERT INTO runtime.order_lifecycle_state (order_id, run_id, venue_session_id, instrument_id, participant_id, account_id, side, order_type, time_in_force, state,
            limit_price_nanos, currency, original_quantity_units, remaining_quantity_units, filled_quantity_units, engine_order_id, shard_id, last_sequence, created_at, updated_at)
@@ -70,15 +74,22 @@ test('own orders: most recently updated first (ties by orderId), only the given 
       const rows = JSON.parse(answer.body as string).rows as Array<{ orderId: string; participantId: string; state: string; instrumentId: string }>;
       const expected = await sortedAll(client, c.view, c.participants, c.instrumentId, c.limit);
       assert.equal(rows.length, Math.min(c.limit, expected.length), JSON.stringify(c));
-      assert.deepEqual(rows.map((row) => row.orderId), expected, JSON.stringify(c));
+      assert.deepEqual(
+        rows.map((row) => row.orderId),
+        expected,
+        JSON.stringify(c),
+      );
       for (const row of rows) {
-        assert.ok(c.participants.includes(row.participantId), 'another participant\'s order');
+        assert.ok(c.participants.includes(row.participantId), "another participant's order");
         if (c.view === 'current') assert.match(row.state, /^(OPEN|PARTIALLY_FILLED)$/);
         if (c.instrumentId !== null) assert.equal(row.instrumentId, c.instrumentId);
       }
     }
     // A participant named twice is read once.
     const twice = await readOwnOrders(client, 'history', [A, A], null, 300);
-    assert.deepEqual(JSON.parse(twice.body as string).rows.map((row: { orderId: string }) => row.orderId), await sortedAll(client, 'history', [A], null, 300));
+    assert.deepEqual(
+      JSON.parse(twice.body as string).rows.map((row: { orderId: string }) => row.orderId),
+      await sortedAll(client, 'history', [A], null, 300),
+    );
   });
 });

@@ -131,7 +131,10 @@ function drive(reads: OwnReads, seed: number, steps: number, startUs: number, kn
               continue;
             }
             answered++;
-            const got = rows.map((row) => `${row.orderId} ${['FREE', 'OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED'].indexOf(row.state)} ${row.filledQuantity.units} ${Date.parse(row.updatedAt) * 1000 + Number(row.updatedAt.slice(23, 26))}`);
+            const got = rows.map(
+              (row) =>
+                `${row.orderId} ${['FREE', 'OPEN', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED'].indexOf(row.state)} ${row.filledQuantity.units} ${Date.parse(row.updatedAt) * 1000 + Number(row.updatedAt.slice(23, 26))}`,
+            );
             assert.deepEqual(got, plainOrders(orders, view, participants, instrument, limit), `${view} of ${participants.join()} in ${instrument}, limit ${limit}, step ${step}`);
           }
           const fillRows = reads.fills(participants, instrument, limit);
@@ -192,8 +195,19 @@ test('own reads: rows render as the API does, a clientOrderId the model was not 
   const reads = new OwnReads(10, sessionNames);
   const ids = orderIds(7, 0, 1);
   const order: OwnOrderChange = {
-    ids, runNo: 2, sessionNo: 3, side: 1, orderType: 1, timeInForce: 1, state: STATE_PARTIALLY_FILLED,
-    priceNanos: 123_456_789_000, quantity: 9_007_199_254_740_991, filled: 4, currency: 0x455552, updatedAtUs: 1_700_000_000_123_456, clientOrderId: null,
+    ids,
+    runNo: 2,
+    sessionNo: 3,
+    side: 1,
+    orderType: 1,
+    timeInForce: 1,
+    state: STATE_PARTIALLY_FILLED,
+    priceNanos: 123_456_789_000,
+    quantity: 9_007_199_254_740_991,
+    filled: 4,
+    currency: 0x455552,
+    updatedAtUs: 1_700_000_000_123_456,
+    clientOrderId: null,
   };
   reads.changed(idKey(ids, 0), order, false);
   assert.deepEqual(reads.orders('current', [PARTICIPANTS[0]!], INSTRUMENTS[1]!, 5), [
@@ -242,7 +256,11 @@ test('own reads kept across a graceful stop: the file restores every answer, and
     const asked = (reads: OwnReads) =>
       [[PARTICIPANTS[0]!], [PARTICIPANTS[1]!, PARTICIPANTS[2]!], ['f0000000-0000-4000-8000-00000000000f']].flatMap((participants) =>
         [null, INSTRUMENTS[1]!].flatMap((instrument) =>
-          [1, 4, 40].flatMap((limit) => [reads.orders('current', participants, instrument, limit), reads.orders('history', participants, instrument, limit), reads.fills(participants, instrument, limit)]),
+          [1, 4, 40].flatMap((limit) => [
+            reads.orders('current', participants, instrument, limit),
+            reads.orders('history', participants, instrument, limit),
+            reads.fills(participants, instrument, limit),
+          ]),
         ),
       );
     // Whatever the restored model answers is what the stopped one answered; it declines more only where it cut an open list.
@@ -269,7 +287,25 @@ test('own reads kept across a graceful stop: the file restores every answer, and
     const many = new OwnReads(3, sessionNames);
     for (let n = 0; n < 10; n++) {
       const ids = orderIds(900 + n, 0, 0);
-      many.changed(idKey(ids, 0), { ids, runNo: 1, sessionNo: 1, side: 0, orderType: 0, timeInForce: 0, state: STATE_OPEN, priceNanos: 1, quantity: 1, filled: 0, currency: 0x555344, updatedAtUs: startUs + n, clientOrderId: null }, true);
+      many.changed(
+        idKey(ids, 0),
+        {
+          ids,
+          runNo: 1,
+          sessionNo: 1,
+          side: 0,
+          orderType: 0,
+          timeInForce: 0,
+          state: STATE_OPEN,
+          priceNanos: 1,
+          quantity: 1,
+          filled: 0,
+          currency: 0x555344,
+          updatedAtUs: startUs + n,
+          clientOrderId: null,
+        },
+        true,
+      );
     }
     const cut = new OwnReads(3, sessionNames);
     cut.restore(many.image());

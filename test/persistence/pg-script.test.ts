@@ -35,10 +35,7 @@ const counts = async (client: import('pg').Client) => (await client.query<{ a: n
 test('two COPYs and a statement commit together, in one script', async () => {
   await withClient(url, async (client) => {
     await client.query('TRUNCATE a, b');
-    const tags = await runScript(client, "COPY a FROM STDIN (FORMAT binary); COPY b FROM STDIN (FORMAT binary); INSERT INTO b VALUES ('z')", [
-      ints(1, 2, 3),
-      texts('x', 'y'),
-    ]);
+    const tags = await runScript(client, "COPY a FROM STDIN (FORMAT binary); COPY b FROM STDIN (FORMAT binary); INSERT INTO b VALUES ('z')", [ints(1, 2, 3), texts('x', 'y')]);
     assert.deepEqual(tags, ['COPY 3', 'COPY 2', 'INSERT 0 1']);
     assert.deepEqual(await counts(client), { a: 3, b: 3 });
   });

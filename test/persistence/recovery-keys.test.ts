@@ -30,7 +30,7 @@ const insertCommands = (client: pg.ClientBase, from: number, to: number) =>
     [from, to],
   );
 
-test('the key filters are sized on the stored keys: counted exactly up to a bound, then the statistics\' live rows or the planner\'s estimate scaled to the table\'s pages now', async () => {
+test("the key filters are sized on the stored keys: counted exactly up to a bound, then the statistics' live rows or the planner's estimate scaled to the table's pages now", async () => {
   const url = await database.freshDatabase();
   await withClient(url, async (client) => {
     await migrate(client);
@@ -71,7 +71,9 @@ test('the key scan yields each stored command once, with its scope digest and co
     );
     const seen = new Map<string, string>();
     const count = await storedCommandKeys(client, (scope, commandId) => {
-      const scopeHex = Buffer.from(Uint32Array.from(scope, (word) => word >>> 0).buffer).swap32().toString('hex');
+      const scopeHex = Buffer.from(Uint32Array.from(scope, (word) => word >>> 0).buffer)
+        .swap32()
+        .toString('hex');
       seen.set(formatUuid(commandId, 0), scopeHex);
     });
     assert.equal(count, rows);
@@ -102,15 +104,30 @@ test('commands and orders read by id: each stored one once, in groups of a bound
     assert.equal(found, stored);
     for (const row of commands) assert.equal(seen.get(row.id), row.scope.toString('hex'), `${row.id} with its own scope`);
 
-    const orders = (await client.query<{ id: string; coid: string | null; shard: number; participant: string }>('SELECT order_id::text AS id, client_order_id AS coid, shard_id AS shard, participant_id::text AS participant FROM runtime.order_lifecycle_state ORDER BY last_sequence')).rows;
+    const orders = (
+      await client.query<{ id: string; coid: string | null; shard: number; participant: string }>(
+        'SELECT order_id::text AS id, client_order_id AS coid, shard_id AS shard, participant_id::text AS participant FROM runtime.order_lifecycle_state ORDER BY last_sequence',
+      )
+    ).rows;
     const wanted = orders.slice(0, 4); // two with a clientOrderId, two without
     const read: [string, string | null, number, string][] = [];
-    assert.equal(await ordersById(client, [...wanted.map((row) => row.id), ...unknown], (order) => read.push([formatUuid(order.ids, 0), order.clientOrderId, order.shard, order.clientOrderId === null ? '' : order.participantId])), 4);
+    assert.equal(
+      await ordersById(client, [...wanted.map((row) => row.id), ...unknown], (order) =>
+        read.push([formatUuid(order.ids, 0), order.clientOrderId, order.shard, order.clientOrderId === null ? '' : order.participantId]),
+      ),
+      4,
+    );
     assert.deepEqual(read.sort(), wanted.map((row) => [row.id, row.coid, row.shard, row.coid === null ? '' : row.participant]).sort());
 
     assert.equal(await commandsById(client, [], () => assert.fail('no rows for no ids')), 0);
-    await assert.rejects(commandsById(client, ["00000000-0000-4000-8000-000000000001}'::uuid[]); DROP TABLE runtime.command_log; --"], () => undefined), /not a uuid/);
-    await assert.rejects(ordersById(client, ['not-a-uuid'], () => undefined), /not a uuid/);
+    await assert.rejects(
+      commandsById(client, ["00000000-0000-4000-8000-000000000001}'::uuid[]); DROP TABLE runtime.command_log; --"], () => undefined),
+      /not a uuid/,
+    );
+    await assert.rejects(
+      ordersById(client, ['not-a-uuid'], () => undefined),
+      /not a uuid/,
+    );
   });
 });
 
@@ -145,7 +162,11 @@ test('the most recent commands are those of the intake commits holding the last 
     };
     const last23 = await keys(23);
     assert.equal(last23.length, 23);
-    assert.deepEqual(last23, [...last23].sort((a, b) => a - b), 'oldest first');
+    assert.deepEqual(
+      last23,
+      [...last23].sort((a, b) => a - b),
+      'oldest first',
+    );
     assert.equal(last23[last23.length - 1], 4014, 'ends with the newest: commit 40, gateway 1, index 4');
     assert.equal(last23[0], 3812, 'the 23rd newest: commit 38, gateway 1, index 2');
     assert.equal((await keys(10_000)).length, 400, 'all with an intake position, none without');

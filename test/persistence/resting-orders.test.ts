@@ -9,7 +9,20 @@ import { RestingOrders, type RestingOrder } from '../../persistence/resting-orde
 function order(n: number): RestingOrder {
   const ids = new Int32Array(16);
   for (let k = 0; k < 16; k++) ids[k] = Math.imul(n + 1, 0x9e3779b1) ^ (k * 0x1234567);
-  return { ids, runNo: 1, sessionNo: n % 3, side: n % 2, orderType: 0, timeInForce: 0, state: 1 + (n % 2), priceNanos: 1_000_000_000 + n, quantity: 10 + n, filled: n % 5, currency: 0x555344, shard: n % 2 };
+  return {
+    ids,
+    runNo: 1,
+    sessionNo: n % 3,
+    side: n % 2,
+    orderType: 0,
+    timeInForce: 0,
+    state: 1 + (n % 2),
+    priceNanos: 1_000_000_000 + n,
+    quantity: 10 + n,
+    filled: n % 5,
+    currency: 0x555344,
+    shard: n % 2,
+  };
 }
 
 test('every order added is taken back once with its values; others are not there', () => {
@@ -35,7 +48,7 @@ test('every order added is taken back once with its values; others are not there
   assert.equal(left, count / 2);
 });
 
-test('the same order loaded twice is refused when the adds are indexed: in one group, across groups, and at a group\'s last add', () => {
+test("the same order loaded twice is refused when the adds are indexed: in one group, across groups, and at a group's last add", () => {
   const store = new RestingOrders();
   store.add(order(1));
   store.add(order(1));

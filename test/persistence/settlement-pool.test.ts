@@ -76,7 +76,11 @@ test('a realistic run built and read through the pool: the work runs on its thre
   );
   const broke = rows[0]!; // its buyer has no cash: every trade it buys breaks on the cash leg
   const rejected = rows.find((row) => row.buy_participant_id !== broke.buy_participant_id)!;
-  const admin = (request: SettlementAdmin) => pool.admin(request).then(body).then((text) => JSON.parse(text));
+  const admin = (request: SettlementAdmin) =>
+    pool
+      .admin(request)
+      .then(body)
+      .then((text) => JSON.parse(text));
   await admin({
     action: 'facts',
     scenarioRunId: RUN,
@@ -89,13 +93,27 @@ test('a realistic run built and read through the pool: the work runs on its thre
   assert.equal(made.obligations, 400);
   assert.ok(made.factsAppended > 400 * 10, `${made.factsAppended} facts`);
 
-  const read = (view: SettlementRead['view'], participants: string[] | null = null): SettlementRead => ({ view, scenarioRunId: RUN, participants, asOfUs: AT_US + 7_200_000_000, agedFailAfterSeconds: 60 });
+  const read = (view: SettlementRead['view'], participants: string[] | null = null): SettlementRead => ({
+    view,
+    scenarioRunId: RUN,
+    participants,
+    asOfUs: AT_US + 7_200_000_000,
+    agedFailAfterSeconds: 60,
+  });
   const exceptions = JSON.parse(body(await pool.read(read('exceptions'), 'cup'))) as { exceptions: { obligationId: string; exceptionType: string }[] };
   const cashBreak = exceptions.exceptions.find((e) => e.exceptionType === 'CASH_LEG_BREAK')!;
   const clearing = exceptions.exceptions.find((e) => e.exceptionType === 'CLEARING_REJECTED')!;
   assert.ok(cashBreak !== undefined && clearing !== undefined, 'the run has a cash break and a clearing rejection');
-  assert.equal((await admin({ action: 'repair-cash', scenarioRunId: RUN, obligationId: cashBreak.obligationId, amountNanos: '100000000000000', currency: 'USD' })).state, 'RESOLVED', 'settled, its break resolved');
-  assert.equal((await admin({ action: 'force-settle', scenarioRunId: RUN, obligationId: clearing.obligationId, reason: 'agreed bilaterally' })).state, 'RESOLVED', 'settled by force, its rejection resolved');
+  assert.equal(
+    (await admin({ action: 'repair-cash', scenarioRunId: RUN, obligationId: cashBreak.obligationId, amountNanos: '100000000000000', currency: 'USD' })).state,
+    'RESOLVED',
+    'settled, its break resolved',
+  );
+  assert.equal(
+    (await admin({ action: 'force-settle', scenarioRunId: RUN, obligationId: clearing.obligationId, reason: 'agreed bilaterally' })).state,
+    'RESOLVED',
+    'settled by force, its rejection resolved',
+  );
   const ledger = JSON.parse(body(await pool.read(read('ledger'), 'cup'))) as { entries: { ledgerEntryId: string }[] };
   await admin({ action: 'reverse-ledger-entry', scenarioRunId: RUN, ledgerEntryId: ledger.entries[0]!.ledgerEntryId, reason: 'booked twice' });
 
@@ -103,7 +121,7 @@ test('a realistic run built and read through the pool: the work runs on its thre
   const probe = await pool.probe();
   assert.notEqual(probe.threadId, threadId);
   assert.ok(probe.cachedRuns.includes(RUN));
-  assert.ok(!readCacheSize().names.includes(RUN), 'the caller\'s thread replayed the run');
+  assert.ok(!readCacheSize().names.includes(RUN), "the caller's thread replayed the run");
   assert.equal(pool.completed - before, 7 + 1, 'each request (and the probe) was one task of the pool');
 
   // Every view, for the operator and for a trader, equals the store's answer computed here.
@@ -113,7 +131,7 @@ test('a realistic run built and read through the pool: the work runs on its thre
     for (const participants of view === 'leaderboard' ? [null] : [null, trader]) {
       const pooled = await pool.read(read(view, participants), 'cup');
       const here = await settlementRead(local, read(view, participants), 'cup');
-      assert.ok(pooled.body instanceof Uint8Array, 'a read\'s answer is moved as bytes');
+      assert.ok(pooled.body instanceof Uint8Array, "a read's answer is moved as bytes");
       assert.equal(body(pooled), body(here), `${view} for ${participants === null ? 'the operator' : 'a trader'}`);
     }
   }

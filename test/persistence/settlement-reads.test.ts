@@ -48,8 +48,7 @@ after(async () => {
   await database.remove();
 });
 
-const read = (view: SettlementRead['view'], scenarioRunId = 'run-1') =>
-  settlementRead(pool, { view, scenarioRunId, participants: null, asOfUs: null, agedFailAfterSeconds: 60 }, '');
+const read = (view: SettlementRead['view'], scenarioRunId = 'run-1') => settlementRead(pool, { view, scenarioRunId, participants: null, asOfUs: null, agedFailAfterSeconds: 60 }, '');
 
 /** What a read must answer: the view of a full replay of the facts stored now. */
 async function fresh(view: 'proof' | 'obligations', scenarioRunId = 'run-1'): Promise<string> {
@@ -96,7 +95,7 @@ test('overlapping reads of one run while facts are appended: every answer is a r
   const all = await loadFacts(pool as unknown as pg.ClientBase, 'run-1');
   const prefixes = new Set<string>();
   for (let end = all.length - 5; end <= all.length; end++) prefixes.add(JSON.stringify(proofView(replay('run-1', all.slice(0, end)), null)));
-  for (const answer of answers) assert.ok(prefixes.has(answer), 'an answer that is no stored trail\'s proof');
+  for (const answer of answers) assert.ok(prefixes.has(answer), "an answer that is no stored trail's proof");
   assert.equal((await read('proof')).body, await fresh('proof'));
 });
 

@@ -49,19 +49,32 @@ test('the keeper analyzes a table that went stale while running, reports failure
     });
     const rounds: string[][] = [];
     const errors: Error[] = [];
-    const keeper = keepAnalyzed(pool, [TABLE], 50, (tables) => rounds.push(tables), (error) => errors.push(error));
+    const keeper = keepAnalyzed(
+      pool,
+      [TABLE],
+      50,
+      (tables) => rounds.push(tables),
+      (error) => errors.push(error),
+    );
     for (let waited = 0; rounds.length === 0 && waited < 10_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
     await new Promise((resolve) => setTimeout(resolve, 500)); // about ten more rounds
     await keeper.stop();
     assert.deepEqual(rounds, [[TABLE]], 'analyzed once: fresh statistics after that');
     assert.deepEqual(errors, []);
-    const stale = await withClient(url, async (client) =>
-      (await client.query<{ n: string }>("SELECT n_mod_since_analyze::text AS n FROM pg_stat_user_tables WHERE relid = 'runtime.venue_settings'::regclass")).rows[0]!.n,
+    const stale = await withClient(
+      url,
+      async (client) => (await client.query<{ n: string }>("SELECT n_mod_since_analyze::text AS n FROM pg_stat_user_tables WHERE relid = 'runtime.venue_settings'::regclass")).rows[0]!.n,
     );
     assert.equal(stale, '0');
 
     // An hour's interval: stop() does not wait for the timer.
-    const idle = keepAnalyzed(pool, [TABLE], 3_600_000, () => undefined, () => undefined);
+    const idle = keepAnalyzed(
+      pool,
+      [TABLE],
+      3_600_000,
+      () => undefined,
+      () => undefined,
+    );
     const stopping = performance.now();
     await idle.stop();
     assert.ok(performance.now() - stopping < 1_000);
@@ -72,7 +85,13 @@ test('the keeper analyzes a table that went stale while running, reports failure
   const closed = new pg.Pool({ connectionString: url, max: 1 });
   await closed.end();
   const errors: Error[] = [];
-  const failing = keepAnalyzed(closed, [TABLE], 20, () => undefined, (error) => errors.push(error));
+  const failing = keepAnalyzed(
+    closed,
+    [TABLE],
+    20,
+    () => undefined,
+    (error) => errors.push(error),
+  );
   for (let waited = 0; errors.length < 2 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
   await failing.stop();
   assert.ok(errors.length >= 2, `${errors.length} failures reported`);

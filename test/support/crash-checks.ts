@@ -20,12 +20,7 @@ import { cancelBody, modifyBody, submitBody, TOKENS, TRADER_A, TRADER_B, type Ve
 
 export const SHARDS = 2;
 /** Four instruments, spread over both shards (recovery.test.ts checks it). */
-export const INSTRUMENTS = [
-  '5a000000-0000-4000-8000-000000000001',
-  '5a000000-0000-4000-8000-000000000002',
-  '5a000000-0000-4000-8000-000000000003',
-  '5a000000-0000-4000-8000-000000000004',
-];
+export const INSTRUMENTS = ['5a000000-0000-4000-8000-000000000001', '5a000000-0000-4000-8000-000000000002', '5a000000-0000-4000-8000-000000000003', '5a000000-0000-4000-8000-000000000004'];
 export const MODES = ['sync-result', 'captured-ack', 'stream-ack', 'accepted-async'] as const;
 export const TERMINAL = new Set(['COMPLETED', 'REJECTED']);
 

@@ -1,15 +1,7 @@
 // Drives a MatchingEngine with plain objects and decodes its events into plain
 // objects with string ids: the shared vocabulary of the core tests.
 
-import {
-  EventKind,
-  ORDER_STATE_NAMES,
-  Opcode,
-  OrderType,
-  rejectName,
-  Side,
-  TimeInForce,
-} from '../../core/codes.ts';
+import { EventKind, ORDER_STATE_NAMES, Opcode, OrderType, rejectName, Side, TimeInForce } from '../../core/codes.ts';
 import { COMMAND_SLOT_BYTES, encodeCommand, slotViews, type CommandInput } from '../../core/command-slot.ts';
 import { restingOrders } from '../../core/book-queries.ts';
 import { MatchingEngine, type EngineOptions } from '../../core/matching-engine.ts';
@@ -86,11 +78,7 @@ export class EngineDriver {
   }
 
   run(command: Omit<CommandInput, 'commandId' | 'timestampUs'>): DecodedEvent[] {
-    encodeCommand(
-      { ...command, commandId: idOf(0xc0, ++commandCounter), timestampUs: this.time++ },
-      this.views,
-      0,
-    );
+    encodeCommand({ ...command, commandId: idOf(0xc0, ++commandCounter), timestampUs: this.time++ }, this.views, 0);
     this.engine.process(this.views.words, this.views.floats, 0);
     return this.decode(command.orderId);
   }

@@ -23,7 +23,7 @@ export async function committedHistory(client: pg.ClientBase, shardCount: number
     for (const row of rows.rows) {
       const bytes = new Uint8Array(row.payload); // aligned copy
       const views = { words: new Int32Array(bytes.buffer), floats: new Float64Array(bytes.buffer), bytes };
-      for (let at = 0; at < bytes.byteLength; ) {
+      for (let at = 0; at < bytes.byteLength;) {
         const slot = bytes.slice(at, at + COMMAND_SLOT_BYTES);
         const headerAt = at + COMMAND_SLOT_BYTES;
         const header = readHeader(views, headerAt);

@@ -103,11 +103,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * until the venue closes the connection, or `expectAnswers` answers came and then
  * `graceMs` passed without more, or `timeoutMs` passed. The socket is destroyed at the end.
  */
-export function rawExchange(
-  port: number,
-  parts: RawPart[],
-  options: { expectAnswers?: number; graceMs?: number; timeoutMs: number; endAfterWriting?: boolean },
-): Promise<RawResult> {
+export function rawExchange(port: number, parts: RawPart[], options: { expectAnswers?: number; graceMs?: number; timeoutMs: number; endAfterWriting?: boolean }): Promise<RawResult> {
   const expectAnswers = options.expectAnswers ?? 1;
   const graceMs = options.graceMs ?? 0;
   return new Promise((resolve) => {

@@ -78,10 +78,7 @@ export class VenueProcess {
     const ownsDataDir = env.DATA_DIR === undefined && env.DATABASE_URL === undefined;
     const dataDir = env.DATA_DIR ?? (ownsDataDir ? VenueProcess.makeDataDir() : '');
     const venueArgs = ['runtime/venue-start.mjs']; // as npm start runs it: server.ts compiled, no tsx in the venue's process
-    const [command, args] =
-      options.fileLimit === undefined
-        ? [process.execPath, venueArgs]
-        : ['/bin/sh', ['-c', `ulimit -n ${options.fileLimit} && exec "$0" "$@"`, process.execPath, ...venueArgs]];
+    const [command, args] = options.fileLimit === undefined ? [process.execPath, venueArgs] : ['/bin/sh', ['-c', `ulimit -n ${options.fileLimit} && exec "$0" "$@"`, process.execPath, ...venueArgs]];
     const child = spawn(command, args, {
       cwd: ROOT,
       env: {
@@ -291,11 +288,7 @@ interface Stoppable {
  * as `try { body } finally { assert.equal(await venue.stop(), 0) }` would. `before` runs
  * ahead of the stop (to release a lock the venue would wait for), `after` once it exited.
  */
-export async function stopAfter(
-  venue: () => Stoppable,
-  body: () => Promise<void>,
-  steps: { before?: () => unknown; after?: () => unknown } = {},
-): Promise<void> {
+export async function stopAfter(venue: () => Stoppable, body: () => Promise<void>, steps: { before?: () => unknown; after?: () => unknown } = {}): Promise<void> {
   let failure: { error: unknown } | undefined;
   try {
     await body();
