@@ -144,7 +144,8 @@ export async function runStreamBench(quick: boolean): Promise<void> {
   const built = (await buildWorkers([entry])).get(entry.href)!; // compiled as the load generator's workers are: no tsx in a worker
   const worker = new Worker(built, { workerData: data, execArgv: [] });
   try {
-    await load.run(1); // warm-up
+    // Warm-up long enough for the threads' code to be optimized: a 1 s one left the first baseline at a third of the last.
+    await load.run(quick ? 2 : 15);
     const baselineBefore = await load.run(seconds);
     console.log(`0 subscribers: ${baselineBefore.answersPerSecond} answers/s`);
     const points = [];
