@@ -33,13 +33,12 @@ import type { LatencySummary, PersistenceStatus } from '../core/storage-protocol
 import { LatencyHistogram } from '../persistence/latency-histogram.ts';
 import { migrate } from '../persistence/migrations.ts';
 import { scratchFolder } from './lib/leftovers.ts';
+import { crossingOrderBody } from './lib/order-body.ts';
 import { writeResult } from './lib/results.ts';
 import { startBenchVenue } from './load/venue.ts';
 
 const TOKEN = 'dev-token-trader-a';
 const OPERATOR = 'dev-token-operator';
-const PARTICIPANT = 'a1000000-0000-4000-8000-000000000001';
-const ACCOUNT = 'a2000000-0000-4000-8000-000000000001';
 const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `7c000000-0000-4000-8000-00000000000${k}`);
 
 function getJson<T>(url: string, token: string): Promise<T> {
@@ -52,31 +51,6 @@ function getJson<T>(url: string, token: string): Promise<T> {
         response.on('end', () => (response.statusCode === 200 ? resolve(JSON.parse(text) as T) : reject(new Error(`${response.statusCode} ${text}`))));
       })
       .on('error', reject);
-  });
-}
-
-/** The i-th order: alternating sides around a mid of 100, crossing about half the time. */
-function orderBody(i: number): string {
-  const buy = i % 2 === 0;
-  const offset = (i * 7919) % 7; // 0..6
-  const price = buy ? 97 + offset : 103 - offset;
-  return JSON.stringify({
-    commandId: crypto.randomUUID(),
-    traceId: crypto.randomUUID(),
-    causationId: crypto.randomUUID(),
-    correlationId: crypto.randomUUID(),
-    actorId: 'bench',
-    occurredAt: '2026-11-22T00:00:00Z',
-    orderId: crypto.randomUUID(),
-    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
-    participantId: PARTICIPANT,
-    accountId: ACCOUNT,
-    side: buy ? 'BUY' : 'SELL',
-    orderType: 'LIMIT',
-    quantityUnits: String(1 + (i % 5)),
-    limitPrice: String(price),
-    currency: 'USD',
-    timeInForce: 'DAY',
   });
 }
 
@@ -98,7 +72,7 @@ async function drive(baseUrl: string, seconds: number, maxRequests: number, inFl
   const deadline = started + seconds * 1000;
   const one = (i: number) =>
     new Promise<void>((resolve) => {
-      const body = orderBody(i);
+      const body = crossingOrderBody(i, INSTRUMENTS);
       const at = performance.now();
       const request = http.request(
         url,

@@ -9,33 +9,11 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { LatencySummary } from '../core/storage-protocol.ts';
 import { LatencyHistogram } from '../persistence/latency-histogram.ts';
+import { crossingOrderBody } from './lib/order-body.ts';
 import { writeResult } from './lib/results.ts';
 import { startBenchVenue } from './load/venue.ts';
 
 const INSTRUMENTS = Array.from({ length: 4 }, (_, k) => `ab000000-0000-4000-8000-00000000000${k}`);
-
-function orderBody(i: number): string {
-  const buy = i % 2 === 0;
-  const offset = (i * 7919) % 7;
-  return JSON.stringify({
-    commandId: crypto.randomUUID(),
-    traceId: crypto.randomUUID(),
-    causationId: crypto.randomUUID(),
-    correlationId: crypto.randomUUID(),
-    actorId: 'bench',
-    occurredAt: '2026-11-22T00:00:00Z',
-    orderId: crypto.randomUUID(),
-    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
-    participantId: 'a1000000-0000-4000-8000-000000000001',
-    accountId: 'a2000000-0000-4000-8000-000000000001',
-    side: buy ? 'BUY' : 'SELL',
-    orderType: 'LIMIT',
-    quantityUnits: String(1 + (i % 5)),
-    limitPrice: String(buy ? 97 + offset : 103 - offset),
-    currency: 'USD',
-    timeInForce: 'DAY',
-  });
-}
 
 function call(agent: http.Agent, url: URL, method: string, token: string, body?: string, extra: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve) => {
@@ -56,7 +34,7 @@ async function orderLoad(baseUrl: string, seconds: number, inFlight: number): Pr
   let ok = 0;
   const lane = async () => {
     while (performance.now() < deadline) {
-      const body = orderBody(next++);
+      const body = crossingOrderBody(next++, INSTRUMENTS);
       const status = await call(agent, url, 'POST', 'dev-token-trader-a', body, {
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(body)),

@@ -6,39 +6,13 @@
 //   node --import tsx bench/rebuild-bench.ts [orders=30000]
 
 import http from 'node:http';
+import { crossingOrderBody } from './lib/order-body.ts';
 import { startBenchVenue } from './load/venue.ts';
 
 const ORDERS = Number(process.argv[2] ?? 30_000);
 const TOKEN = 'dev-token-trader-a';
 const OPERATOR = 'dev-token-operator';
-const PARTICIPANT = 'a1000000-0000-4000-8000-000000000001';
-const ACCOUNT = 'a2000000-0000-4000-8000-000000000001';
 const INSTRUMENTS = Array.from({ length: 8 }, (_, k) => `7c000000-0000-4000-8000-00000000000${k}`);
-
-/** The i-th order: alternating sides around a mid of 100, crossing about half the time. */
-function orderBody(i: number): string {
-  const buy = i % 2 === 0;
-  const offset = (i * 7919) % 7;
-  return JSON.stringify({
-    commandId: crypto.randomUUID(),
-    traceId: crypto.randomUUID(),
-    causationId: crypto.randomUUID(),
-    correlationId: crypto.randomUUID(),
-    actorId: 'bench',
-    occurredAt: '2026-11-22T00:00:00Z',
-    orderId: crypto.randomUUID(),
-    instrumentId: INSTRUMENTS[i % INSTRUMENTS.length],
-    participantId: PARTICIPANT,
-    accountId: ACCOUNT,
-    side: buy ? 'BUY' : 'SELL',
-    orderType: 'LIMIT',
-    quantityUnits: String(1 + (i % 5)),
-    limitPrice: String(buy ? 97 + offset : 103 - offset),
-    currency: 'USD',
-    timeInForce: 'DAY',
-    clientOrderId: `r-${i}`,
-  });
-}
 
 function request(baseUrl: string, method: string, path: string, token: string, agent: http.Agent, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
@@ -62,7 +36,7 @@ try {
   let next = 0;
   const lane = async () => {
     while (next < ORDERS) {
-      const answer = await request(venue.baseUrl, 'POST', '/api/v1/orders/submit', TOKEN, agent, orderBody(next++));
+      const answer = await request(venue.baseUrl, 'POST', '/api/v1/orders/submit', TOKEN, agent, crossingOrderBody(next, INSTRUMENTS, `r-${next++}`));
       if (answer.status !== 200 && answer.status !== 202) throw new Error(`submit: ${answer.status} ${answer.text}`);
     }
   };
