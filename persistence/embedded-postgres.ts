@@ -122,8 +122,10 @@ async function startOn(bin: Binaries, owner: RunAs, root: string, dataDir: strin
       'max_connections=64',
       '-c',
       'shared_buffers=256MB',
+      // PostgreSQL's default. Only the projector commits asynchronously, and the journal's next
+      // commit flushes its WAL too; a WAL writer woken every 10 ms mostly duplicated those flushes.
       '-c',
-      'wal_writer_delay=10ms',
+      'wal_writer_delay=200ms',
       // What its crash recovery replays: the WAL since the last checkpoint's redo point, up to
       // about max_wal_size under a steady load. 512 MB bounds that replay to a few seconds,
       // for about twice the checkpoints and no throughput lost (docs/decisions/0010-max-wal-size-512mb.md).
