@@ -7,7 +7,7 @@
 // the same hour of the machine; the figures are medians over the rounds. Each venue run is
 // verified against its database.
 //
-//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--rate 0]
+//   npx tsx bench/durable-submit-bench.ts [--rounds 3] [--seconds 8] [--rate 0] [--warmup 80]
 //       [--modes sync-result,captured-ack,stream-ack,accepted-async] [--out durable-submit]
 //
 // --rate N runs the venue's loads open loop at N submits a second (0: closed loop): two
@@ -30,6 +30,8 @@ import { startBenchVenue } from './load/venue.ts';
 import { verifyLoad } from './load/verify.ts';
 
 const CONNECTIONS = 64;
+/** Load before the first measured run, shared among the modes. */
+const WARMUP_SECONDS = 80;
 
 interface VenueRun {
   answersPerSecond: number;
@@ -55,7 +57,13 @@ const argument = (name: string, fallback: number): number => {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
-export async function runDurableSubmitBench(rounds: number, seconds: number, venueRate = 0, modes: readonly string[] = PROCESSING_MODE_NAMES): Promise<Record<string, unknown>> {
+export async function runDurableSubmitBench(
+  rounds: number,
+  seconds: number,
+  venueRate = 0,
+  modes: readonly string[] = PROCESSING_MODE_NAMES,
+  warmupSeconds = WARMUP_SECONDS,
+): Promise<Record<string, unknown>> {
   const base = (label: string, baseUrl: string, extra: Partial<LoadOptions> = {}): LoadOptions => ({
     mode: 'sync-result',
     threads: 1,
@@ -78,8 +86,13 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
       if (waited > 120_000) throw new Error('the venue did not fault its stores in within 120 s');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    // JIT, the stores faulted in after ready, the books filling up: not measured, but verified with the rest.
-    const venueRuns = [await runLoad(base('venue, warm-up', venue.baseUrl, { seed: 3, quiet: true, warmupMs: 1000, durationMs: 6000 }))];
+    // Not measured, but verified with the rest: the stores faulted in after ready, the books filling up, and
+    // V8's optimizing compiler, which keeps re-optimizing functions as rarer paths reach them for a minute or two
+    // (decision 0049); each mode's own paths get their share.
+    const venueRuns: Awaited<ReturnType<typeof runLoad>>[] = [];
+    for (const [k, mode] of modes.entries()) {
+      venueRuns.push(await runLoad(base(`venue, warm-up, ${mode}`, venue.baseUrl, { mode, seed: 3 + k, quiet: true, warmupMs: 1000, durationMs: (warmupSeconds * 1000) / modes.length })));
+    }
     for (let round = 0; round < rounds; round++) {
       const bare = await startBareServer(2, bytes);
       let bareCpu: CpuUse | null;
@@ -151,6 +164,7 @@ export async function runDurableSubmitBench(rounds: number, seconds: number, ven
   const summary = {
     rounds,
     seconds,
+    warmupSeconds,
     connections: CONNECTIONS,
     loadThreads: 1,
     venueRatePerSecond: venueRate,
@@ -167,6 +181,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const modesAt = process.argv.indexOf('--modes');
   const modes = modesAt < 0 ? PROCESSING_MODE_NAMES : process.argv[modesAt + 1]!.split(',');
   for (const mode of modes) if (!(PROCESSING_MODE_NAMES as readonly string[]).includes(mode)) throw new Error(`--modes: ${mode} is not one of ${PROCESSING_MODE_NAMES.join(', ')}`);
-  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8), argument('rate', 0), modes));
+  writeResult(out, await runDurableSubmitBench(argument('rounds', 3), argument('seconds', 8), argument('rate', 0), modes, argument('warmup', WARMUP_SECONDS)));
   process.exit(0);
 }

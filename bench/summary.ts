@@ -90,7 +90,7 @@ export function durableSubmitTable(d: any): string[] {
   const columns = [...threads, ...others];
   const us = (n: number | undefined) => (n === undefined ? '—' : `${n}`);
   return [
-    `CPU per answered command in µs, by mode (${d.venueRatePerSecond > 0 ? `open loop at ${k(d.venueRatePerSecond)}/s` : 'closed loop'}, ${d.connections} connections, 2 gateway threads, 2 shards; medians of ${d.rounds} rounds, each beside a bare uWebSockets.js server answering the same load: ${d.medians.bareServerUsPerAnswer} µs and ${k(d.medians.bareAnswersPerSecond)} answers/s; \`bench/durable-submit-bench.ts\`):`,
+    `CPU per answered command in µs, by mode (${d.venueRatePerSecond > 0 ? `open loop at ${k(d.venueRatePerSecond)}/s` : 'closed loop'}, ${d.connections} connections, 2 gateway threads, 2 shards; after ${d.warmupSeconds ?? 6} s of warm-up load; medians of ${d.rounds} rounds, each beside a bare uWebSockets.js server answering the same load: ${d.medians.bareServerUsPerAnswer} µs and ${k(d.medians.bareAnswersPerSecond)} answers/s; \`bench/durable-submit-bench.ts\`):`,
     '',
     `| mode | answered/s | / bare | venue + PostgreSQL | / bare | ${columns.join(' | ')} | verified |`,
     `|---|---|---|---|---|${columns.map(() => '---|').join('')}---|`,
