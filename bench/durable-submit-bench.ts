@@ -25,7 +25,7 @@ import { answerBytes, cpuLine, runLoadWithCpu, startBareServer } from './lib/cpu
 import { writeResult } from './lib/results.ts';
 import type { CpuUse } from './load/cpu-use.ts';
 import { PROCESSING_MODE_NAMES } from '../core/outcome-format.ts';
-import { describe, runLoad, type LoadOptions } from './load/load-generator.ts';
+import { describe, runLoad, type LoadOptions, type LoadResult } from './load/load-generator.ts';
 import { startBenchVenue } from './load/venue.ts';
 import { verifyLoad } from './load/verify.ts';
 
@@ -89,7 +89,7 @@ export async function runDurableSubmitBench(
     // Not measured, but verified with the rest: the stores faulted in after ready, the books filling up, and
     // V8's optimizing compiler, which keeps re-optimizing functions as rarer paths reach them for a minute or two
     // (decision 0049); each mode's own paths get their share.
-    const venueRuns: Awaited<ReturnType<typeof runLoad>>[] = [];
+    const venueRuns: LoadResult[] = [];
     for (const [k, mode] of modes.entries()) {
       venueRuns.push(await runLoad(base(`venue, warm-up, ${mode}`, venue.baseUrl, { mode, seed: 3 + k, quiet: true, warmupMs: 1000, durationMs: (warmupSeconds * 1000) / modes.length })));
     }
